@@ -1,0 +1,130 @@
+# megamoe: host C11 (src/) + CUDA kernels for sm_90a (kernels/) -> build/megamoe
+#
+# Variables (nccl-tests style):
+#   CUDA_HOME   CUDA toolkit prefix (default /usr/local/cuda)
+#   NCCL_HOME   prefix with include/nccl.h (default: CUDA_HOME if it has NCCL, else /usr)
+#   MPI_HOME    Open MPI prefix (default: taken from `mpicc --showme`)
+#   CJSON_HOME  prefix with include/cjson/cJSON.h and lib*/libcjson.so (default /usr)
+#   DEBUG=1     -g -G -lineinfo, no optimisation
+#
+# Targets: all (default), deps, run, test, test-gpu, fuzz, plots, clean
+
+CUDA_HOME ?= /usr/local/cuda
+CJSON_HOME ?= /usr
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CC := gcc
+CXX ?= g++
+NP ?= $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)
+
+ifeq ($(NCCL_HOME),)
+  ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
+    NCCL_HOME := $(CUDA_HOME)
+  else
+    NCCL_HOME := /usr
+  endif
+endif
+NCCL_LIBDIR := $(firstword $(wildcard $(NCCL_HOME)/lib64/libnccl.so $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/x86_64-linux-gnu/libnccl.so $(NCCL_HOME)/lib/x86_64-linux-gnu/libnccl.so.2))
+NCCL_LIBDIR := $(if $(NCCL_LIBDIR),$(dir $(NCCL_LIBDIR)),$(NCCL_HOME)/lib)
+
+ifeq ($(MPI_HOME),)
+  MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+  MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null)
+else
+  MPI_CFLAGS := -I$(MPI_HOME)/include
+  MPI_LIBS := -L$(MPI_HOME)/lib -Wl,-rpath,$(MPI_HOME)/lib -lmpi
+endif
+
+CJSON_LIBDIR := $(firstword $(dir $(wildcard $(CJSON_HOME)/lib/x86_64-linux-gnu/libcjson.so* $(CJSON_HOME)/lib64/libcjson.so* $(CJSON_HOME)/lib/libcjson.so*)))
+CJSON_LIBDIR := $(if $(CJSON_LIBDIR),$(CJSON_LIBDIR:%/=%),$(CJSON_HOME)/lib)
+CJSON_LIBFILE := $(firstword $(wildcard $(CJSON_LIBDIR)/libcjson.so $(CJSON_LIBDIR)/libcjson.so.1))
+CJSON_CFLAGS := $(if $(filter /usr,$(CJSON_HOME)),,-I$(CJSON_HOME)/include)
+# Link the library file itself when only libcjson.so.1 exists (a staged runtime package).
+CJSON_LIBS := -L$(CJSON_LIBDIR) -Wl,-rpath,$(CJSON_LIBDIR) $(if $(filter %.so.1,$(CJSON_LIBFILE)),-l:libcjson.so.1,-lcjson)
+
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g
+  NVOPT := -O0 -g -G -lineinfo
+else
+  OPT := -O2 -g
+  NVOPT := -O3 -lineinfo
+endif
+
+# -ffp-contract=off: the host must round like the GPU's explicit _rn operations (recipe.h).
+CFLAGS_COMMON := -std=c11 -Wall -Wextra -ffp-contract=off $(CJSON_CFLAGS)
+CFLAGS := $(CFLAGS_COMMON) $(OPT) -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include $(MPI_CFLAGS) -Werror
+NVFLAGS := -gencode=arch=compute_90a,code=sm_90a -std=c++17 $(NVOPT) -Ikernels -I$(NCCL_HOME)/include \
+           -Xcompiler -Wall -Xptxas -warn-spills
+LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
+          -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl $(MPI_LIBS) $(CJSON_LIBS) -lm -lstdc++
+
+BUILD := build
+# Host files that need neither CUDA nor MPI: the CPU tests and the fuzzer link these.
+PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
+            src/cli.c src/datagen_host.c
+HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/selftest.c src/main.c
+CU_SRC := $(wildcard kernels/*.cu)
+HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
+CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
+HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
+
+.PHONY: all deps run test test-gpu fuzz plots clean
+all: $(BUILD)/megamoe
+
+$(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
+	$(CXX) -o $@ $^ $(LDLIBS)
+
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/src/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DMM_GIT_REV='"$(GIT_REV)"' -c $< -o $@
+
+$(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+deps:
+	scripts/install-deps.sh
+
+# The main job: all local GPUs, the default config (deepseek-v4-flash).
+run: deps all
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 \
+	  mpirun -np $(NP) --bind-to none $(BUILD)/megamoe bench
+
+# ---- CPU tests (no GPU needed) --------------------------------------------------------------
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_CFLAGS := $(CFLAGS_COMMON) -O1 -g -Isrc -Ikernels
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TEST_LIBS := $(CJSON_LIBS) -lcmocka -lm
+
+$(BUILD)/test_host: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)
+	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
+
+$(BUILD)/test_host_asan: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)
+	$(CC) $(TEST_CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
+
+FUZZ_SECONDS ?= 20
+$(BUILD)/fuzz_parsers: tests/fuzz/fuzz_parsers.c src/config.c src/sweep.c src/common.c $(HEADERS)
+	@mkdir -p $(BUILD)
+	clang $(CFLAGS_COMMON) -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_parsers.c src/config.c src/sweep.c \
+	  src/common.c $(CJSON_LIBS) -lm
+
+fuzz: $(BUILD)/fuzz_parsers
+	@mkdir -p $(BUILD)/fuzz-corpus
+	$(BUILD)/fuzz_parsers -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	  -print_final_stats=1 $(BUILD)/fuzz-corpus tests/fuzz/corpus
+
+test: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers
+	$(BUILD)/test_host
+	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_host_asan
+	tests/test_cli.sh $(BUILD)/megamoe
+	$(MAKE) --no-print-directory fuzz
+
+# ---- GPU checks (on a machine with GPUs) -----------------------------------------------------
+test-gpu: all
+	scripts/gpu-check.sh $(or $(LOGDIR),$(BUILD)/gpu-logs)
+
+clean:
+	rm -rf $(BUILD)

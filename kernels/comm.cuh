@@ -1,0 +1,137 @@
+/* Device-side communication primitives every mode uses: system-scope release/acquire accesses,
+ * the bounded wait, the cross-rank barrier and a grid-wide sync for persistent kernels.
+ *
+ * Rule of the project: no wait is unbounded. A wait that expires records what it waited for in
+ * the host-mapped mm_wait_error (first failure wins, elected by CAS on the local abort flag),
+ * and returns false; callers return from the kernel without trapping so the context survives.
+ * Every other wait polls the abort flag and gives up at once once it is set. */
+#ifndef MEGAMOE_COMM_CUH
+#define MEGAMOE_COMM_CUH
+
+#include <stdint.h>
+
+#include "megamoe_kernels.h"
+
+__device__ __forceinline__ uint64_t mm_globaltimer()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint64_t mm_ld_acquire_sys(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void mm_st_release_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t mm_ld_volatile_u32(const uint32_t *p)
+{
+    return *(const volatile uint32_t *)p;
+}
+
+/* Records the first failure of this rank. */
+__device__ __forceinline__ void mm_record_failure(const mm_comm &c, uint32_t phase, int peer,
+                                                  uint64_t expected, uint64_t seen)
+{
+    if (atomicCAS(c.abort_flag, 0u, 1u) != 0u) return;
+    volatile mm_wait_error *e = c.error;
+    e->phase = phase;
+    e->rank = c.peers.rank;
+    e->peer = peer;
+    e->expected = expected;
+    e->seen = seen;
+    __threadfence_system();
+    e->code = MM_WAIT_TIMEOUT;
+    __threadfence_system();
+}
+
+__device__ __forceinline__ bool mm_aborted(const mm_comm &c)
+{
+    return mm_ld_volatile_u32(c.abort_flag) != 0u;
+}
+
+/* Waits until *p >= target (acquire). False on expiry or when another wait already failed. */
+__device__ __forceinline__ bool mm_wait_geq(const mm_comm &c, const uint64_t *p, uint64_t target,
+                                            uint32_t phase, int peer)
+{
+    uint64_t start = mm_globaltimer();
+    for (uint32_t spin = 0;; spin++) {
+        uint64_t seen = mm_ld_acquire_sys(p);
+        if (seen >= target) return true;
+        if ((spin & 31u) == 31u) {
+            if (mm_aborted(c)) return false;
+            if (mm_globaltimer() - start > c.timeout_ns) {
+                mm_record_failure(c, phase, peer, target, seen);
+                return false;
+            }
+        }
+    }
+}
+
+/* The barrier slot that rank `src` writes in rank `dst`'s symmetric buffer. */
+__device__ __forceinline__ uint64_t *mm_barrier_slot(const mm_comm &c, int dst, int src)
+{
+    return (uint64_t *)(c.peers.base[dst] + MM_SIGNAL_BARRIER_OFFSET) + src;
+}
+
+/* Cross-rank barrier, called by every thread of ONE CTA per rank. Epochs only grow, and each slot
+ * has a single writer, so no slot is ever cleared between uses. Orders everything this CTA wrote
+ * before it (to any rank) before everything it reads after it. Returns false on timeout. */
+__device__ __forceinline__ bool mm_cross_rank_barrier(const mm_comm &c)
+{
+    __shared__ int ok;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint64_t epoch = ++(*c.epoch);
+        __threadfence_system();
+        for (int p = 0; p < c.peers.ranks; p++)
+            mm_st_release_sys(mm_barrier_slot(c, p, c.peers.rank), epoch);
+        int good = 1;
+        for (int p = 0; p < c.peers.ranks && good; p++)
+            good = mm_wait_geq(c, mm_barrier_slot(c, c.peers.rank, p), epoch, MM_PHASE_BARRIER, p);
+        ok = good;
+    }
+    __syncthreads();
+    return ok != 0;
+}
+
+/* Grid-wide sync for persistent kernels (all CTAs resident). `counter` is zero before the first
+ * use and grows by gridDim.x per sync; `generation` counts completed syncs. */
+__device__ __forceinline__ bool mm_grid_sync(const mm_comm &c, unsigned int *counter,
+                                             unsigned int generation)
+{
+    __shared__ int ok;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        unsigned int target = (generation + 1u) * gridDim.x;
+        atomicAdd(counter, 1u);
+        uint64_t start = mm_globaltimer();
+        int good = 1;
+        for (uint32_t spin = 0;; spin++) {
+            unsigned int seen = mm_ld_volatile_u32(counter);
+            if (seen >= target) break;
+            if ((spin & 31u) == 31u) {
+                if (mm_aborted(c)) { good = 0; break; }
+                if (mm_globaltimer() - start > c.timeout_ns) {
+                    mm_record_failure(c, MM_PHASE_GRID_SYNC, -1, target, seen);
+                    good = 0;
+                    break;
+                }
+            }
+        }
+        __threadfence();
+        ok = good;
+    }
+    __syncthreads();
+    return ok != 0;
+}
+
+#endif

@@ -1,0 +1,161 @@
+/* Buffer layouts of every mode, defined once: `plan` sizes them, the runtime allocates them and
+ * the kernels carve them with the same offsets. Plain C, usable from host C and from CUDA.
+ *
+ * Symbols: H hidden, I intermediate, E experts, K top-k, R ranks, El = E / R local experts,
+ * T the mode's maximum tokens per rank, BM the GEMM tile height (rows an expert segment is padded
+ * to). An FP8 activation row of width W carries W bytes plus W/128 FP32 scales.
+ *
+ * Regions are 256-byte aligned so TMA and 16-byte vector accesses never straddle a region. */
+#ifndef MEGAMOE_LAYOUT_H
+#define MEGAMOE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MM_LAYOUT_ALIGN 256
+#define MM_LAYOUT_MAX_REGIONS 12
+#define MM_GEMM_BLOCK_M 128     /* tile height an expert segment is padded to */
+#define MM_ROW_META_BYTES 16    /* per dispatched row: source rank, token, k slot, weight */
+#define MM_SIGNAL_WORDS 64      /* barrier and epoch words at the head of every symmetric buffer */
+
+typedef struct {
+    int64_t hidden, inter, experts, topk, ranks, max_tokens;
+} mm_shape;
+
+typedef struct {
+    const char *name; /* what the region holds, with its formula in the comment where it is added */
+    uint64_t offset;
+    uint64_t bytes;
+} mm_region;
+
+typedef struct {
+    mm_region region[MM_LAYOUT_MAX_REGIONS];
+    int count;
+    uint64_t total;
+} mm_layout;
+
+static inline uint64_t mm_align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static inline void mm_layout_add(mm_layout *l, const char *name, uint64_t bytes)
+{
+    mm_region *r = &l->region[l->count++];
+    r->name = name;
+    r->offset = l->total;
+    r->bytes = bytes;
+    l->total = mm_align_up(l->total + bytes, MM_LAYOUT_ALIGN);
+}
+
+static inline uint64_t mm_fp8_row_bytes(int64_t width)
+{
+    return (uint64_t)width + (uint64_t)(width / 128) * 4u;
+}
+
+static inline int64_t mm_local_experts(const mm_shape *s)
+{
+    return s->experts / s->ranks;
+}
+
+/* Rows a rank may have to hold, one per (token, local expert) pair, each expert's segment padded
+ * to BM: R * T * min(K, El) + El * (BM - 1). */
+static inline int64_t mm_pair_capacity(const mm_shape *s)
+{
+    int64_t el = mm_local_experts(s);
+    int64_t per_token = s->topk < el ? s->topk : el;
+    return s->ranks * s->max_tokens * per_token + el * (MM_GEMM_BLOCK_M - 1);
+}
+
+/* Region indices, so kernels and host name them instead of counting. */
+enum { NORMAL_SIGNALS, NORMAL_COUNTS, NORMAL_DISPATCH_RECV, NORMAL_COMBINE_RECV };
+enum { NORMAL_PERMUTED, NORMAL_GEMM1_OUT, NORMAL_ACT, NORMAL_GEMM2_OUT };
+
+/* normal, symmetric part. Every peer may send each of its T tokens once. */
+static inline mm_layout mm_layout_normal_sym(const mm_shape *s)
+{
+    mm_layout l = {0};
+    int64_t el = mm_local_experts(s);
+    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
+    /* [R][R + El] int32: each sender's per-rank and per-expert counts */
+    mm_layout_add(&l, "counts", (uint64_t)(s->ranks * (s->ranks + el)) * 4u);
+    /* [R][T] rows: FP8 row + scales + K (local expert id, weight) pairs */
+    mm_layout_add(&l, "dispatch_recv",
+                  (uint64_t)(s->ranks * s->max_tokens) *
+                      (mm_fp8_row_bytes(s->hidden) + (uint64_t)s->topk * 8u));
+    /* [R][T][H] BF16: each rank's pre-reduced partial row for each of my tokens */
+    mm_layout_add(&l, "combine_recv", (uint64_t)(s->ranks * s->max_tokens * s->hidden) * 2u);
+    return l;
+}
+
+/* normal, local workspace: the expert-contiguous pipeline between dispatch and combine. */
+static inline mm_layout mm_layout_normal_local(const mm_shape *s)
+{
+    mm_layout l = {0};
+    uint64_t rows = (uint64_t)mm_pair_capacity(s);
+    mm_layout_add(&l, "permuted_x", rows * (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    mm_layout_add(&l, "gemm1_out_f32", rows * (uint64_t)s->inter * 2u * 4u);
+    mm_layout_add(&l, "act_fp8", rows * mm_fp8_row_bytes(s->inter));
+    mm_layout_add(&l, "gemm2_out_bf16", rows * (uint64_t)s->hidden * 2u);
+    return l;
+}
+
+enum { LL_SIGNALS, LL_COUNTS, LL_DISPATCH_RECV, LL_COMBINE_RECV, LL_COMBINE_FLAGS };
+enum { LL_PACKED, LL_GEMM1_OUT, LL_ACT, LL_GEMM2_OUT };
+
+/* ll, symmetric part: fixed-size regions addressed directly, counts double-buffered by epoch. */
+static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
+{
+    mm_layout l = {0};
+    int64_t el = mm_local_experts(s);
+    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
+    /* [2][El][R] int32 counts, one set per call parity */
+    mm_layout_add(&l, "counts", (uint64_t)(2 * el * s->ranks) * 4u);
+    /* [El][R][T] rows: FP8 row + scales + meta */
+    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) *
+                                           (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    /* [T][K][H] BF16 expert outputs coming home */
+    mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
+    /* [2][T][K] uint32 arrival flags, one set per call parity */
+    mm_layout_add(&l, "combine_flags", (uint64_t)(2 * s->max_tokens * s->topk) * 4u);
+    return l;
+}
+
+/* ll, local workspace: the masked layout [El][R*T][...] of the GEMM core. */
+static inline mm_layout mm_layout_ll_local(const mm_shape *s)
+{
+    mm_layout l = {0};
+    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * s->max_tokens);
+    mm_layout_add(&l, "packed_x", rows * (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    mm_layout_add(&l, "gemm1_out_f32", rows * (uint64_t)s->inter * 2u * 4u);
+    mm_layout_add(&l, "act_fp8", rows * mm_fp8_row_bytes(s->inter));
+    mm_layout_add(&l, "gemm2_out_bf16", rows * (uint64_t)s->hidden * 2u);
+    return l;
+}
+
+enum { FUSED_SIGNALS, FUSED_EXPERT_COUNTERS, FUSED_POOL, FUSED_COMBINE_RECV };
+enum { FUSED_ACT_POOL };
+
+/* fused, symmetric part: an expert-contiguous receive pool written by peers. */
+static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
+{
+    mm_layout l = {0};
+    int64_t el = mm_local_experts(s);
+    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
+    /* [El] reserve counters + [El] arrival counters + [R][El] per-sender counts, uint32 */
+    mm_layout_add(&l, "expert_counters", (uint64_t)(el * (2 + s->ranks)) * 4u);
+    mm_layout_add(&l, "pool", (uint64_t)mm_pair_capacity(s) *
+                                  (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    /* [K][T][H] BF16 expert outputs coming home, summed in k order */
+    mm_layout_add(&l, "combine_recv", (uint64_t)(s->topk * s->max_tokens * s->hidden) * 2u);
+    return l;
+}
+
+static inline mm_layout mm_layout_fused_local(const mm_shape *s)
+{
+    mm_layout l = {0};
+    mm_layout_add(&l, "act_pool", (uint64_t)mm_pair_capacity(s) * mm_fp8_row_bytes(s->inter));
+    return l;
+}
+
+#endif

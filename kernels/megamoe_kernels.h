@@ -1,0 +1,87 @@
+/* Table of contents of the CUDA side: every extern "C" launcher the host calls, and the plain
+ * structs passed to kernels by value. Includable from C (host) and CUDA. */
+#ifndef MEGAMOE_KERNELS_H
+#define MEGAMOE_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "datagen.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MM_MAX_PEERS 8 /* one NVLink domain of one node */
+
+/* Every rank's symmetric buffer as a plain pointer in this process's address space (NVLink loads
+ * and stores go straight through them). Built once from NCCL's window; kernels take it by value
+ * so they need no NCCL headers. */
+typedef struct {
+    int rank, ranks;
+    char *base[MM_MAX_PEERS];
+} mm_peers;
+
+/* What a bounded wait leaves behind when it gives up. Lives in host-mapped memory so the host can
+ * read it after the kernel returned; the first waiter to expire fills it (CAS on `code`). */
+typedef struct {
+    uint32_t code; /* 0 = no failure, MM_WAIT_TIMEOUT */
+    uint32_t phase; /* mm_phase */
+    int32_t rank;   /* the rank that waited */
+    int32_t peer;   /* the rank it waited for (-1: not one rank) */
+    uint64_t expected, seen;
+} mm_wait_error;
+
+#define MM_WAIT_TIMEOUT 1u
+
+typedef enum {
+    MM_PHASE_NONE = 0,
+    MM_PHASE_BARRIER,      /* cross-rank barrier over the symmetric signal words */
+    MM_PHASE_GRID_SYNC,    /* grid-wide sync of a persistent kernel */
+    MM_PHASE_COUNT
+} mm_phase;
+
+/* Device-side context every communicating kernel gets: peers, where barrier epochs live, the
+ * failure record, and the wait bound. */
+typedef struct {
+    mm_peers peers;
+    uint64_t *epoch;          /* local device memory: this rank's barrier epoch counter */
+    uint32_t *abort_flag;     /* local device memory: set by the first expired wait */
+    mm_wait_error *error;     /* host-mapped */
+    uint64_t timeout_ns;
+} mm_comm;
+
+/* Symmetric-buffer head: barrier slots, one per source rank, written by that rank. */
+#define MM_SIGNAL_BARRIER_OFFSET 0
+
+/* Ranks in NCCL's LSA team (load/store reachable) of this communicator (an ncclComm_t). */
+int mm_nccl_lsa_ranks(void *nccl_comm);
+cudaError_t mm_launch_peer_pointers(void *nccl_window, int ranks, char **out_device,
+                                    cudaStream_t stream);
+/* All ranks meet; one CTA. */
+cudaError_t mm_launch_barrier(mm_comm comm, cudaStream_t stream);
+/* Self-test: write a rank-tagged pattern into every peer's buffer at `offset`, then (after a
+ * barrier) verify what the peers wrote into ours; mismatches counted into *bad. */
+cudaError_t mm_launch_roundtrip_write(mm_comm comm, uint64_t offset, uint64_t words,
+                                      cudaStream_t stream);
+cudaError_t mm_launch_roundtrip_verify(mm_comm comm, uint64_t offset, uint64_t words,
+                                       unsigned long long *bad, cudaStream_t stream);
+
+/* Data generation on the GPU (bit-identical to the host's, datagen.h). */
+cudaError_t mm_launch_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden,
+                            uint16_t *x, cudaStream_t stream);
+cudaError_t mm_launch_gen_routing(mm_route_params params, uint64_t first_token, int tokens,
+                                  int32_t *ids, float *weights, cudaStream_t stream);
+/* Weights of `count` experts starting at global id first_expert: W1 [E][2I][H] and W2 [E][H][I]
+ * FP8 with FP32 128x128 block scales [E][2I/128][H/128] and [E][H/128][I/128]. */
+cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, int hidden, int inter,
+                                  int ue8m0, uint8_t *w1, float *w1_scale, uint8_t *w2,
+                                  float *w2_scale, cudaStream_t stream);
+/* NaN pattern over an output, so an unwritten element fails every check. */
+cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

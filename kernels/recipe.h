@@ -1,0 +1,136 @@
+/* The numeric recipe's building blocks (../shared/reference/recipe.md), one definition for host C
+ * and CUDA: FP8 e4m3 encode/decode, BF16 rounding, per-128 quantization scales.
+ *
+ * Every operation that rounds is written as an explicit IEEE round-to-nearest op (MM_ADD, MM_MUL,
+ * MM_DIV), because nvcc would otherwise fuse a*b+c into one FMA on the device and the host and GPU
+ * results would differ in the last bit. Host code is built with -ffp-contract=off for the same
+ * reason. Encoders work on bit patterns, so they are exact by construction. */
+#ifndef MEGAMOE_RECIPE_H
+#define MEGAMOE_RECIPE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define MM_HD __host__ __device__ __forceinline__
+#else
+#define MM_HD static inline
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define MM_ADD(a, b) __fadd_rn((a), (b))
+#define MM_MUL(a, b) __fmul_rn((a), (b))
+#define MM_DIV(a, b) __fdiv_rn((a), (b))
+#else
+#define MM_ADD(a, b) ((float)(a) + (float)(b))
+#define MM_MUL(a, b) ((float)(a) * (float)(b))
+#define MM_DIV(a, b) ((float)(a) / (float)(b))
+#endif
+
+#define MM_FP8_MAX 448.0f
+#define MM_SCALE_FLOOR 1e-4f /* amax below this still gets scale 1e-4/448: no division by 0 */
+
+MM_HD uint32_t mm_f32_bits(float f)
+{
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+
+MM_HD float mm_bits_f32(uint32_t u)
+{
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
+/* FP8 e4m3 (the "fn" variant: no infinities, 0x7F/0xFF are NaN, max 448), round to nearest even,
+ * saturating to +-448; NaN in gives NaN out. */
+MM_HD uint8_t mm_fp8_encode(float x)
+{
+    uint32_t b = mm_f32_bits(x);
+    uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu); /* NaN */
+    if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448 (and inf): saturate */
+    int e = (int)(a >> 23) - 127;
+    if (e >= -6) {
+        /* Normal in e4m3: keep 3 mantissa bits, round the 20 dropped bits to nearest even; a
+         * carry out of the mantissa correctly bumps the exponent. */
+        uint32_t q = a >> 20, rem = a & 0xfffffu;
+        if (rem > 0x80000u || (rem == 0x80000u && (q & 1u))) q++;
+        uint32_t exp8 = (q >> 3) - 127u + 7u;
+        uint32_t code = (exp8 << 3) | (q & 7u);
+        return (uint8_t)(sign | (code > 0x7eu ? 0x7eu : code));
+    }
+    /* Subnormal in e4m3: value = m * 2^-9, m = round(sig * 2^(e - 14)). */
+    uint32_t sig = (a & 0x7fffffu) | 0x800000u;
+    int s = 14 - e; /* >= 21 */
+    if (s >= 32) return sign;
+    uint32_t m = sig >> s, rem = sig & ((1u << s) - 1u), half = 1u << (s - 1);
+    if (rem > half || (rem == half && (m & 1u))) m++;
+    return (uint8_t)(sign | m); /* m == 8 is the smallest normal, code 0x08: still right */
+}
+
+MM_HD float mm_fp8_decode(uint8_t v)
+{
+    uint32_t sign = (uint32_t)(v & 0x80u) << 24;
+    uint32_t e = (v >> 3) & 0xfu, m = v & 7u;
+    if (e == 15u && m == 7u) return mm_bits_f32(sign | 0x7fc00000u);
+    if (e == 0u) {
+        /* m * 2^-9, exact in float */
+        float f = (float)m * (1.0f / 512.0f);
+        return mm_bits_f32(sign | mm_f32_bits(f));
+    }
+    return mm_bits_f32(sign | ((e - 7u + 127u) << 23) | (m << 20));
+}
+
+/* BF16 by round to nearest even on the bit pattern (NaN stays a quiet NaN). */
+MM_HD uint16_t mm_bf16_encode(float x)
+{
+    uint32_t b = mm_f32_bits(x);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+    b += 0x7fffu + ((b >> 16) & 1u);
+    return (uint16_t)(b >> 16);
+}
+
+MM_HD float mm_bf16_decode(uint16_t v)
+{
+    return mm_bits_f32((uint32_t)v << 16);
+}
+
+/* Round a positive scale up to a power of two (UE8M0). */
+MM_HD float mm_ue8m0_round_up(float s)
+{
+    uint32_t b = mm_f32_bits(s);
+    if (b & 0x7fffffu) b = (b & 0xff800000u) + 0x800000u;
+    return mm_bits_f32(b);
+}
+
+/* Scale of a 128-wide (or 128x128) block from its amax: max(amax, 1e-4) / 448, optionally
+ * rounded up to a power of two. */
+MM_HD float mm_block_scale(float amax, int ue8m0)
+{
+    float s = MM_DIV(amax > MM_SCALE_FLOOR ? amax : MM_SCALE_FLOOR, MM_FP8_MAX);
+    return ue8m0 ? mm_ue8m0_round_up(s) : s;
+}
+
+MM_HD uint8_t mm_quantize(float x, float scale)
+{
+    return mm_fp8_encode(MM_DIV(x, scale));
+}
+
+MM_HD float mm_fabs(float x)
+{
+    return mm_bits_f32(mm_f32_bits(x) & 0x7fffffffu);
+}
+
+#endif

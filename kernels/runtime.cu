@@ -1,0 +1,101 @@
+/* Kernels of the GPU runtime: peer pointers from NCCL's window, the line-up barrier, the
+ * symmetric-memory round trip of the self-test, and poisoning of outputs.
+ *
+ * peer_pointers: one thread per rank reads ncclGetLsaPointer once at start-up; nothing else in
+ *   the project includes NCCL's device headers.
+ * barrier: one CTA; thread 0 publishes its epoch to every rank and waits (bounded) for theirs.
+ * roundtrip_write/verify: grid-stride over `words` 64-bit words; writer stores to every peer's
+ *   buffer at offset + src_rank * words, verifier checks its own buffer after a barrier. */
+#include <nccl.h>
+#include <nccl_device.h>
+
+#include "comm.cuh"
+#include "megamoe_kernels.h"
+
+extern "C" int mm_nccl_lsa_ranks(void *nccl_comm)
+{
+    return ncclTeamLsa((ncclComm_t)nccl_comm).nRanks;
+}
+
+__global__ void peer_pointers_kernel(ncclWindow_t window, int ranks, char **out)
+{
+    int p = threadIdx.x;
+    if (p < ranks) out[p] = (char *)ncclGetLsaPointer(window, 0, p);
+}
+
+extern "C" cudaError_t mm_launch_peer_pointers(void *nccl_window, int ranks, char **out_device,
+                                               cudaStream_t stream)
+{
+    peer_pointers_kernel<<<1, MM_MAX_PEERS, 0, stream>>>((ncclWindow_t)nccl_window, ranks,
+                                                         out_device);
+    return cudaGetLastError();
+}
+
+__global__ void barrier_kernel(mm_comm comm)
+{
+    mm_cross_rank_barrier(comm);
+}
+
+extern "C" cudaError_t mm_launch_barrier(mm_comm comm, cudaStream_t stream)
+{
+    barrier_kernel<<<1, 32, 0, stream>>>(comm);
+    return cudaGetLastError();
+}
+
+/* Tag of word i written by rank src: distinct per (src, i), never zero, never NaN-like. */
+__device__ __forceinline__ uint64_t roundtrip_tag(int src, uint64_t i)
+{
+    return ((uint64_t)(src + 1) << 48) ^ (i * 0x9e3779b97f4a7c15ull >> 16) ^ 0x5a5a;
+}
+
+__global__ void roundtrip_write_kernel(mm_comm comm, uint64_t offset, uint64_t words)
+{
+    int me = comm.peers.rank;
+    for (int dst = 0; dst < comm.peers.ranks; dst++) {
+        uint64_t *region = (uint64_t *)(comm.peers.base[dst] + offset) + (uint64_t)me * words;
+        for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
+             i += (uint64_t)gridDim.x * blockDim.x)
+            region[i] = roundtrip_tag(me, i);
+    }
+}
+
+__global__ void roundtrip_verify_kernel(mm_comm comm, uint64_t offset, uint64_t words,
+                                        unsigned long long *bad)
+{
+    const uint64_t *mine = (const uint64_t *)(comm.peers.base[comm.peers.rank] + offset);
+    unsigned long long local = 0;
+    for (int src = 0; src < comm.peers.ranks; src++)
+        for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
+             i += (uint64_t)gridDim.x * blockDim.x)
+            local += mine[(uint64_t)src * words + i] != roundtrip_tag(src, i);
+    if (local) atomicAdd(bad, local);
+}
+
+extern "C" cudaError_t mm_launch_roundtrip_write(mm_comm comm, uint64_t offset, uint64_t words,
+                                                 cudaStream_t stream)
+{
+    roundtrip_write_kernel<<<64, 256, 0, stream>>>(comm, offset, words);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_roundtrip_verify(mm_comm comm, uint64_t offset, uint64_t words,
+                                                  unsigned long long *bad, cudaStream_t stream)
+{
+    roundtrip_verify_kernel<<<64, 256, 0, stream>>>(comm, offset, words, bad);
+    return cudaGetLastError();
+}
+
+/* 0xFFFF halves are NaN in BF16 and 0xFFFFFFFF is NaN in FP32: any unwritten output fails. */
+__global__ void poison_kernel(uint32_t *p, uint64_t words)
+{
+    for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = 0xffffffffu;
+}
+
+extern "C" cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream)
+{
+    if (bytes % 4u) return cudaMemsetAsync(ptr, 0xff, bytes, stream);
+    poison_kernel<<<256, 256, 0, stream>>>((uint32_t *)ptr, bytes / 4u);
+    return cudaGetLastError();
+}

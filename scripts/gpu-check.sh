@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds megamoe and runs the GPU checks on every local GPU in one call; logs go to the folder
+# given as the first argument (default build/gpu-logs). Exit status: 0 when every step passed.
+#   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
+#   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
+#   3. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, JSON kept in the log folder
+#   4. bad-input checks that need the GPU runtime (more ranks than GPUs)
+set -u
+logs=${1:-build/gpu-logs}
+mkdir -p "$logs"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "$ngpu" -ge 1 ] || { echo "gpu-check: no GPU found" >&2; exit 3; }
+cjson=()
+[ -f .deps/usr/include/cjson/cJSON.h ] && cjson=(CJSON_HOME="$PWD/.deps/usr")
+fail=0
+step() { # name, command...
+    local name=$1; shift
+    local t0=$SECONDS
+    "$@" >"$logs/$name.log" 2>&1
+    local rc=$?
+    printf '%-28s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$logs/summary.txt"
+    return $rc
+}
+expect_rc() { # expected rc, name, command...
+    local want=$1 name=$2; shift 2
+    step "$name" "$@"; local rc=$?
+    [ "$rc" -eq "$want" ] || { echo "  expected rc=$want" | tee -a "$logs/summary.txt"; fail=1; }
+}
+: >"$logs/summary.txt"
+step build make -j16 "${cjson[@]}" || { tail -30 "$logs/build.log"; exit 3; }
+mpi="mpirun --bind-to none"
+expect_rc 0 selftest-np1 $mpi -np 1 build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
+expect_rc 0 selftest-np$ngpu-tiny $mpi -np "$ngpu" build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
+expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-flash.json --timeout-ms 1000
+expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
+expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
+expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep$ngpu-flash.json"
+expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json
+cat "$logs/summary.txt"
+exit $fail

@@ -1,0 +1,291 @@
+#define _GNU_SOURCE /* getopt_long */
+#include "cli.h"
+#include "report.h"
+
+#include <getopt.h>
+#include <string.h>
+
+static const char *const command_names[CMD_COUNT] = {"bench", "check", "plan", "gate", "gemm",
+                                                          "selftest"};
+static const char *const command_help[CMD_COUNT] = {
+    "sweep batch sizes and time the modes (fused, normal, ll) against each other",
+    "run the correctness scenarios of every mode against the references",
+    "print buffers, work and floor times per batch (no GPU, no MPI needed)",
+    "compare two results files and fail on a slowdown or a wrong result",
+    "time the grouped FP8 GEMM core against cuBLASLt on one GPU",
+    "test the GPU runtime: NVLink round trip, barrier, stalled peer, generators",
+};
+
+const char *command_name(mm_command c)
+{
+    return (unsigned)c < CMD_COUNT ? command_names[c] : "?";
+}
+
+enum {
+    OPT_HELP = 'h',
+    OPT_CONFIG = 1000, OPT_BATCHES, OPT_MODES, OPT_WARMUP, OPT_ITERS, OPT_ROUTING, OPT_SEED,
+    OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
+    OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
+    OPT_TOL,
+};
+
+#define B (1u << CMD_BENCH)
+#define C (1u << CMD_CHECK)
+#define P (1u << CMD_PLAN)
+#define S (1u << CMD_SELFTEST)
+
+/* One table drives parsing, per-command validity and --help. */
+static const struct {
+    const char *name;
+    int has_arg;
+    int id;
+    unsigned commands;
+    const char *arg, *help;
+} flags[] = {
+    {"config", 1, OPT_CONFIG, B | C | P | S, "FILE", "model config JSON (default " MM_DEFAULT_CONFIG ")"},
+    {"batches", 1, OPT_BATCHES, B | P, "LIST",
+     "tokens per rank: 1,8,64 or 1:8192:x2 or 0:64:+16 (default: config's list, else 1:8192:x2)"},
+    {"modes", 1, OPT_MODES, B | C, "LIST", "fused,normal,ll (default all)"},
+    {"warmup", 1, OPT_WARMUP, B, "N", "untimed iterations per (mode, batch) (default 5)"},
+    {"iters", 1, OPT_ITERS, B, "N", "timed iterations per (mode, batch) (default 30)"},
+    {"routing", 1, OPT_ROUTING, B, "NAME[:P]",
+     "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
+     "uniform)"},
+    {"seed", 1, OPT_SEED, B | C | S, "N", "seed of all generated data (default 1)"},
+    {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (schema " MM_RESULTS_SCHEMA ")"},
+    {"markdown", 1, OPT_MARKDOWN, B | C, "FILE", "write the tables as Markdown"},
+    {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
+    {"l2-flush", 1, OPT_L2FLUSH, B, "on|off", "flush L2 before each timed iteration (default on)"},
+    {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
+    {"breakdown", 0, OPT_BREAKDOWN, B, NULL, "also time each stage of the modes that have stages"},
+    {"max-tokens-per-rank", 1, OPT_MAXTOK, B | P, "N",
+     "size buffers for at most N tokens per rank (default: largest batch)"},
+    {"ll-max", 1, OPT_LLMAX, B | C | P, "N", "ll mode's fixed max tokens per rank (default 1024)"},
+    {"comm-sms", 1, OPT_COMMSMS, B | C, "N", "SMs given to communication kernels (default: tuned)"},
+    {"timeout-ms", 1, OPT_TIMEOUT, B | C | S, "MS", "bound on every device-side wait (default 5000)"},
+    {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
+    {"hbm-gbps", 1, OPT_HBM, P, "X", "HBM ceiling (default 3900, measured H200)"},
+    {"nvlink-gbps", 1, OPT_NVLINK, P, "X", "NVLink one-direction ceiling (default 370)"},
+    {"fp8-tflops", 1, OPT_FP8, P, "X", "FP8 block-scaled GEMM ceiling (default 1325)"},
+    {"filter", 1, OPT_FILTER, C, "STR", "run only scenarios whose name contains STR"},
+    {"tol", 1, OPT_TOL, C, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
+    {"help", 0, OPT_HELP, B | C | P | S | (1u << CMD_GATE) | (1u << CMD_GEMM), NULL, "this help"},
+};
+
+#undef B
+#undef C
+#undef P
+#undef S
+
+void cli_usage(FILE *f, int cmd)
+{
+    if (cmd < 0 || cmd >= CMD_COUNT) {
+        fprintf(f, "usage: megamoe <command> [options]   (mpirun -np N megamoe ... for N GPUs)\n\n"
+                   "commands:\n");
+        for (int c = 0; c < CMD_COUNT; c++)
+            fprintf(f, "  %-6s %s\n", command_names[c], command_help[c]);
+        fprintf(f, "\n'megamoe <command> --help' lists a command's options.\n"
+                   "exit codes: 0 ok, 1 check or gate failed, 2 usage or config error,\n"
+                   "            3 CUDA/NCCL/MPI error, 4 timeout\n");
+        return;
+    }
+    fprintf(f, "usage: megamoe %s [options]\n  %s\n\noptions:\n", command_names[cmd],
+            command_help[cmd]);
+    for (size_t i = 0; i < MM_ARRAY_LEN(flags); i++) {
+        if (!(flags[i].commands & (1u << cmd))) continue;
+        char left[48];
+        mm_fmt(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
+               flags[i].arg ? flags[i].arg : "");
+        fprintf(f, "  %-28s %s\n", left, flags[i].help);
+    }
+}
+
+static void defaults(mm_options *o)
+{
+    memset(o, 0, sizeof *o);
+    mm_fmt(o->config_path, sizeof o->config_path, "%s", MM_DEFAULT_CONFIG);
+    o->modes = (1u << MODE_COUNT) - 1;
+    o->warmup = MM_DEFAULT_WARMUP;
+    o->iters = MM_DEFAULT_ITERS;
+    o->routing.kind = ROUTE_UNIFORM;
+    o->seed = 1;
+    o->l2_flush = 1;
+    o->check = 1;
+    o->ll_max = MM_DEFAULT_LL_MAX;
+    o->timeout_ms = MM_DEFAULT_TIMEOUT_MS;
+    o->ceilings.hbm_gbps = MM_DEFAULT_HBM_GBPS;
+    o->ceilings.nvlink_gbps = MM_DEFAULT_NVLINK_GBPS;
+    o->ceilings.fp8_tflops = MM_DEFAULT_FP8_TFLOPS;
+    o->tol = MM_DEFAULT_TOL;
+}
+
+/* Applies one flag's value; `name` is for messages. */
+static mm_status apply(mm_options *o, int id, const char *name, const char *v, char *err,
+                       size_t errlen)
+{
+    char sub[256];
+    long n = 0;
+    double d = 0;
+    mm_status s = MM_OK;
+    switch (id) {
+    case OPT_CONFIG:
+        if (strlen(v) >= sizeof o->config_path) {
+            mm_fmt(err, errlen, "--config: path too long");
+            return MM_USAGE;
+        }
+        mm_fmt(o->config_path, sizeof o->config_path, "%s", v);
+        o->config_given = 1;
+        return MM_OK;
+    case OPT_BATCHES:
+        s = parse_batch_list(v, 1, o->batches, MM_MAX_BATCHES, &o->n_batches, sub, sizeof sub);
+        break;
+    case OPT_MODES: s = parse_mode_list(v, &o->modes, sub, sizeof sub); break;
+    case OPT_WARMUP:
+        s = parse_int(v, 0, 100000, &n, sub, sizeof sub);
+        o->warmup = (int)n;
+        break;
+    case OPT_ITERS:
+        s = parse_int(v, 1, 100000, &n, sub, sizeof sub);
+        o->iters = (int)n;
+        break;
+    case OPT_ROUTING:
+        s = parse_routing(v, &o->routing, sub, sizeof sub);
+        o->routing_given = 1;
+        break;
+    case OPT_SEED:
+        s = parse_int(v, 0, 0x7fffffffffffffffL, &n, sub, sizeof sub);
+        o->seed = (unsigned long long)n;
+        break;
+    case OPT_JSON:
+    case OPT_MARKDOWN: {
+        char *dst = id == OPT_JSON ? o->json_path : o->markdown_path;
+        if (!*v || strlen(v) >= sizeof o->json_path) {
+            mm_fmt(err, errlen, "--%s: empty or too long path", name);
+            return MM_USAGE;
+        }
+        mm_fmt(dst, sizeof o->json_path, "%s", v);
+        return MM_OK;
+    }
+    case OPT_GRAPH: s = parse_on_off(v, &o->graph, sub, sizeof sub); break;
+    case OPT_L2FLUSH: s = parse_on_off(v, &o->l2_flush, sub, sizeof sub); break;
+    case OPT_CHECK: s = parse_on_off(v, &o->check, sub, sizeof sub); break;
+    case OPT_BREAKDOWN: o->breakdown = 1; return MM_OK;
+    case OPT_MAXTOK:
+        s = parse_int(v, 1, MM_MAX_BATCH_VALUE, &n, sub, sizeof sub);
+        o->max_tokens_per_rank = (int)n;
+        break;
+    case OPT_LLMAX:
+        s = parse_int(v, 1, MM_MAX_BATCH_VALUE, &n, sub, sizeof sub);
+        o->ll_max = (int)n;
+        break;
+    case OPT_COMMSMS:
+        s = parse_int(v, 1, 1024, &n, sub, sizeof sub);
+        o->comm_sms = (int)n;
+        break;
+    case OPT_TIMEOUT:
+        s = parse_int(v, 1, 3600 * 1000, &n, sub, sizeof sub);
+        o->timeout_ms = (int)n;
+        break;
+    case OPT_RANKS:
+        s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
+        o->ranks = (int)n;
+        break;
+    case OPT_HBM: s = parse_double(v, 1e-3, 1e9, &o->ceilings.hbm_gbps, sub, sizeof sub); break;
+    case OPT_NVLINK:
+        s = parse_double(v, 1e-3, 1e9, &o->ceilings.nvlink_gbps, sub, sizeof sub);
+        break;
+    case OPT_FP8: s = parse_double(v, 1e-3, 1e9, &o->ceilings.fp8_tflops, sub, sizeof sub); break;
+    case OPT_FILTER:
+        if (strlen(v) >= sizeof o->filter) {
+            mm_fmt(err, errlen, "--filter: too long");
+            return MM_USAGE;
+        }
+        mm_fmt(o->filter, sizeof o->filter, "%s", v);
+        return MM_OK;
+    case OPT_TOL:
+        /* Only tighter than the documented bound: CI may demand more, never accept less. */
+        s = parse_double(v, 0.0, MM_DEFAULT_TOL, &d, sub, sizeof sub);
+        o->tol = d;
+        break;
+    default:
+        mm_fmt(err, errlen, "internal: unhandled option --%s", name);
+        return MM_USAGE;
+    }
+    if (s != MM_OK) mm_fmt(err, errlen, "--%s: %s", name, sub);
+    return s;
+}
+
+mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errlen)
+{
+    defaults(o);
+    if (argc < 2) {
+        mm_fmt(err, errlen, "no command given (bench, check, plan, gate, gemm, selftest; try --help)");
+        return MM_USAGE;
+    }
+    int cmd = -1;
+    for (int c = 0; c < CMD_COUNT; c++)
+        if (strcmp(argv[1], command_names[c]) == 0) cmd = c;
+    if (cmd < 0) {
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+            strcmp(argv[1], "help") == 0) {
+            o->help = 1;
+            o->cmd = CMD_COUNT;
+            return MM_OK;
+        }
+        mm_fmt(err, errlen, "unknown command '%s' (bench, check, plan, gate, gemm, selftest; try --help)",
+               argv[1]);
+        return MM_USAGE;
+    }
+    o->cmd = (mm_command)cmd;
+
+    struct option longopts[MM_ARRAY_LEN(flags) + 1];
+    for (size_t i = 0; i < MM_ARRAY_LEN(flags); i++) {
+        longopts[i].name = flags[i].name;
+        longopts[i].has_arg = flags[i].has_arg ? required_argument : no_argument;
+        longopts[i].flag = NULL;
+        longopts[i].val = flags[i].id;
+    }
+    memset(&longopts[MM_ARRAY_LEN(flags)], 0, sizeof longopts[0]);
+
+    /* getopt keeps global state: reset it so tests can parse many command lines. */
+    optind = 0;
+    opterr = 0;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    for (;;) {
+        int longidx = -1;
+        int id = getopt_long(sub_argc, sub_argv, "+:h", longopts, &longidx);
+        if (id == -1) break;
+        if (id == ':') {
+            mm_fmt(err, errlen, "%s: option '%s' needs a value", command_names[cmd],
+                   sub_argv[optind - 1]);
+            return MM_USAGE;
+        }
+        if (id == '?') {
+            mm_fmt(err, errlen, "%s: unknown option '%s' (try --help)", command_names[cmd],
+                   sub_argv[optind - 1]);
+            return MM_USAGE;
+        }
+        size_t fi = 0;
+        while (fi < MM_ARRAY_LEN(flags) && flags[fi].id != id) fi++;
+        if (fi == MM_ARRAY_LEN(flags)) {
+            mm_fmt(err, errlen, "%s: unknown option", command_names[cmd]);
+            return MM_USAGE;
+        }
+        if (id == OPT_HELP) {
+            o->help = 1;
+            return MM_OK;
+        }
+        if (!(flags[fi].commands & (1u << cmd))) {
+            mm_fmt(err, errlen, "%s: option --%s does not apply to this command",
+                   command_names[cmd], flags[fi].name);
+            return MM_USAGE;
+        }
+        MM_TRY(apply(o, id, flags[fi].name, optarg, err, errlen));
+    }
+    if (optind < sub_argc) {
+        mm_fmt(err, errlen, "%s: unexpected argument '%s'", command_names[cmd], sub_argv[optind]);
+        return MM_USAGE;
+    }
+    return MM_OK;
+}

@@ -1,0 +1,50 @@
+/* Command line: subcommands and their flags, parsed and validated before any GPU or MPI work. */
+#ifndef MEGAMOE_CLI_H
+#define MEGAMOE_CLI_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "plan.h"
+#include "sweep.h"
+
+typedef enum { CMD_BENCH, CMD_CHECK, CMD_PLAN, CMD_GATE, CMD_GEMM, CMD_SELFTEST, CMD_COUNT } mm_command;
+
+#define MM_DEFAULT_CONFIG "configs/deepseek-v4-flash.json"
+#define MM_DEFAULT_WARMUP 5
+#define MM_DEFAULT_ITERS 30
+#define MM_DEFAULT_TIMEOUT_MS 5000
+#define MM_DEFAULT_LL_MAX 1024
+#define MM_DEFAULT_TOL 1e-4
+
+typedef struct {
+    mm_command cmd;
+    int help; /* --help given: print usage, exit 0 */
+    char config_path[512];
+    int config_given;
+    int batches[MM_MAX_BATCHES];
+    int n_batches; /* 0 = not given */
+    unsigned modes;
+    int warmup, iters;
+    mm_routing routing;
+    int routing_given;
+    unsigned long long seed;
+    char json_path[512];
+    char markdown_path[512];
+    int graph, l2_flush, check, breakdown;
+    int max_tokens_per_rank; /* 0 = not given */
+    int ll_max;
+    int comm_sms; /* 0 = default */
+    int timeout_ms;
+    int ranks; /* plan: 0 = from MPI or 1 */
+    mm_ceilings ceilings;
+    char filter[128];
+    double tol;
+} mm_options;
+
+/* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */
+mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errlen);
+void cli_usage(FILE *f, int cmd); /* cmd = CMD_COUNT: the top-level usage */
+const char *command_name(mm_command c);
+
+#endif

@@ -1,0 +1,73 @@
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+static int log_quiet;
+static int log_rank = -1;
+
+void log_quiet_unless_rank0(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < MM_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            log_quiet = atoi(v) != 0;
+            return;
+        }
+    }
+}
+
+void log_set_rank(int rank, int world)
+{
+    log_quiet = 0;
+    log_rank = world > 1 ? rank : -1;
+}
+
+const char *mm_status_name(mm_status s)
+{
+    switch (s) {
+    case MM_OK: return "OK";
+    case MM_FAIL: return "FAIL";
+    case MM_USAGE: return "USAGE";
+    case MM_RUNTIME: return "ERROR";
+    case MM_TIMEOUT: return "TIMEOUT";
+    }
+    return "?";
+}
+
+static void vmessage(const char *kind, const char *fmt, va_list ap)
+{
+    if (log_quiet) return;
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    if (log_rank >= 0)
+        fprintf(stderr, "megamoe[rank %d]: %s: %s\n", log_rank, kind, line);
+    else
+        fprintf(stderr, "megamoe: %s: %s\n", kind, line);
+}
+
+void mm_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("error", fmt, ap);
+    va_end(ap);
+}
+
+void mm_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("warning", fmt, ap);
+    va_end(ap);
+}
+
+void mm_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+    if (len == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,48 @@
+/* Model configuration: the MoE layer's shape and numerics, read from a model's config.json.
+ *
+ * Keys follow the models' own config.json so a published file can be passed as it is; unknown keys
+ * are ignored. An optional "bench" object holds sweep defaults. */
+#ifndef MEGAMOE_CONFIG_H
+#define MEGAMOE_CONFIG_H
+
+#include <stddef.h>
+
+#include "common.h"
+
+#define MM_MAX_BATCHES 128
+#define MM_MAX_TOPK 16 /* per-token routing state lives in registers in every kernel */
+#define MM_QUANT_BLOCK 128
+
+typedef enum { MM_SCALE_FP32 = 0, MM_SCALE_UE8M0 = 1 } mm_scale_fmt;
+
+typedef struct {
+    char name[96];       /* "name" key, else the file's base name without .json */
+    char path[512];      /* where it was read from */
+    int hidden;          /* hidden_size */
+    int inter;           /* moe_intermediate_size */
+    int experts;         /* n_routed_experts */
+    int topk;            /* num_experts_per_tok */
+    int shared_experts;  /* n_shared_experts (reported, not computed: the routed layer only) */
+    double routed_scaling_factor;
+    int has_swiglu_limit; /* swiglu_limit absent or null: no clamp */
+    double swiglu_limit;
+    mm_scale_fmt scale_fmt; /* quantization_config.scale_fmt or scale_fmt: "ue8m0" or fp32 */
+    /* "bench" object (all optional; 0 = not given) */
+    int n_batches;
+    int batches[MM_MAX_BATCHES];
+    int max_tokens_per_rank;
+    char routing[64];
+} mm_config;
+
+/* Parse JSON text. `origin` names the source in messages. On failure writes one line (without the
+ * "megamoe: error:" prefix) into err and returns MM_USAGE. */
+mm_status config_parse(const char *text, size_t len, const char *origin, mm_config *out,
+                       char *err, size_t errlen);
+
+/* Read and parse a file; failures are printed as one line and return MM_USAGE. */
+mm_status config_load(const char *path, mm_config *out);
+
+/* Rules that depend on the EP size: experts divisible by ranks. */
+mm_status config_check_ranks(const mm_config *cfg, int ranks, char *err, size_t errlen);
+
+#endif

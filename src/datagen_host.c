@@ -1,0 +1,118 @@
+#include "datagen_host.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t gcd_u32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+mm_status route_tables_make(const mm_routing *r, int experts, uint64_t seed, mm_route_tables *t)
+{
+    memset(t, 0, sizeof *t);
+    /* softplus((j - 512) / 128), computed in double and rounded once to float. */
+    for (int j = 0; j < MM_SOFTPLUS_LEVELS; j++) {
+        double x = (j - 512) / 128.0;
+        t->softplus[j] = (float)log1p(exp(x));
+    }
+    t->zipf_cdf = calloc((size_t)experts, sizeof(uint32_t));
+    if (!t->zipf_cdf) return MM_RUNTIME;
+    double s = r->kind == ROUTE_ZIPF ? r->param : 1.0, total = 0.0, acc = 0.0;
+    for (int i = 0; i < experts; i++) total += pow(i + 1.0, -s);
+    for (int i = 0; i < experts; i++) {
+        acc += pow(i + 1.0, -s);
+        double c = acc / total * 4294967296.0;
+        t->zipf_cdf[i] = c >= 4294967295.0 ? 0xffffffffu : (uint32_t)c;
+    }
+    t->zipf_cdf[experts - 1] = 0xffffffffu;
+    /* Which expert is hottest depends on the seed: rank i -> (i * mult) mod E. */
+    uint32_t m = (uint32_t)(mm_hash(seed, MM_STREAM_ROUTE, 0xfffffffeull, 0) % (uint64_t)experts);
+    while (m == 0 || gcd_u32(m, (uint32_t)experts) != 1) m = (m + 1) % (uint32_t)experts;
+    t->zipf_mult = experts == 1 ? 1u : m;
+    return MM_OK;
+}
+
+void route_tables_free(mm_route_tables *t)
+{
+    free(t->zipf_cdf);
+    t->zipf_cdf = NULL;
+}
+
+mm_route_params route_params(const mm_routing *r, const mm_config *cfg, int ranks, uint64_t seed,
+                             const uint32_t *zipf_cdf, uint32_t zipf_mult, const float *softplus)
+{
+    mm_route_params p;
+    memset(&p, 0, sizeof p);
+    p.kind = (int)r->kind;
+    p.experts = cfg->experts;
+    p.topk = cfg->topk;
+    p.ranks = ranks;
+    p.seed = seed;
+    double th = (r->kind == ROUTE_RANK_SKEW || r->kind == ROUTE_MASKED) ? r->param : 0.0;
+    p.threshold = (uint64_t)llround(th * 4294967296.0);
+    p.scaling = (float)cfg->routed_scaling_factor;
+    p.zipf_cdf = zipf_cdf;
+    p.zipf_mult = zipf_mult;
+    p.softplus = softplus;
+    return p;
+}
+
+void host_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden, uint16_t *x)
+{
+    for (int t = 0; t < tokens; t++)
+        for (int c = 0; c < hidden; c++)
+            x[(size_t)t * hidden + c] = mm_gen_x(seed, first_token + t, (uint32_t)c);
+}
+
+void host_gen_routing(const mm_route_params *p, uint64_t first_token, int tokens, int32_t *ids,
+                      float *w)
+{
+    for (int t = 0; t < tokens; t++) {
+        int id[16];
+        float wt[16];
+        mm_route_token(p, first_token + (uint64_t)t, id, wt);
+        for (int k = 0; k < p->topk; k++) {
+            ids[(size_t)t * p->topk + k] = id[k];
+            w[(size_t)t * p->topk + k] = wt[k];
+        }
+    }
+}
+
+/* One matrix [rows][cols] of one expert, quantized per 128x128 block like the GPU kernel. */
+static void gen_matrix(uint64_t seed, int matrix, int expert, int rows, int cols, int ue8m0,
+                       uint8_t *w, float *scale)
+{
+    for (int br = 0; br < rows / 128; br++) {
+        for (int bc = 0; bc < cols / 128; bc++) {
+            float amax = 0.0f;
+            for (int r = 0; r < 128; r++)
+                for (int c = 0; c < 128; c++) {
+                    float v = mm_fabs(mm_gen_w(seed, matrix, (uint64_t)expert,
+                                               (uint64_t)(br * 128 + r), (uint64_t)(bc * 128 + c)));
+                    amax = v > amax ? v : amax;
+                }
+            float s = mm_block_scale(amax, ue8m0);
+            scale[br * (cols / 128) + bc] = s;
+            for (int r = 0; r < 128; r++)
+                for (int c = 0; c < 128; c++) {
+                    size_t row = (size_t)(br * 128 + r), col = (size_t)(bc * 128 + c);
+                    w[row * cols + col] =
+                        mm_quantize(mm_gen_w(seed, matrix, (uint64_t)expert, row, col), s);
+                }
+        }
+    }
+}
+
+void host_gen_expert(uint64_t seed, int expert, int hidden, int inter, int ue8m0, uint8_t *w1,
+                     float *w1_scale, uint8_t *w2, float *w2_scale)
+{
+    gen_matrix(seed, 0, expert, 2 * inter, hidden, ue8m0, w1, w1_scale);
+    gen_matrix(seed, 1, expert, hidden, inter, ue8m0, w2, w2_scale);
+}

@@ -1,0 +1,23 @@
+/* MPI life cycle. Kept apart from the GPU runtime so `plan` can run under mpirun on machines
+ * without GPUs. */
+#ifndef MEGAMOE_LAUNCH_H
+#define MEGAMOE_LAUNCH_H
+
+#include "common.h"
+
+/* True when started by mpirun/srun (a launcher's rank variable is set). */
+int launched_by_mpi(void);
+/* MPI_Init (idempotent) and the world's rank and size; sets the log's rank prefix. */
+mm_status mpi_start(int *rank, int *world);
+void mpi_finish(void);
+
+#define MPI_TRY(call)                                                                      \
+    do {                                                                                   \
+        int mpi_rc_ = (call);                                                              \
+        if (mpi_rc_ != MPI_SUCCESS) {                                                      \
+            mm_error("MPI call failed (%d): %s at %s:%d", mpi_rc_, #call, __FILE__, __LINE__); \
+            return MM_RUNTIME;                                                             \
+        }                                                                                  \
+    } while (0)
+
+#endif

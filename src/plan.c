@@ -1,0 +1,105 @@
+#include "plan.h"
+
+#include <math.h>
+
+const char *bound_name(mm_bound b)
+{
+    switch (b) {
+    case BOUND_HBM: return "hbm";
+    case BOUND_TC: return "tc";
+    case BOUND_NVLINK: return "nvlink";
+    }
+    return "?";
+}
+
+double plan_expert_weight_bytes(const mm_config *cfg)
+{
+    double h = cfg->hidden, i = cfg->inter;
+    double fp8 = 3.0 * h * i;                                /* W1 [2I][H] + W2 [H][I] */
+    double scales = 3.0 * (h / 128.0) * (i / 128.0) * 4.0;   /* one FP32 per 128x128 block */
+    return fp8 + scales;
+}
+
+void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out)
+{
+    double experts = cfg->experts, k = cfg->topk, h = cfg->hidden, i = cfg->inter;
+    double local = experts / ranks;
+    /* An expert stays idle only if none of the batch*ranks tokens picks it. */
+    double idle = pow(1.0 - k / experts, (double)batch * ranks);
+    out->batch = batch;
+    out->active_experts = local * (1.0 - idle);
+    out->pairs = (double)batch * k;
+    out->weight_bytes = out->active_experts * plan_expert_weight_bytes(cfg);
+    out->flops = out->pairs * 6.0 * h * i;
+    double remote = out->pairs * (ranks - 1) / ranks;
+    double dispatch_row = h + h / 128.0 * 4.0 + MM_WIRE_HEADER_BYTES;
+    double combine_row = 2.0 * h;
+    out->nvlink_bytes = remote * (dispatch_row + combine_row);
+    out->t_hbm_us = out->weight_bytes / (c->hbm_gbps * 1e9) * 1e6;
+    out->t_tc_us = out->flops / (c->fp8_tflops * 1e12) * 1e6;
+    out->t_nvlink_us = out->nvlink_bytes / (c->nvlink_gbps * 1e9) * 1e6;
+    out->floor_us = out->t_hbm_us;
+    out->bound = BOUND_HBM;
+    if (out->t_tc_us > out->floor_us) { out->floor_us = out->t_tc_us; out->bound = BOUND_TC; }
+    if (out->t_nvlink_us > out->floor_us) { out->floor_us = out->t_nvlink_us; out->bound = BOUND_NVLINK; }
+}
+
+mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens)
+{
+    mm_shape s = {cfg->hidden, cfg->inter, cfg->experts, cfg->topk, ranks, max_tokens};
+    return s;
+}
+
+void plan_mode_bytes(mm_mode mode, const mm_shape *s, uint64_t *sym, uint64_t *local)
+{
+    mm_layout a, b;
+    switch (mode) {
+    case MODE_FUSED: a = mm_layout_fused_sym(s); b = mm_layout_fused_local(s); break;
+    case MODE_NORMAL: a = mm_layout_normal_sym(s); b = mm_layout_normal_local(s); break;
+    default: a = mm_layout_ll_sym(s); b = mm_layout_ll_local(s); break;
+    }
+    *sym = a.total;
+    *local = b.total;
+}
+
+static double mib(uint64_t b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
+
+void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
+                int max_tokens, int ll_max_tokens, const mm_ceilings *c)
+{
+    fprintf(f, "# megamoe plan: %s (hidden %d, intermediate %d, %d experts, top-%d, %s scales, "
+               "swiglu limit ",
+            cfg->name, cfg->hidden, cfg->inter, cfg->experts, cfg->topk,
+            cfg->scale_fmt == MM_SCALE_UE8M0 ? "ue8m0" : "fp32");
+    if (cfg->has_swiglu_limit) fprintf(f, "%g)\n", cfg->swiglu_limit);
+    else fprintf(f, "none)\n");
+    fprintf(f, "# EP %d: %d experts per rank, %.1f MB of FP8 weights + scales per expert\n", ranks,
+            cfg->experts / ranks, plan_expert_weight_bytes(cfg) / 1e6);
+    fprintf(f, "# ceilings: HBM %.0f GB/s, NVLink %.0f GB/s one direction, FP8 GEMM %.0f TFLOP/s\n",
+            c->hbm_gbps, c->nvlink_gbps, c->fp8_tflops);
+    fprintf(f, "#\n# per-rank buffers (MiB)\n");
+    fprintf(f, "# %-7s %10s %12s %12s %12s\n", "mode", "tokens", "symmetric", "local", "total");
+    for (int m = 0; m < MODE_COUNT; m++) {
+        int t = m == MODE_LL ? ll_max_tokens : max_tokens;
+        mm_shape s = plan_shape(cfg, ranks, t);
+        uint64_t sym, local;
+        plan_mode_bytes((mm_mode)m, &s, &sym, &local);
+        fprintf(f, "  %-7s %10d %12.1f %12.1f %12.1f\n", mode_name((mm_mode)m), t, mib(sym),
+                mib(local), mib(sym + local));
+    }
+    fprintf(f, "#\n# per batch (tokens per rank), uniform routing, expected values\n");
+    fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s\n", "batch", "active", "pairs",
+            "weights_MB", "GFLOP", "nvlink_MB", "hbm_us", "tc_us", "nvlink_us", "floor_us",
+            "bound");
+    for (int b = 0; b < n_batches; b++) {
+        mm_floor fl;
+        plan_floor(cfg, ranks, batches[b], c, &fl);
+        fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s\n", fl.batch,
+                fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
+                fl.nvlink_bytes / 1e6, fl.t_hbm_us, fl.t_tc_us, fl.t_nvlink_us, fl.floor_us,
+                bound_name(fl.bound));
+    }
+}

@@ -1,0 +1,50 @@
+/* The plan: what one layer must move and compute on one rank, the floor time that follows from
+ * the machine's ceilings, and the memory each mode needs. No GPU, no MPI. */
+#ifndef MEGAMOE_PLAN_H
+#define MEGAMOE_PLAN_H
+
+#include "../kernels/layout.h"
+#include "config.h"
+#include "sweep.h"
+
+/* Measured H200 ceilings (../shared/reference/anchors.md, 2026-11-30). */
+#define MM_DEFAULT_HBM_GBPS 3900.0
+#define MM_DEFAULT_NVLINK_GBPS 370.0
+#define MM_DEFAULT_FP8_TFLOPS 1325.0
+/* Dispatched row header counted on the wire: source token, k slot, expert id, weight. */
+#define MM_WIRE_HEADER_BYTES 16
+
+typedef struct {
+    double hbm_gbps, nvlink_gbps, fp8_tflops;
+} mm_ceilings;
+
+typedef enum { BOUND_HBM = 0, BOUND_TC = 1, BOUND_NVLINK = 2 } mm_bound;
+const char *bound_name(mm_bound b);
+
+typedef struct {
+    int batch;
+    double active_experts; /* expected local experts with at least one token */
+    double pairs;          /* (token, expert) pairs computed on this rank */
+    double weight_bytes;   /* FP8 weights + FP32 block scales of the active experts */
+    double flops;          /* 6 * H * I per pair (GEMM1 2*2I*H, GEMM2 2*H*I) */
+    double nvlink_bytes;   /* remote pairs: FP8 row + scales + header out, BF16 row back */
+    double t_hbm_us, t_tc_us, t_nvlink_us, floor_us;
+    mm_bound bound;
+} mm_floor;
+
+/* Expected figures for uniform routing with distinct top-k (formulas in README "plan"). */
+void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out);
+
+/* Bytes of one expert's FP8 weights (W1 and W2) and their FP32 128x128 block scales. */
+double plan_expert_weight_bytes(const mm_config *cfg);
+
+mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens);
+
+/* Symmetric and local bytes per rank of one mode at `max_tokens` tokens per rank. */
+void plan_mode_bytes(mm_mode mode, const mm_shape *s, uint64_t *sym, uint64_t *local);
+
+/* Prints the whole plan (header, buffers, floors) on `f`. */
+void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
+                int max_tokens, int ll_max_tokens, const mm_ceilings *c);
+
+#endif

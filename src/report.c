@@ -1,0 +1,337 @@
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const row_status_names[] = {"OK", "FAIL", "TIMEOUT", "ERROR", "SKIP"};
+
+const char *row_status_name(mm_row_status s)
+{
+    return (unsigned)s < MM_ARRAY_LEN(row_status_names) ? row_status_names[s] : "?";
+}
+
+int row_status_parse(const char *name)
+{
+    for (size_t i = 0; i < MM_ARRAY_LEN(row_status_names); i++)
+        if (name && strcmp(name, row_status_names[i]) == 0) return (int)i;
+    return -1;
+}
+
+void results_init(mm_results *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+void results_free(mm_results *r)
+{
+    for (int i = 0; i < r->n_rows; i++) free(r->rows[i].samples_us);
+    free(r->rows);
+    r->rows = NULL;
+    r->n_rows = r->cap_rows = 0;
+}
+
+mm_row *results_add(mm_results *r, const mm_row *row, const double *samples, int n_samples)
+{
+    if (r->n_rows == r->cap_rows) {
+        int cap = r->cap_rows ? r->cap_rows * 2 : 32;
+        mm_row *rows = realloc(r->rows, sizeof(mm_row) * (size_t)cap);
+        if (!rows) return NULL;
+        r->rows = rows;
+        r->cap_rows = cap;
+    }
+    mm_row *dst = &r->rows[r->n_rows];
+    *dst = *row;
+    dst->samples_us = NULL;
+    dst->n_samples = 0;
+    if (n_samples > 0) {
+        dst->samples_us = malloc(sizeof(double) * (size_t)n_samples);
+        if (!dst->samples_us) return NULL;
+        memcpy(dst->samples_us, samples, sizeof(double) * (size_t)n_samples);
+        dst->n_samples = n_samples;
+    }
+    r->n_rows++;
+    return dst;
+}
+
+const mm_row *results_find(const mm_results *r, mm_mode mode, int batch)
+{
+    for (int i = 0; i < r->n_rows; i++)
+        if (r->rows[i].mode == mode && r->rows[i].batch == batch) return &r->rows[i];
+    return NULL;
+}
+
+/* ---- tables ---------------------------------------------------------------------------- */
+
+typedef enum { STYLE_TEXT, STYLE_MARKDOWN } style;
+
+/* Severity for merging two modes' statuses into one table row. */
+static int severity(mm_row_status s)
+{
+    static const int rank[] = {[ROW_OK] = 0, [ROW_SKIP] = 1, [ROW_FAIL] = 2, [ROW_TIMEOUT] = 3,
+                               [ROW_ERROR] = 4};
+    return rank[s];
+}
+
+static int has_time(const mm_row *row)
+{
+    return row && row->status != ROW_SKIP && row->ranks_timed > 0;
+}
+
+static void cell_us(char *buf, size_t n, const mm_row *row)
+{
+    if (has_time(row)) mm_fmt(buf, n, "%.1f", row->stats.median);
+    else mm_fmt(buf, n, "-");
+}
+
+static void header(FILE *f, const mm_results *r, style st)
+{
+    const mm_meta *m = &r->meta;
+    const char *p = st == STYLE_TEXT ? "# " : "";
+    const char *nl = st == STYLE_TEXT ? "\n" : "  \n";
+    fprintf(f, "%smegamoe bench: %s (hidden %d, intermediate %d, %d experts, top-%d, %s scales, "
+               "swiglu limit %s), EP %d%s",
+            p, m->config, m->hidden, m->inter, m->experts, m->topk, m->scale_fmt, m->swiglu_limit,
+            m->ep, nl);
+    fprintf(f, "%sGPU %s, driver %s, CUDA %s, NCCL %s%s", p, m->gpu, m->driver, m->cuda, m->nccl,
+            nl);
+    fprintf(f, "%srouting %s, seed %llu, warmup %d, iters %d, graph %s, L2 flush %s%s", p,
+            m->routing, m->seed, m->warmup, m->iters, m->graph ? "on" : "off",
+            m->l2_flush ? "on" : "off", nl);
+    for (int i = 0; i < m->n_rank_lines; i++) fprintf(f, "%s%s%s", p, m->rank_lines[i], nl);
+}
+
+static int mode_present(const mm_results *r, mm_mode mode)
+{
+    for (int i = 0; i < r->n_rows; i++)
+        if (r->rows[i].mode == mode) return 1;
+    return 0;
+}
+
+/* Distinct batches in first-seen order. */
+static int batches_of(const mm_results *r, int *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= out[j] == r->rows[i].batch;
+        if (!seen && n < cap) out[n++] = r->rows[i].batch;
+    }
+    return n;
+}
+
+static void join_note(char *dst, size_t n, const mm_row *row)
+{
+    if (!row || !row->note[0]) return;
+    size_t used = strlen(dst);
+    mm_fmt(dst + used, n - used, "%s%s: %s", used ? "; " : "", mode_name(row->mode), row->note);
+}
+
+/* A table of `a` (fused, or a mode alone) against baseline `b` (or MODE_COUNT for none). */
+static void table(FILE *f, const mm_results *r, mm_mode a, mm_mode b, style st)
+{
+    int has_b = b != MODE_COUNT;
+    char a_us[24], b_us[24];
+    mm_fmt(a_us, sizeof a_us, "%s_us", mode_name(a));
+    mm_fmt(b_us, sizeof b_us, "%s_us", has_b ? mode_name(b) : "");
+    if (st == STYLE_TEXT) {
+        fprintf(f, "\n## %s%s%s\n", mode_name(a), has_b ? " vs " : "", has_b ? mode_name(b) : "");
+        fprintf(f, "%7s  %-7s %10s", "batch", "status", a_us);
+        if (has_b) fprintf(f, " %10s %8s", b_us, "speedup");
+        fprintf(f, " %10s %6s  %s\n", "max_diff", "ranks", "note");
+    } else {
+        fprintf(f, "\n### %s%s%s\n\n", mode_name(a), has_b ? " vs " : "", has_b ? mode_name(b) : "");
+        fprintf(f, "| batch | status | %s |", a_us);
+        if (has_b) fprintf(f, " %s | speedup |", b_us);
+        fprintf(f, " max_diff | ranks | note |\n|---:|---|---:|");
+        if (has_b) fprintf(f, "---:|---:|");
+        fprintf(f, "---:|---:|---|\n");
+    }
+    int batches[1024];
+    int nb = batches_of(r, batches, (int)MM_ARRAY_LEN(batches));
+    for (int i = 0; i < nb; i++) {
+        const mm_row *ra = results_find(r, a, batches[i]);
+        const mm_row *rb = has_b ? results_find(r, b, batches[i]) : NULL;
+        if (!ra && !rb) continue;
+        mm_row_status s = ra ? ra->status : ROW_SKIP;
+        if (rb && severity(rb->status) > severity(s)) s = rb->status;
+        char ca[24], cb[24], sp[24] = "-", md[24] = "-", note[400] = "";
+        cell_us(ca, sizeof ca, ra);
+        cell_us(cb, sizeof cb, rb);
+        if (has_time(ra) && has_time(rb) && ra->stats.median > 0)
+            mm_fmt(sp, sizeof sp, "%.2f", rb->stats.median / ra->stats.median);
+        double worst = -1;
+        if (ra && ra->diff.has_diff) worst = ra->diff.max_abs;
+        if (rb && rb->diff.has_diff && rb->diff.max_abs > worst) worst = rb->diff.max_abs;
+        if (worst >= 0) mm_fmt(md, sizeof md, "%.3g", worst);
+        int ranks = ra ? ra->ranks_timed : 0;
+        if (rb && (!ra || rb->ranks_timed < ranks)) ranks = rb->ranks_timed;
+        if (!ra) mm_fmt(note, sizeof note, "%s: not run", mode_name(a));
+        join_note(note, sizeof note, ra);
+        join_note(note, sizeof note, rb);
+        if (st == STYLE_TEXT) {
+            fprintf(f, "%7d  %-7s %10s", batches[i], row_status_name(s), ca);
+            if (has_b) fprintf(f, " %10s %8s", cb, sp);
+            fprintf(f, " %10s %6d  %s\n", md, ranks, note);
+        } else {
+            fprintf(f, "| %d | %s | %s |", batches[i], row_status_name(s), ca);
+            if (has_b) fprintf(f, " %s | %s |", cb, sp);
+            fprintf(f, " %s | %d | %s |\n", md, ranks, note);
+        }
+    }
+}
+
+static void tables(FILE *f, const mm_results *r, style st)
+{
+    header(f, r, st);
+    int fused = mode_present(r, MODE_FUSED);
+    int baselines = 0;
+    for (int m = MODE_NORMAL; m < MODE_COUNT; m++) {
+        if (!mode_present(r, (mm_mode)m)) continue;
+        baselines++;
+        if (fused) table(f, r, MODE_FUSED, (mm_mode)m, st);
+        else table(f, r, (mm_mode)m, MODE_COUNT, st);
+    }
+    if (fused && !baselines) table(f, r, MODE_FUSED, MODE_COUNT, st);
+}
+
+void report_text(FILE *f, const mm_results *r)
+{
+    tables(f, r, STYLE_TEXT);
+}
+
+void report_markdown(FILE *f, const mm_results *r)
+{
+    tables(f, r, STYLE_MARKDOWN);
+}
+
+void report_progress(FILE *f, const mm_row *row)
+{
+    if (has_time(row))
+        fprintf(f, "megamoe: %-6s batch %6d  %-7s median %10.1f us  (%d ranks)%s%s\n",
+                mode_name(row->mode), row->batch, row_status_name(row->status), row->stats.median,
+                row->ranks_timed, row->note[0] ? "  " : "", row->note);
+    else
+        fprintf(f, "megamoe: %-6s batch %6d  %-7s %s\n", mode_name(row->mode), row->batch,
+                row_status_name(row->status), row->note);
+    fflush(f);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static cJSON *stats_json(const mm_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", s->n);
+    cJSON_AddNumberToObject(o, "median_us", s->median);
+    cJSON_AddNumberToObject(o, "mean_us", s->mean);
+    cJSON_AddNumberToObject(o, "min_us", s->min);
+    cJSON_AddNumberToObject(o, "max_us", s->max);
+    cJSON_AddNumberToObject(o, "p90_us", s->p90);
+    cJSON_AddNumberToObject(o, "stdev_us", s->stdev);
+    return o;
+}
+
+static cJSON *meta_json(const mm_meta *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "config", m->config);
+    cJSON *shape = cJSON_AddObjectToObject(o, "shape");
+    cJSON_AddNumberToObject(shape, "hidden", m->hidden);
+    cJSON_AddNumberToObject(shape, "intermediate", m->inter);
+    cJSON_AddNumberToObject(shape, "experts", m->experts);
+    cJSON_AddNumberToObject(shape, "topk", m->topk);
+    cJSON_AddStringToObject(shape, "scale_fmt", m->scale_fmt);
+    cJSON_AddStringToObject(shape, "swiglu_limit", m->swiglu_limit);
+    cJSON_AddNumberToObject(o, "ep", m->ep);
+    cJSON_AddStringToObject(o, "gpu", m->gpu);
+    cJSON_AddStringToObject(o, "driver", m->driver);
+    cJSON_AddStringToObject(o, "cuda", m->cuda);
+    cJSON_AddStringToObject(o, "nccl", m->nccl);
+    cJSON_AddStringToObject(o, "routing", m->routing);
+    cJSON_AddNumberToObject(o, "seed", (double)m->seed);
+    cJSON_AddNumberToObject(o, "warmup", m->warmup);
+    cJSON_AddNumberToObject(o, "iters", m->iters);
+    cJSON_AddBoolToObject(o, "graph", m->graph);
+    cJSON_AddBoolToObject(o, "l2_flush", m->l2_flush);
+    cJSON_AddStringToObject(o, "git_rev", m->git_rev);
+    cJSON_AddStringToObject(o, "host", m->host);
+    cJSON_AddStringToObject(o, "date", m->date);
+    cJSON_AddStringToObject(o, "argv", m->argv);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < m->n_rank_lines; i++)
+        cJSON_AddItemToArray(ranks, cJSON_CreateString(m->rank_lines[i]));
+    return o;
+}
+
+static cJSON *row_json(const mm_row *row)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "mode", mode_name(row->mode));
+    cJSON_AddNumberToObject(o, "batch", row->batch);
+    cJSON_AddStringToObject(o, "status", row_status_name(row->status));
+    cJSON_AddStringToObject(o, "note", row->note);
+    cJSON_AddItemToObject(o, "time", stats_json(&row->stats));
+    cJSON_AddNumberToObject(o, "ranks_timed", row->ranks_timed);
+    cJSON *pr = cJSON_AddArrayToObject(o, "rank_median_us");
+    for (int i = 0; i < row->nranks && i < MM_MAX_RANKS; i++)
+        cJSON_AddItemToArray(pr, cJSON_CreateNumber(row->rank_median_us[i]));
+    cJSON *it = cJSON_AddArrayToObject(o, "iter_us");
+    for (int i = 0; i < row->n_samples; i++)
+        cJSON_AddItemToArray(it, cJSON_CreateNumber(row->samples_us[i]));
+    if (row->diff.has_diff) {
+        cJSON *d = cJSON_AddObjectToObject(o, "diff");
+        cJSON_AddNumberToObject(d, "calc_diff", row->diff.calc_diff);
+        cJSON_AddNumberToObject(d, "max_abs", row->diff.max_abs);
+        cJSON_AddNumberToObject(d, "ref_max_abs", row->diff.ref_max_abs);
+        cJSON_AddNumberToObject(d, "nonfinite", (double)row->diff.nonfinite);
+        if (row->diff.bitwise_vs[0]) {
+            cJSON_AddStringToObject(d, "bitwise_vs", row->diff.bitwise_vs);
+            cJSON_AddBoolToObject(d, "bitwise_equal", row->diff.bitwise_equal);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "diff");
+    }
+    cJSON *w = cJSON_AddObjectToObject(o, "work");
+    cJSON_AddNumberToObject(w, "weight_bytes", row->weight_bytes);
+    cJSON_AddNumberToObject(w, "nvlink_bytes", row->nvlink_bytes);
+    cJSON_AddNumberToObject(w, "flops", row->flops);
+    cJSON_AddNumberToObject(w, "floor_us", row->floor_us);
+    return o;
+}
+
+mm_status report_json_write(const char *path, const mm_results *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", MM_RESULTS_SCHEMA);
+    cJSON_AddItemToObject(root, "meta", meta_json(&r->meta));
+    cJSON *rows = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < r->n_rows; i++) cJSON_AddItemToArray(rows, row_json(&r->rows[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        mm_error("json %s: out of memory while rendering", path);
+        return MM_RUNTIME;
+    }
+    char tmp[1100];
+    mm_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    mm_status s = MM_OK;
+    if (!f) {
+        mm_error("json %s: cannot write %s: %s", path, tmp, strerror(errno));
+        s = MM_USAGE;
+    } else {
+        size_t n = strlen(text);
+        int bad = fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF;
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, path) != 0) {
+            mm_error("json %s: write failed: %s", path, strerror(errno));
+            remove(tmp);
+            s = MM_USAGE;
+        }
+    }
+    cJSON_free(text);
+    return s;
+}

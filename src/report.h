@@ -1,0 +1,88 @@
+/* Results of a sweep and their three renderings: text tables (stdout), Markdown, JSON.
+ * The results hold plain values only, so the writers are testable without a GPU. */
+#ifndef MEGAMOE_REPORT_H
+#define MEGAMOE_REPORT_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "stats.h"
+#include "sweep.h"
+
+#define MM_RESULTS_SCHEMA "megamoe.results/1"
+#define MM_MAX_RANKS 64
+
+typedef enum { ROW_OK = 0, ROW_FAIL, ROW_TIMEOUT, ROW_ERROR, ROW_SKIP } mm_row_status;
+const char *row_status_name(mm_row_status s);
+/* Parses a name back (for the gate); returns -1 if unknown. */
+int row_status_parse(const char *name);
+
+typedef struct {
+    int has_diff;
+    double calc_diff;   /* vs the reference, recipe.md definition */
+    double max_abs;     /* max |out - ref| */
+    double ref_max_abs; /* max |ref| */
+    long nonfinite;     /* outputs that are NaN or Inf */
+    char bitwise_vs[16]; /* mode compared bit for bit ("" = none) */
+    int bitwise_equal;
+} mm_diff;
+
+typedef struct {
+    mm_mode mode;
+    int batch;
+    mm_row_status status;
+    char note[192];
+    /* Timing: the row's figures are those of the slowest rank (highest median). */
+    mm_stats stats;
+    int ranks_timed;
+    int nranks;
+    double rank_median_us[MM_MAX_RANKS];
+    int n_samples;
+    double *samples_us; /* that rank's per-iteration times, owned by the row */
+    mm_diff diff;
+    double weight_bytes, nvlink_bytes, flops, floor_us; /* expected, from the plan */
+} mm_row;
+
+typedef struct {
+    char config[96];
+    int hidden, inter, experts, topk;
+    char scale_fmt[8];
+    char swiglu_limit[16];
+    int ep;
+    char gpu[96];
+    char driver[32];
+    char cuda[32];
+    char nccl[32];
+    char routing[64];
+    unsigned long long seed;
+    int warmup, iters;
+    int graph, l2_flush;
+    char git_rev[48];
+    char host[96];
+    char date[40];
+    char argv[1024];
+    int n_rank_lines;
+    char rank_lines[MM_MAX_RANKS][160]; /* "rank 0: host gpu-node, device 0, 0000:1b:00.0" */
+} mm_meta;
+
+typedef struct {
+    mm_meta meta;
+    int n_rows, cap_rows;
+    mm_row *rows;
+} mm_results;
+
+void results_init(mm_results *r);
+void results_free(mm_results *r);
+/* Appends a row (copying it; samples are copied too). Returns NULL when out of memory. */
+mm_row *results_add(mm_results *r, const mm_row *row, const double *samples, int n_samples);
+const mm_row *results_find(const mm_results *r, mm_mode mode, int batch);
+
+/* Tables: one per baseline present (fused vs normal, fused vs ll), or fused alone. */
+void report_text(FILE *f, const mm_results *r);
+void report_markdown(FILE *f, const mm_results *r);
+/* Written atomically (temp file in the same directory, then rename). */
+mm_status report_json_write(const char *path, const mm_results *r);
+/* One progress line on stderr per finished (mode, batch). */
+void report_progress(FILE *f, const mm_row *row);
+
+#endif

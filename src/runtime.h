@@ -1,0 +1,95 @@
+/* GPU runtime shared by every mode: one MPI process per GPU, the NCCL communicator, a symmetric
+ * buffer every rank can load from and store to over NVLink, the bounded-wait failure record,
+ * and agreement between ranks on failures. */
+#ifndef MEGAMOE_RUNTIME_H
+#define MEGAMOE_RUNTIME_H
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "../kernels/megamoe_kernels.h"
+#include "common.h"
+#include "report.h"
+
+#define CUDA_TRY(call)                                                                     \
+    do {                                                                                   \
+        cudaError_t cuda_rc_ = (call);                                                     \
+        if (cuda_rc_ != cudaSuccess) {                                                     \
+            mm_error("CUDA %s (%s) in %s at %s:%d", cudaGetErrorName(cuda_rc_),            \
+                     cudaGetErrorString(cuda_rc_), #call, __FILE__, __LINE__);             \
+            return MM_RUNTIME;                                                             \
+        }                                                                                  \
+    } while (0)
+
+#define NCCL_TRY(call)                                                                     \
+    do {                                                                                   \
+        ncclResult_t nccl_rc_ = (call);                                                    \
+        if (nccl_rc_ != ncclSuccess) {                                                     \
+            mm_error("NCCL error %d (%s) in %s at %s:%d", (int)nccl_rc_,                   \
+                     ncclGetErrorString(nccl_rc_), #call, __FILE__, __LINE__);             \
+            return MM_RUNTIME;                                                             \
+        }                                                                                  \
+    } while (0)
+
+/* Symmetric buffer head: MM_SIGNAL_WORDS words of barrier slots, then a scratch area the
+ * self-test uses, then the modes' regions. */
+#define MM_SYM_HEAD_BYTES (64u << 10)
+
+typedef struct {
+    int rank, world, local_rank, local_size;
+    int device;
+    char host[64];
+    char gpu_name[96];
+    char bus_id[32];
+    int sm_count;
+    size_t l2_bytes;
+    char driver[32];
+    char cuda[32];
+    char nccl[32];
+    MPI_Comm node_comm;
+    ncclComm_t nccl_comm;
+    int nccl_up;
+    cudaStream_t stream;
+    /* symmetric memory */
+    char *sym;
+    size_t sym_bytes;
+    ncclWindow_t window;
+    int window_up;
+    mm_comm comm;               /* handed to kernels by value */
+    mm_wait_error *error_host;  /* the same record, host side */
+    /* L2 flush target: a write over more than twice the L2 */
+    void *flush;
+    size_t flush_bytes;
+    char rank_lines[MM_MAX_RANKS][160]; /* gathered on rank 0 */
+} mm_runtime;
+
+/* Brings up MPI (already started), the device, NCCL and a symmetric buffer of `sym_bytes` bytes
+ * beyond the head. Ranks agree on the outcome: every rank returns the same status. */
+mm_status runtime_init(mm_runtime *rt, int timeout_ms, size_t sym_bytes);
+void runtime_destroy(mm_runtime *rt);
+
+/* Max of every rank's status (TIMEOUT > RUNTIME > USAGE > FAIL > OK). */
+mm_status runtime_agree(const mm_runtime *rt, mm_status local, mm_status *global);
+
+/* After a synchronised stream: MM_TIMEOUT if a wait on this rank expired (detail into `what`). */
+mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len);
+
+/* Gathers every rank's failure detail to rank 0 as one line in `note` (empty if none). */
+mm_status runtime_failure_note(mm_runtime *rt, const char *local_what, char *note, size_t len);
+
+/* After a failure on any rank: every rank stops, clears its signal words, epoch and failure
+ * record, and meets again, so the next (mode, batch) starts clean. */
+mm_status runtime_reset_comm(mm_runtime *rt);
+
+/* Fails with a clear message if `bytes` more device memory would not fit (all ranks agree). */
+mm_status runtime_check_fit(mm_runtime *rt, const char *what, size_t bytes);
+
+/* Barrier among all ranks on the device (one CTA on the stream). */
+mm_status runtime_device_barrier(mm_runtime *rt);
+mm_status runtime_flush_l2(mm_runtime *rt, int iteration);
+
+void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
+const char *phase_name(uint32_t phase);
+
+#endif
