@@ -124,27 +124,28 @@ static mm_status start_symmetric(mm_runtime *rt, int timeout_ms, size_t sym_byte
     MM_TRY(runtime_check_fit(rt, "symmetric buffer", rt->sym_bytes));
     NCCL_TRY(ncclMemAlloc((void **)&rt->sym, rt->sym_bytes));
     CUDA_TRY(cudaMemset(rt->sym, 0, rt->sym_bytes));
-    NCCL_TRY(ncclCommWindowRegister(rt->nccl_comm, rt->sym, rt->sym_bytes, &rt->window,
-                                    NCCL_WIN_COLL_SYMMETRIC));
-    rt->window_up = 1;
-
-    /* Peer base pointers: read once through the device API, then a plain table. */
-    char **dev_table = NULL;
-    CUDA_TRY(cudaMalloc((void **)&dev_table, sizeof(char *) * MM_MAX_PEERS));
-    CUDA_TRY(mm_launch_peer_pointers(rt->window, rt->world, dev_table, rt->stream));
-    CUDA_TRY(cudaStreamSynchronize(rt->stream));
     mm_peers *peers = &rt->comm.peers;
     memset(peers, 0, sizeof *peers);
     peers->rank = rt->rank;
     peers->ranks = rt->world;
-    CUDA_TRY(cudaMemcpy(peers->base, dev_table, sizeof(char *) * (size_t)rt->world,
-                        cudaMemcpyDeviceToHost));
-    CUDA_TRY(cudaFree(dev_table));
-    if (peers->base[rt->rank] != rt->sym) {
-        /* The window maps our own buffer at another address: still correct (same memory), but
+    if (rt->world == 1) {
+        /* NCCL builds no load/store team for a single rank (its window's LSA pointer faults):
+         * our own allocation is the whole table. */
+        peers->base[0] = rt->sym;
+    } else {
+        NCCL_TRY(ncclCommWindowRegister(rt->nccl_comm, rt->sym, rt->sym_bytes, &rt->window,
+                                        NCCL_WIN_COLL_SYMMETRIC));
+        rt->window_up = 1;
+        /* Peer base pointers: read once through the device API, then a plain table. Our own
+         * entry is NCCL's mapping of our buffer (another virtual address for the same memory);
          * kernels use the table for every rank, ourselves included. */
-        mm_warn("own window pointer %p differs from the allocation %p", (void *)peers->base[rt->rank],
-                (void *)rt->sym);
+        char **dev_table = NULL;
+        CUDA_TRY(cudaMalloc((void **)&dev_table, sizeof(char *) * MM_MAX_PEERS));
+        CUDA_TRY(mm_launch_peer_pointers(rt->window, rt->world, dev_table, rt->stream));
+        CUDA_TRY(cudaStreamSynchronize(rt->stream));
+        CUDA_TRY(cudaMemcpy(peers->base, dev_table, sizeof(char *) * (size_t)rt->world,
+                            cudaMemcpyDeviceToHost));
+        CUDA_TRY(cudaFree(dev_table));
     }
 
     CUDA_TRY(cudaMalloc((void **)&rt->comm.epoch, 64));
