@@ -7,7 +7,7 @@
 #   CJSON_HOME  prefix with include/cjson/cJSON.h and lib*/libcjson.so (default /usr)
 #   DEBUG=1     -g -G -lineinfo, no optimisation
 #
-# Targets: all (default), deps, run, test, test-gpu, fuzz, plots, clean
+# Targets: all (default), deps, run, test, test-gpu, fuzz, clean
 
 CUDA_HOME ?= /usr/local/cuda
 CJSON_HOME ?= /usr
@@ -67,7 +67,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all deps run test test-gpu fuzz plots clean
+.PHONY: all deps test-deps run test test-run test-gpu fuzz clean
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -85,14 +85,18 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 deps:
 	scripts/install-deps.sh
 
+test-deps:
+	scripts/install-deps.sh --test
+
 # The main job: all local GPUs, the default config (deepseek-v4-flash).
-run: deps all
+run: deps
+	$(MAKE) --no-print-directory all
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 \
 	  mpirun -np $(NP) --bind-to none $(BUILD)/megamoe bench
 
 # ---- CPU tests (no GPU needed) --------------------------------------------------------------
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_CFLAGS := $(CFLAGS_COMMON) -O1 -g -Isrc -Ikernels
+TEST_CFLAGS := $(CFLAGS_COMMON) -Werror -O1 -g -Isrc -Ikernels
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TEST_LIBS := $(CJSON_LIBS) -lcmocka -lm
 
@@ -116,11 +120,15 @@ fuzz: $(BUILD)/fuzz_parsers
 	$(BUILD)/fuzz_parsers -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	  -print_final_stats=1 $(BUILD)/fuzz-corpus tests/fuzz/corpus
 
-test: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers
+# `make test` installs what it needs first (as root), then builds and runs every CPU test.
+test: test-deps
+	$(MAKE) --no-print-directory test-run
+
+test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers
 	$(BUILD)/test_host
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_host_asan
 	tests/test_cli.sh $(BUILD)/megamoe
-	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # ---- GPU checks (on a machine with GPUs) -----------------------------------------------------
 test-gpu: all

@@ -1,0 +1,71 @@
+#include <string.h>
+
+#include "cli.h"
+#include "test_util.h"
+
+static mm_status run(mm_options *o, char *err, int argc, const char *const *argv)
+{
+    return cli_parse(argc, (char **)argv, o, err, 512);
+}
+
+static void parses(void **state)
+{
+    (void)state;
+    mm_options o;
+    char err[512];
+    const char *a[] = {"megamoe", "bench", "--batches", "1:64:x4", "--modes", "fused,ll",
+                       "--iters", "7", "--graph", "on", "--routing", "hot", "--json", "x.json"};
+    assert_int_equal(run(&o, err, 14, a), MM_OK);
+    assert_int_equal(o.cmd, CMD_BENCH);
+    assert_int_equal(o.n_batches, 4);
+    assert_int_equal(o.iters, 7);
+    assert_int_equal(o.warmup, MM_DEFAULT_WARMUP);
+    assert_true(o.graph);
+    assert_true(o.l2_flush);
+    assert_int_equal(o.routing.kind, ROUTE_HOT);
+    assert_string_equal(o.json_path, "x.json");
+    const char *p[] = {"megamoe", "plan", "--ranks", "8", "--hbm-gbps", "4000"};
+    assert_int_equal(run(&o, err, 6, p), MM_OK);
+    assert_int_equal(o.ranks, 8);
+    assert_true(o.ceilings.hbm_gbps == 4000.0);
+    const char *h[] = {"megamoe", "check", "--help"};
+    assert_int_equal(run(&o, err, 3, h), MM_OK);
+    assert_true(o.help);
+}
+
+static void rejects(void **state)
+{
+    (void)state;
+    static const struct {
+        int argc;
+        const char *argv[6];
+        const char *expect;
+    } cases[] = {
+        {1, {"megamoe"}, "no command"},
+        {2, {"megamoe", "frobnicate"}, "unknown command"},
+        {3, {"megamoe", "bench", "--nope"}, "unknown option"},
+        {3, {"megamoe", "bench", "--iters"}, "needs a value"},
+        {4, {"megamoe", "bench", "--iters", "0"}, "--iters"},
+        {4, {"megamoe", "bench", "--iters", "abc"}, "--iters"},
+        {4, {"megamoe", "bench", "--modes", "fast"}, "unknown mode"},
+        {4, {"megamoe", "bench", "--routing", "zipf:-2"}, "--routing"},
+        {4, {"megamoe", "bench", "--graph", "sometimes"}, "--graph"},
+        {4, {"megamoe", "bench", "--ranks", "2"}, "does not apply"},
+        {4, {"megamoe", "check", "--tol", "0.01"}, "--tol"},
+        {4, {"megamoe", "plan", "--batches", "0"}, "bad batch list"},
+        {3, {"megamoe", "plan", "stray"}, "unexpected argument"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mm_options o;
+        char err[512] = "";
+        mm_status s = run(&o, err, cases[i].argc, cases[i].argv);
+        if (s != MM_USAGE || !strstr(err, cases[i].expect))
+            fail_msg("case %zu: status %d, '%s' lacks '%s'", i, s, err, cases[i].expect);
+    }
+}
+
+int run_cli_tests(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(parses), cmocka_unit_test(rejects)};
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}

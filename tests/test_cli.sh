@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Exit codes and messages of the binary itself (no GPU needed): every bad input gets exactly one
+# line on stderr and exit 2; plan works with and without mpirun.
+set -u
+bin=${1:-build/megamoe}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+pass=0 fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# expect RC GREP_PATTERN_ON_STDERR_OR_EMPTY LINES(-1 = any) -- command...
+expect() {
+    local want=$1 pattern=$2 lines=$3; shift 4
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$? n
+    n=$(grep -c . "$tmp/err")
+    if [ "$rc" -ne "$want" ] || { [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/err"; } ||
+       { [ "$lines" -ge 0 ] && [ "$n" -ne "$lines" ]; }; then
+        echo "FAIL: $* -> rc=$rc (want $want), $n stderr lines (want $lines), pattern '$pattern'"
+        sed 's/^/    /' "$tmp/err" | head -5
+        fail=$((fail + 1))
+    else
+        pass=$((pass + 1))
+    fi
+}
+
+expect 0 "" 0 -- "$bin" --help
+expect 0 "" 0 -- "$bin" bench --help
+expect 0 "" 0 -- "$bin" plan --help
+expect 2 "no command given" 1 -- "$bin"
+expect 2 "unknown command 'frob'" 1 -- "$bin" frob
+expect 2 "unknown option '--bogus'" 1 -- "$bin" bench --bogus
+expect 2 "bad batch list" 1 -- "$bin" bench --batches 1:8:x1
+expect 2 "bad batch list" 1 -- "$bin" plan --batches 8,8
+expect 2 "unknown mode 'turbo'" 1 -- "$bin" bench --modes fused,turbo
+expect 2 "unknown routing" 1 -- "$bin" bench --routing zigzag
+expect 2 "--tol" 1 -- "$bin" check --tol 0.5
+expect 2 "cannot read" 1 -- "$bin" plan --config tests/configs/nope.json
+expect 2 "cannot read" 1 -- "$bin" plan --config tests/configs
+expect 2 "empty file" 1 -- "$bin" plan --config tests/configs/empty.json
+expect 2 "not valid JSON" 1 -- "$bin" plan --config tests/configs/not-json.json
+expect 2 "'moe_intermediate_size': missing" 1 -- "$bin" plan --config tests/configs/missing-key.json
+expect 2 "'moe_intermediate_size': must be a number" 1 -- "$bin" plan --config tests/configs/ill-typed.json
+expect 2 "'hidden_size': must be a positive multiple of 128" 1 -- "$bin" plan --config tests/configs/bad-hidden.json
+expect 2 "top-k 6 exceeds" 1 -- "$bin" plan --config tests/configs/bad-topk.json
+expect 2 "'bench.routing': unknown routing" 1 -- "$bin" bench --config tests/configs/bad-bench.json
+expect 2 "not divisible by 3 ranks" 1 -- "$bin" plan --ranks 3
+expect 2 "gate: not implemented" 1 -- "$bin" gate
+expect 0 "" 0 -- "$bin" plan --ranks 8 --batches 1,64,8192
+"$bin" plan --ranks 8 --batches 1,64,8192 >"$tmp/plan.txt"
+grep -Eq '^ +1 +5\.53 .* 35\.7 +hbm$' "$tmp/plan.txt" && grep -Eq '^ +8192 .* 1867\.1 +tc$' "$tmp/plan.txt" \
+    && pass=$((pass + 1)) || { echo "FAIL: plan floors"; cat "$tmp/plan.txt"; fail=$((fail + 1)); }
+# the default config is found from any directory
+abs_bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+(cd / && "$abs_bin" plan --batches 1 >/dev/null 2>&1) \
+    && pass=$((pass + 1)) || { echo "FAIL: default config from /"; fail=$((fail + 1)); }
+# without a GPU, GPU commands say so (exit 2), never crash; with one this is skipped
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    expect 2 "no usable CUDA device" 1 -- "$bin" bench --config configs/tiny.json
+fi
+# under mpirun, on a machine without GPUs: plan for the world size
+if command -v mpirun >/dev/null; then
+    expect 0 "" -1 -- timeout 120 mpirun -np 2 --oversubscribe "$bin" plan --batches 1,64
+    timeout 120 mpirun -np 2 --oversubscribe "$bin" plan --batches 1,64 >"$tmp/mpi.txt" 2>/dev/null
+    grep -q "^# EP 2: 128 experts per rank" "$tmp/mpi.txt" && [ "$(grep -c '^# megamoe plan' "$tmp/mpi.txt")" -eq 1 ] \
+        && pass=$((pass + 1)) || { echo "FAIL: mpirun plan output"; cat "$tmp/mpi.txt"; fail=$((fail + 1)); }
+    expect 2 "not divisible by 3 ranks" -1 -- timeout 120 mpirun -np 3 --oversubscribe "$bin" plan
+fi
+echo "test_cli.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,200 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagen_host.h"
+#include "test_util.h"
+
+static mm_config shape(int experts, int topk)
+{
+    mm_config c;
+    memset(&c, 0, sizeof c);
+    c.hidden = 256;
+    c.inter = 128;
+    c.experts = experts;
+    c.topk = topk;
+    c.routed_scaling_factor = 2.5;
+    return c;
+}
+
+typedef struct {
+    int32_t ids[4096 * 8];
+    float w[4096 * 8];
+} routing_buf;
+
+static void generate(const char *spec, const mm_config *c, int ranks, uint64_t first, int tokens,
+                     routing_buf *out)
+{
+    mm_routing r;
+    char err[256];
+    assert_int_equal(parse_routing(spec, &r, err, sizeof err), MM_OK);
+    mm_route_tables t;
+    assert_int_equal(route_tables_make(&r, c->experts, 11, &t), MM_OK);
+    mm_route_params p = route_params(&r, c, ranks, 11, t.zipf_cdf, t.zipf_mult, t.softplus);
+    host_gen_routing(&p, first, tokens, out->ids, out->w);
+    route_tables_free(&t);
+}
+
+static void distinct_and_weighted(void **state)
+{
+    (void)state;
+    const char *specs[] = {"uniform", "balanced", "zipf:1.2", "zipf:3", "hot", "rank-skew:0.9",
+                           "masked:0.3", "deepseek"};
+    static routing_buf b;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        for (int shape_i = 0; shape_i < 2; shape_i++) {
+            mm_config c = shape_i ? shape(8, 8) : shape(256, 6); /* top-k = experts is legal */
+            generate(specs[s], &c, 2, 0, 1000, &b);
+            for (int t = 0; t < 1000; t++) {
+                double sum = 0;
+                for (int k = 0; k < c.topk; k++) {
+                    int e = b.ids[t * c.topk + k];
+                    float w = b.w[t * c.topk + k];
+                    if (e < 0) {
+                        assert_true(w == 0.0f);
+                        continue;
+                    }
+                    assert_true(e < c.experts);
+                    assert_true(w > 0.0f);
+                    sum += w;
+                    for (int j = 0; j < k; j++)
+                        if (b.ids[t * c.topk + j] == e) fail_msg("%s: token %d repeats %d", specs[s], t, e);
+                }
+                if (strncmp(specs[s], "masked", 6) != 0 && fabs(sum - 2.5) > 1e-5)
+                    fail_msg("%s: weights of token %d sum to %g", specs[s], t, sum);
+            }
+        }
+    }
+}
+
+static void distributions(void **state)
+{
+    (void)state;
+    static routing_buf b;
+    mm_config c = shape(256, 6);
+    int counts[256];
+    /* balanced: 4096 tokens * 6 / 256 = 96 per expert exactly */
+    generate("balanced", &c, 2, 0, 4096, &b);
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < 4096 * 6; i++) counts[b.ids[i]]++;
+    for (int e = 0; e < 256; e++) assert_int_equal(counts[e], 96);
+    /* masked:0.3 leaves 30% +- 1.5% of slots empty; masked:1 all of them */
+    generate("masked:0.3", &c, 2, 0, 4096, &b);
+    int empty = 0;
+    for (int i = 0; i < 4096 * 6; i++) empty += b.ids[i] < 0;
+    assert_true(fabs(empty / (4096.0 * 6) - 0.3) < 0.015);
+    generate("masked:1", &c, 2, 0, 100, &b);
+    for (int i = 0; i < 600; i++) assert_int_equal(b.ids[i], -1);
+    /* hot: every token picks the same experts */
+    generate("hot", &c, 2, 0, 100, &b);
+    for (int t = 1; t < 100; t++) assert_memory_equal(b.ids, b.ids + t * 6, 6 * sizeof(int32_t));
+    /* rank-skew:0.9 at EP8: rank 0 owns 32 experts and gets >= 85% of the choices */
+    generate("rank-skew:0.9", &c, 8, 0, 2000, &b);
+    int rank0 = 0;
+    for (int i = 0; i < 2000 * 6; i++) rank0 += b.ids[i] < 32;
+    assert_true(rank0 > 0.85 * 2000 * 6);
+    /* zipf:1.2: the hottest expert gets far more than a uniform share (6/256 of tokens) */
+    generate("zipf:1.2", &c, 2, 0, 4096, &b);
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < 4096 * 6; i++) counts[b.ids[i]]++;
+    int top = 0;
+    for (int e = 0; e < 256; e++) top = counts[e] > top ? counts[e] : top;
+    assert_true(top > 10 * 96);
+}
+
+/* The same global tokens come out at any EP size: EP1's 256 tokens are EP2's two slices of 128
+ * and EP4/EP8's slices too; x likewise. */
+static void ep_invariance(void **state)
+{
+    (void)state;
+    mm_config c = shape(64, 6);
+    const char *specs[] = {"uniform", "zipf:1.1", "deepseek", "masked:0.5", "balanced"};
+    static routing_buf whole, part;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        generate(specs[s], &c, 1, 0, 256, &whole);
+        for (int ranks = 2; ranks <= 8; ranks *= 2) {
+            int per = 256 / ranks;
+            for (int r = 0; r < ranks; r++) {
+                generate(specs[s], &c, ranks, (uint64_t)r * per, per, &part);
+                assert_memory_equal(part.ids, whole.ids + r * per * 6, (size_t)per * 6 * 4);
+                assert_memory_equal(part.w, whole.w + r * per * 6, (size_t)per * 6 * 4);
+            }
+        }
+    }
+    uint16_t a[4 * 256], b[2 * 256];
+    host_gen_x(5, 0, 4, 256, a);
+    host_gen_x(5, 2, 2, 256, b);
+    assert_memory_equal(a + 2 * 256, b, sizeof b);
+}
+
+static void realistic_data(void **state)
+{
+    (void)state;
+    enum { T = 64, H = 512 };
+    static uint16_t x[T * H];
+    host_gen_x(1, 0, T, H, x);
+    double row_rms[T];
+    for (int t = 0; t < T; t++) {
+        double ss = 0;
+        int distinct = 0;
+        for (int c = 0; c < H; c++) {
+            double v = mm_bf16_decode(x[t * H + c]);
+            assert_true(isfinite(v));
+            ss += v * v;
+            distinct += c > 0 && x[t * H + c] != x[t * H + c - 1];
+        }
+        row_rms[t] = sqrt(ss / H);
+        assert_true(row_rms[t] > 0.01);
+        assert_true(distinct > H / 2); /* not a constant row */
+    }
+    double lo = row_rms[0], hi = row_rms[0];
+    for (int t = 1; t < T; t++) { lo = fmin(lo, row_rms[t]); hi = fmax(hi, row_rms[t]); }
+    assert_true(hi / lo > 8); /* rows differ in magnitude */
+    /* same seed -> same bits; another seed -> other bits */
+    static uint16_t y[T * H];
+    host_gen_x(1, 0, T, H, y);
+    assert_memory_equal(x, y, sizeof x);
+    host_gen_x(2, 0, T, H, y);
+    assert_memory_not_equal(x, y, sizeof x);
+}
+
+static void weights(void **state)
+{
+    (void)state;
+    enum { H = 256, I = 128 };
+    static uint8_t w1[2 * I * H], w2[H * I];
+    float s1[(2 * I / 128) * (H / 128)], s2[(H / 128) * (I / 128)];
+    host_gen_expert(3, 5, H, I, 0, w1, s1, w2, s2);
+    /* each block's largest magnitude quantizes to 448 exactly (FP32 scale = amax / 448) */
+    for (int br = 0; br < 2 * I / 128; br++)
+        for (int bc = 0; bc < H / 128; bc++) {
+            int has_max = 0;
+            for (int r = 0; r < 128; r++)
+                for (int c = 0; c < 128; c++)
+                    has_max |= (w1[(br * 128 + r) * H + bc * 128 + c] & 0x7f) == 0x7e;
+            assert_true(has_max);
+            assert_true(s1[br * (H / 128) + bc] > 0.0f);
+        }
+    /* block scales differ (blocks have their own magnitude) */
+    int differ = 0;
+    for (int i = 1; i < 4; i++) differ |= s1[i] != s1[0];
+    assert_true(differ);
+    /* ue8m0 scales are powers of two */
+    host_gen_expert(3, 5, H, I, 1, w1, s1, w2, s2);
+    for (int i = 0; i < 4; i++) {
+        int e;
+        assert_true(frexpf(s1[i], &e) == 0.5f);
+    }
+}
+
+int run_datagen_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(distinct_and_weighted),
+        cmocka_unit_test(distributions),
+        cmocka_unit_test(ep_invariance),
+        cmocka_unit_test(realistic_data),
+        cmocka_unit_test(weights),
+    };
+    return cmocka_run_group_tests_name("datagen", tests, NULL, NULL);
+}

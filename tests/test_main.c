@@ -1,0 +1,15 @@
+#include "test_util.h"
+
+int main(void)
+{
+    int failed = 0;
+    failed += run_config_tests();
+    failed += run_sweep_tests();
+    failed += run_plan_tests();
+    failed += run_report_tests();
+    failed += run_recipe_tests();
+    failed += run_datagen_tests();
+    failed += run_stats_tests();
+    failed += run_cli_tests();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,111 @@
+/* Plan figures against values worked out by hand for deepseek-v4-flash (H 4096, I 2048, E 256,
+ * top-6): one expert = 3*4096*2048 FP8 bytes + 3*32*16 FP32 block scales = 25,171,968 bytes. */
+#include <math.h>
+
+#include "plan.h"
+#include "test_util.h"
+
+static const mm_ceilings H200 = {3900.0, 370.0, 1325.0};
+
+static void near(double got, double want, double rel)
+{
+    if (fabs(got - want) > rel * fabs(want)) fail_msg("got %.6g, want %.6g", got, want);
+}
+
+static mm_config flash(void)
+{
+    mm_config c;
+    assert_int_equal(config_load("configs/deepseek-v4-flash.json", &c), MM_OK);
+    return c;
+}
+
+static void flash_ep8(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_floor f;
+    assert_true(plan_expert_weight_bytes(&c) == 25171968.0);
+    /* batch 1: 8 tokens in the layer; an expert idles with (250/256)^8 = 0.82718,
+     * 32 * 0.17282 = 5.530 active -> 139.2 MB -> 35.69 us at 3.9 TB/s */
+    plan_floor(&c, 8, 1, &H200, &f);
+    near(f.active_experts, 5.5302, 1e-4);
+    near(f.weight_bytes, 139.2065e6, 1e-5);
+    near(f.floor_us, 35.694, 1e-4);
+    assert_int_equal(f.bound, BOUND_HBM);
+    /* batch 64: all 32 experts (idle probability 1e-5): 805.5 MB -> 206.54 us */
+    plan_floor(&c, 8, 64, &H200, &f);
+    near(f.active_experts, 32.0, 1e-5);
+    near(f.floor_us, 206.54, 1e-4);
+    assert_int_equal(f.bound, BOUND_HBM);
+    /* batch 8192: 49152 pairs * 6 * 4096 * 2048 = 2.4739 TFLOP -> 1867.1 us at 1325 TFLOP/s;
+     * 7/8 of pairs remote * (4096 + 128 + 16 + 8192) bytes = 534.68 MB over NVLink */
+    plan_floor(&c, 8, 8192, &H200, &f);
+    near(f.flops, 2473901162496.0, 1e-12);
+    near(f.floor_us, 1867.095, 1e-5);
+    near(f.nvlink_bytes, 534675456.0, 1e-12);
+    assert_int_equal(f.bound, BOUND_TC);
+}
+
+static void flash_ep2(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_floor f;
+    /* batch 1: 128 * (1 - (250/256)^2) = 5.9297 experts -> 38.27 us */
+    plan_floor(&c, 2, 1, &H200, &f);
+    near(f.active_experts, 5.9296875, 1e-9);
+    near(f.floor_us, 38.272, 1e-4);
+    /* batch 512: all 128 experts, 3.222 GB -> 826.16 us */
+    plan_floor(&c, 2, 512, &H200, &f);
+    near(f.floor_us, 826.157, 1e-5);
+    assert_int_equal(f.bound, BOUND_HBM);
+    /* batch 4096: 1.23695 TFLOP -> 933.55 us (tc); half the pairs remote: 152.76 MB, 412.9 us */
+    plan_floor(&c, 2, 4096, &H200, &f);
+    near(f.floor_us, 933.548, 1e-5);
+    assert_int_equal(f.bound, BOUND_TC);
+    near(f.t_nvlink_us, 412.877, 1e-5);
+    /* EP1: nothing crosses NVLink */
+    plan_floor(&c, 1, 4096, &H200, &f);
+    assert_true(f.nvlink_bytes == 0.0);
+}
+
+static void ceilings_override(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_ceilings slow_hbm = {1950.0, 370.0, 1325.0};
+    mm_floor a, b;
+    plan_floor(&c, 8, 64, &H200, &a);
+    plan_floor(&c, 8, 64, &slow_hbm, &b);
+    near(b.floor_us, 2 * a.floor_us, 1e-12);
+}
+
+static void layouts(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_shape s = plan_shape(&c, 2, 1024);
+    /* pair capacity: 2 ranks * 1024 tokens * min(6, 128) + 128 * 127 padding */
+    assert_int_equal(mm_pair_capacity(&s), 2 * 1024 * 6 + 128 * 127);
+    mm_layout l = mm_layout_ll_sym(&s);
+    for (int i = 0; i < l.count; i++) {
+        assert_int_equal(l.region[i].offset % MM_LAYOUT_ALIGN, 0);
+        if (i) assert_true(l.region[i].offset >= l.region[i - 1].offset + l.region[i - 1].bytes);
+    }
+    /* ll receive region: [128][2][1024] rows of 4096 + 128 + 16 bytes */
+    assert_true(l.region[LL_DISPATCH_RECV].bytes == 128ull * 2 * 1024 * (4096 + 128 + 16));
+    uint64_t sym, local;
+    plan_mode_bytes(MODE_FUSED, &s, &sym, &local);
+    assert_true(sym > 0 && local > 0);
+}
+
+int run_plan_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(flash_ep8),
+        cmocka_unit_test(flash_ep2),
+        cmocka_unit_test(ceilings_override),
+        cmocka_unit_test(layouts),
+    };
+    return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
+}

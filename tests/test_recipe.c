@@ -1,0 +1,97 @@
+/* The recipe's encoders, checked against an independent brute-force definition: the nearest of
+ * all 254 finite e4m3 values, ties to the even code, computed in double. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../kernels/recipe.h"
+#include "test_util.h"
+
+static double code_value(int code)
+{
+    int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
+    double v = e == 0 ? m / 512.0 : (1.0 + m / 8.0) * ldexp(1.0, e - 7);
+    return s ? -v : v;
+}
+
+/* Brute force: nearest finite code (0x7F excluded), ties to even mantissa; beyond 448 saturate. */
+static uint8_t reference_encode(float x)
+{
+    if (isnan(x)) return signbit(x) ? 0xff : 0x7f;
+    double ax = fabs((double)x);
+    int best = 0;
+    double best_d = INFINITY;
+    for (int c = 0; c < 0x7f; c++) {
+        double d = fabs(code_value(c) - ax);
+        if (d < best_d || (d == best_d && (c & 1) == 0)) {
+            best = c;
+            best_d = d;
+        }
+    }
+    if (ax >= 448.0) best = 0x7e;
+    return (uint8_t)(best | (signbit(x) ? 0x80 : 0));
+}
+
+static void all_codes_round_trip(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 256; c++) {
+        float v = mm_fp8_decode((uint8_t)c);
+        if ((c & 0x7f) == 0x7f) {
+            assert_true(isnan(v));
+            assert_int_equal(mm_fp8_encode(v) & 0x7f, 0x7f);
+            continue;
+        }
+        assert_true((double)v == code_value(c));
+        assert_int_equal(mm_fp8_encode(v), c);
+    }
+}
+
+static void midpoints_and_random_values(void **state)
+{
+    (void)state;
+    /* every midpoint between neighbours, and points just either side of it */
+    for (int c = 0; c < 0x7e; c++) {
+        double mid = (code_value(c) + code_value(c + 1)) / 2;
+        float xs[3] = {(float)mid, nextafterf((float)mid, 0.0f), nextafterf((float)mid, 1000.0f)};
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(mm_fp8_encode(xs[i]), reference_encode(xs[i]));
+            assert_int_equal(mm_fp8_encode(-xs[i]), reference_encode(-xs[i]));
+        }
+    }
+    srand(7);
+    for (int i = 0; i < 200000; i++) {
+        float x = (float)((rand() / (double)RAND_MAX - 0.5) * ldexp(1.0, rand() % 30 - 16));
+        if (mm_fp8_encode(x) != reference_encode(x)) fail_msg("x = %a", (double)x);
+    }
+    assert_int_equal(mm_fp8_encode(1e9f), 0x7e);
+    assert_int_equal(mm_fp8_encode(-INFINITY), 0xfe);
+    assert_int_equal(mm_fp8_encode(1e-30f), 0x00);
+    assert_int_equal(mm_fp8_encode(-0.0f), 0x80);
+}
+
+static void bf16_and_scales(void **state)
+{
+    (void)state;
+    assert_int_equal(mm_bf16_encode(1.0f), 0x3f80);
+    /* 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even -> 1.0 */
+    assert_int_equal(mm_bf16_encode(1.00390625f), 0x3f80);
+    assert_int_equal(mm_bf16_encode(1.01171875f), 0x3f82); /* 1 + 3 * 2^-8 -> up to even */
+    assert_true(isnan(mm_bf16_decode(mm_bf16_encode(NAN))));
+    assert_true(mm_ue8m0_round_up(0.3f) == 0.5f);
+    assert_true(mm_ue8m0_round_up(0.25f) == 0.25f);
+    assert_true(mm_block_scale(0.0f, 0) == 1e-4f / 448.0f);
+    assert_true(mm_block_scale(448.0f, 0) == 1.0f);
+    assert_true(mm_block_scale(300.0f, 1) == 1.0f);
+    /* the block's amax always lands on +-448 with an FP32 scale */
+    assert_int_equal(mm_quantize(3.5f, mm_block_scale(3.5f, 0)), 0x7e);
+}
+
+int run_recipe_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_codes_round_trip),
+        cmocka_unit_test(midpoints_and_random_values),
+        cmocka_unit_test(bf16_and_scales),
+    };
+    return cmocka_run_group_tests_name("recipe", tests, NULL, NULL);
+}

@@ -1,0 +1,135 @@
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "test_util.h"
+
+static void fill(mm_results *r)
+{
+    results_init(r);
+    mm_fmt(r->meta.config, sizeof r->meta.config, "deepseek-v4-flash");
+    r->meta.hidden = 4096;
+    r->meta.ep = 2;
+    mm_fmt(r->meta.gpu, sizeof r->meta.gpu, "NVIDIA H200");
+    mm_fmt(r->meta.routing, sizeof r->meta.routing, "uniform");
+    r->meta.iters = 3;
+    double samples[3] = {10.0, 12.0, 11.0};
+    mm_row row;
+    memset(&row, 0, sizeof row);
+    row.mode = MODE_FUSED;
+    row.batch = 8;
+    row.status = ROW_OK;
+    row.ranks_timed = 2;
+    row.nranks = 2;
+    row.stats.median = 11.0;
+    row.rank_median_us[0] = 11.0;
+    row.rank_median_us[1] = 10.5;
+    row.diff.has_diff = 1;
+    row.diff.max_abs = 0.0039;
+    assert_non_null(results_add(r, &row, samples, 3));
+    row.mode = MODE_NORMAL;
+    row.stats.median = 33.0;
+    row.diff.max_abs = 0.0078;
+    assert_non_null(results_add(r, &row, samples, 3));
+    memset(&row, 0, sizeof row);
+    row.mode = MODE_LL;
+    row.batch = 8;
+    row.status = ROW_TIMEOUT;
+    mm_fmt(row.note, sizeof row.note, "rank 1 timed out in barrier");
+    assert_non_null(results_add(r, &row, NULL, 0));
+}
+
+static char *render(void (*fn)(FILE *, const mm_results *), const mm_results *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fn(f, r);
+    fclose(f);
+    return buf;
+}
+
+static void text_tables(void **state)
+{
+    (void)state;
+    mm_results r;
+    fill(&r);
+    char *t = render(report_text, &r);
+    assert_non_null(strstr(t, "## fused vs normal"));
+    assert_non_null(strstr(t, "## fused vs ll"));
+    assert_non_null(strstr(t, "speedup"));
+    assert_non_null(strstr(t, "3.00"));     /* 33 / 11 */
+    assert_non_null(strstr(t, "0.0078"));   /* the worse max_diff of the two modes */
+    assert_non_null(strstr(t, "TIMEOUT"));
+    assert_non_null(strstr(t, "ll: rank 1 timed out in barrier"));
+    free(t);
+    char *m = render(report_markdown, &r);
+    assert_non_null(strstr(m, "| batch | status | fused_us | normal_us | speedup |"));
+    assert_non_null(strstr(m, "| 8 | OK | 11.0 | 33.0 | 3.00 |"));
+    free(m);
+    results_free(&r);
+}
+
+static void json_round_trip(void **state)
+{
+    (void)state;
+    mm_results r;
+    fill(&r);
+    char path[] = "/tmp/megamoe-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(report_json_write(path, &r), MM_OK);
+    FILE *f = fopen(path, "rb");
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItem(root, "schema")->valuestring, MM_RESULTS_SCHEMA);
+    cJSON *meta = cJSON_GetObjectItem(root, "meta");
+    assert_string_equal(cJSON_GetObjectItem(meta, "gpu")->valuestring, "NVIDIA H200");
+    assert_int_equal(cJSON_GetObjectItem(meta, "ep")->valueint, 2);
+    cJSON *rows = cJSON_GetObjectItem(root, "results");
+    assert_int_equal(cJSON_GetArraySize(rows), 3);
+    cJSON *r0 = cJSON_GetArrayItem(rows, 0);
+    assert_string_equal(cJSON_GetObjectItem(r0, "mode")->valuestring, "fused");
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(r0, "time"), "median_us")->valuedouble == 11.0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r0, "iter_us")), 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r0, "rank_median_us")), 2);
+    cJSON *r2 = cJSON_GetArrayItem(rows, 2);
+    assert_string_equal(cJSON_GetObjectItem(r2, "status")->valuestring, "TIMEOUT");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "diff")));
+    cJSON_Delete(root);
+    /* atomic: no temp file left beside it */
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(access(tmp, F_OK), -1);
+    unlink(path);
+    /* an unwritable place is an error, not a crash */
+    assert_int_not_equal(report_json_write("/nonexistent-dir/x.json", &r), MM_OK);
+    results_free(&r);
+}
+
+static void statuses(void **state)
+{
+    (void)state;
+    assert_int_equal(row_status_parse("SKIP"), ROW_SKIP);
+    assert_int_equal(row_status_parse("nope"), -1);
+    assert_string_equal(row_status_name(ROW_ERROR), "ERROR");
+}
+
+int run_report_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(text_tables),
+        cmocka_unit_test(json_round_trip),
+        cmocka_unit_test(statuses),
+    };
+    return cmocka_run_group_tests_name("report", tests, NULL, NULL);
+}
