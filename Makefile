@@ -73,7 +73,7 @@ all: $(BUILD)/megamoe
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
-GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GIT_REV ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(BUILD)/src/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DMM_GIT_REV='"$(GIT_REV)"' -c $< -o $@

@@ -273,7 +273,8 @@ static cJSON *row_json(const mm_row *row)
     cJSON_AddNumberToObject(o, "batch", row->batch);
     cJSON_AddStringToObject(o, "status", row_status_name(row->status));
     cJSON_AddStringToObject(o, "note", row->note);
-    cJSON_AddItemToObject(o, "time", stats_json(&row->stats));
+    if (has_time(row)) cJSON_AddItemToObject(o, "time", stats_json(&row->stats));
+    else cJSON_AddNullToObject(o, "time");
     cJSON_AddNumberToObject(o, "ranks_timed", row->ranks_timed);
     cJSON *pr = cJSON_AddArrayToObject(o, "rank_median_us");
     for (int i = 0; i < row->nranks && i < MM_MAX_RANKS; i++)

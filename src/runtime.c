@@ -33,15 +33,13 @@ static void read_driver_version(char *buf, size_t len)
     if (!f) return;
     char line[256];
     if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." */
-        char *p = strstr(line, "Kernel Module");
-        if (p) {
-            p += strlen("Kernel Module");
-            while (*p == ' ') p++;
-            size_t n = strcspn(p, " \n");
-            if (n > 0 && n < len) {
-                memcpy(buf, p, n);
-                buf[n] = '\0';
+        /* "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  ...": the
+         * first word shaped like N.N.N is the driver version. */
+        for (char *tok = strtok(line, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+            unsigned a, b, c;
+            if (sscanf(tok, "%u.%u.%u", &a, &b, &c) == 3 && strlen(tok) < len) {
+                mm_fmt(buf, len, "%s", tok);
+                break;
             }
         }
     }

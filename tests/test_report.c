@@ -105,6 +105,7 @@ static void json_round_trip(void **state)
     cJSON *r2 = cJSON_GetArrayItem(rows, 2);
     assert_string_equal(cJSON_GetObjectItem(r2, "status")->valuestring, "TIMEOUT");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "diff")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "time"))); /* no time, never a zero */
     cJSON_Delete(root);
     /* atomic: no temp file left beside it */
     char tmp[600];
