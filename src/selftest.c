@@ -6,6 +6,7 @@
  *   stall       the last rank skips one line-up barrier, as a hung peer would: the others must
  *               report TIMEOUT naming the phase and that rank, and nobody may hang
  *   recover     the same timing loop right after, which must pass again (the sweep goes on)
+ *   graph       the timing loop replaying a captured CUDA graph
  *   generators  x, every routing generator and expert weights from the GPU equal the host's bits
  *   weights     all local experts of the config generated on the GPU, timed */
 #include <stdlib.h>
@@ -111,6 +112,19 @@ static mm_status test_barrier_rows(mm_runtime *rt, tally *t)
     } else {
         if (rt->rank == 0) printf("%-12s %-5s %s\n", "stall", "SKIP", "needs 2 or more ranks");
     }
+
+    /* The same loop with the step captured once into a CUDA graph and replayed. */
+    memset(&row, 0, sizeof row);
+    mm_timing graph = timing;
+    graph.graph = 1;
+    MM_TRY(timing_run_row(rt, barrier_step, rt, &graph, &row, samples));
+    if (rt->rank == 0) {
+        ok = row.status == ROW_OK && row.ranks_timed == rt->world;
+        mm_fmt(detail, sizeof detail, "status %s, %d graph replays: median %.2f us",
+               row_status_name(row.status), graph.iters, row.stats.median);
+    }
+    MPI_TRY(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    verdict(rt, t, "graph", ok, detail);
     free(samples);
     return MM_OK;
 }
