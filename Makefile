@@ -108,6 +108,11 @@ $(BUILD)/test_host_asan: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(TEST_CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
 
+$(BUILD)/test_mpi_agree: tests/test_mpi_agree.c src/launch.c src/common.c $(HEADERS)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_COMMON) -Werror -O1 -g -Isrc $(MPI_CFLAGS) -o $@ tests/test_mpi_agree.c \
+	  src/launch.c src/common.c $(MPI_LIBS)
+
 FUZZ_SECONDS ?= 20
 $(BUILD)/fuzz_parsers: tests/fuzz/fuzz_parsers.c src/config.c src/sweep.c src/common.c $(HEADERS)
 	@mkdir -p $(BUILD)
@@ -124,9 +129,11 @@ fuzz: $(BUILD)/fuzz_parsers
 test: test-deps
 	$(MAKE) --no-print-directory test-run
 
-test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers
+test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers \
+          $(BUILD)/test_mpi_agree
 	$(BUILD)/test_host
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_host_asan
+	timeout 120 mpirun -np 4 --oversubscribe $(BUILD)/test_mpi_agree
 	tests/test_cli.sh $(BUILD)/megamoe
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 

@@ -249,7 +249,7 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
         if (o->max_tokens_per_rank && o->max_tokens_per_rank < b->max_tokens)
             b->max_tokens = o->max_tokens_per_rank;
         mm_status agreed, local = alloc_inputs(b, cfg, o);
-        s = runtime_agree(rt, local, &agreed);
+        s = mpi_agree(local, &agreed);
         if (s == MM_OK) s = agreed;
     }
     if (s == MM_OK) {

@@ -31,3 +31,11 @@ void mpi_finish(void)
     MPI_Finalized(&finalized);
     if (inited && !finalized) MPI_Finalize();
 }
+
+mm_status mpi_agree(mm_status local, mm_status *global)
+{
+    int in = (int)local, out = 0;
+    MPI_TRY(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    *global = (mm_status)out;
+    return MM_OK;
+}

@@ -10,6 +10,9 @@ int launched_by_mpi(void);
 /* MPI_Init (idempotent) and the world's rank and size; sets the log's rank prefix. */
 mm_status mpi_start(int *rank, int *world);
 void mpi_finish(void);
+/* Every rank learns the worst of all ranks' statuses (mm_worse order) before going on, so one
+ * rank's failure never leaves the others waiting in a collective. */
+mm_status mpi_agree(mm_status local, mm_status *global);
 
 #define MPI_TRY(call)                                                                      \
     do {                                                                                   \

@@ -46,15 +46,6 @@ static void read_driver_version(char *buf, size_t len)
     fclose(f);
 }
 
-mm_status runtime_agree(const mm_runtime *rt, mm_status local, mm_status *global)
-{
-    int in = (int)local, out = 0;
-    MPI_TRY(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    (void)rt;
-    *global = (mm_status)out;
-    return MM_OK;
-}
-
 /* Device selection and the checks that must hold on every rank before NCCL starts. */
 static mm_status pick_device(mm_runtime *rt)
 {
@@ -196,16 +187,16 @@ mm_status runtime_init(mm_runtime *rt, int timeout_ms, size_t sym_bytes)
     }
     /* Every rank must pass the local checks before any collective that could wait forever. */
     mm_status local = init_local(rt, timeout_ms, sym_bytes);
-    MM_TRY(runtime_agree(rt, local, &agreed));
+    MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) {
         if (local == MM_OK && rt->rank == 0) mm_error("another rank failed to start (see above)");
         return agreed;
     }
     local = start_nccl(rt);
-    MM_TRY(runtime_agree(rt, local, &agreed));
+    MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) return agreed;
     local = start_symmetric(rt, timeout_ms, sym_bytes);
-    MM_TRY(runtime_agree(rt, local, &agreed));
+    MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) return agreed;
 
     char line[160];

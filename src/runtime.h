@@ -69,9 +69,6 @@ typedef struct {
 mm_status runtime_init(mm_runtime *rt, int timeout_ms, size_t sym_bytes);
 void runtime_destroy(mm_runtime *rt);
 
-/* Max of every rank's status (TIMEOUT > RUNTIME > USAGE > FAIL > OK). */
-mm_status runtime_agree(const mm_runtime *rt, mm_status local, mm_status *global);
-
 /* After a synchronised stream: MM_TIMEOUT if a wait on this rank expired (detail into `what`). */
 mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len);
 

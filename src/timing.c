@@ -85,7 +85,7 @@ mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_ti
     char what[256] = "";
     mm_status local = run_local(rt, step, ctx, t, mine, what, sizeof what);
     mm_status global;
-    mm_status s = runtime_agree(rt, local, &global);
+    mm_status s = mpi_agree(local, &global);
     row->nranks = rt->world;
     if (s == MM_OK && global != MM_OK) {
         /* Contain it: everyone learns what happened, clears the signal state and goes on. */

@@ -1,0 +1,29 @@
+/* Failure agreement under mpirun (no GPU): every rank proposes its own status and all must come
+ * out with the worst one. Run as: mpirun -np 4 --oversubscribe build/test_mpi_agree */
+#include <stdio.h>
+
+#include "common.h"
+#include "launch.h"
+
+int main(void)
+{
+    int rank, world, bad = 0;
+    if (mpi_start(&rank, &world) != MM_OK) return 3;
+    /* round 1: everyone OK; round 2: the last rank fails a check; round 3: rank 1 times out while
+     * rank 0 reports a runtime error (TIMEOUT must win, mm_worse order) */
+    mm_status rounds[3][2] = {{MM_OK, MM_OK}, {MM_OK, MM_FAIL}, {MM_RUNTIME, MM_TIMEOUT}};
+    mm_status want[3] = {MM_OK, MM_FAIL, MM_TIMEOUT};
+    for (int r = 0; r < 3; r++) {
+        mm_status mine = MM_OK, got = MM_OK;
+        if (r == 1 && rank == world - 1) mine = rounds[r][1];
+        if (r == 2 && rank == 0) mine = rounds[r][0];
+        if (r == 2 && rank == 1 % world) mine = world > 1 ? rounds[r][1] : MM_TIMEOUT;
+        if (mpi_agree(mine, &got) != MM_OK || got != want[r]) {
+            fprintf(stderr, "rank %d round %d: got %d want %d\n", rank, r, got, want[r]);
+            bad = 1;
+        }
+    }
+    if (rank == 0) printf("test_mpi_agree: %d ranks, %s\n", world, bad ? "FAILED" : "passed");
+    mpi_finish();
+    return bad;
+}
