@@ -67,6 +67,11 @@ cudaError_t mm_launch_roundtrip_write(mm_comm comm, uint64_t offset, uint64_t wo
 cudaError_t mm_launch_roundtrip_verify(mm_comm comm, uint64_t offset, uint64_t words,
                                        unsigned long long *bad, cudaStream_t stream);
 
+/* Self-test: `ctas` resident CTAs do `rounds` grid syncs; scratch[2] counts visibility errors.
+ * missing_cta >= 0 never arrives (expect a grid-sync TIMEOUT). scratch: 3 words, zeroed here. */
+cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned int *scratch, int rounds,
+                                     int missing_cta, cudaStream_t stream);
+
 /* Data generation on the GPU (bit-identical to the host's, datagen.h). */
 cudaError_t mm_launch_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden,
                             uint16_t *x, cudaStream_t stream);

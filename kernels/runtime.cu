@@ -99,3 +99,29 @@ extern "C" cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t 
     poison_kernel<<<256, 256, 0, stream>>>((uint32_t *)ptr, bytes / 4u);
     return cudaGetLastError();
 }
+
+/* Self-test of the grid-wide sync: every CTA adds 1 to `arrivals` per round, syncs, and checks
+ * that all gridDim.x arrivals of the round are visible; `missing_cta` (-1: none) leaves at once,
+ * as a CTA that never arrives would, so the others must time out. */
+__global__ void grid_sync_test_kernel(mm_comm comm, unsigned int *sync_counter,
+                                      unsigned int *arrivals, int rounds, int missing_cta,
+                                      unsigned int *errors)
+{
+    if ((int)blockIdx.x == missing_cta) return;
+    for (int r = 0; r < rounds; r++) {
+        if (threadIdx.x == 0) atomicAdd(arrivals, 1u);
+        if (!mm_grid_sync(comm, sync_counter, (unsigned int)r)) return;
+        if (threadIdx.x == 0 && mm_ld_volatile_u32(arrivals) < (unsigned int)(r + 1) * gridDim.x)
+            atomicAdd(errors, 1u);
+    }
+}
+
+extern "C" cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned int *scratch,
+                                                int rounds, int missing_cta, cudaStream_t stream)
+{
+    cudaError_t e = cudaMemsetAsync(scratch, 0, 3 * sizeof(unsigned int), stream);
+    if (e != cudaSuccess) return e;
+    grid_sync_test_kernel<<<ctas, 128, 0, stream>>>(comm, scratch, scratch + 1, rounds,
+                                                    missing_cta, scratch + 2);
+    return cudaGetLastError();
+}

@@ -7,6 +7,8 @@
  *               report TIMEOUT naming the phase and that rank, and nobody may hang
  *   recover     the same timing loop right after, which must pass again (the sweep goes on)
  *   graph       the timing loop replaying a captured CUDA graph
+ *   gridsync    1000 grid-wide syncs of a persistent grid (one CTA per SM), all arrivals
+ *               visible after each; then one CTA never arrives and the others must time out
  *   generators  x, every routing generator and expert weights from the GPU equal the host's bits
  *   weights     all local experts of the config generated on the GPU, timed */
 #include <stdlib.h>
@@ -126,6 +128,46 @@ static mm_status test_barrier_rows(mm_runtime *rt, tally *t)
     MPI_TRY(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
     verdict(rt, t, "graph", ok, detail);
     free(samples);
+    return MM_OK;
+}
+
+static mm_status test_grid_sync(mm_runtime *rt, tally *t)
+{
+    unsigned int *scratch = NULL, host[3];
+    CUDA_TRY(cudaMalloc((void **)&scratch, sizeof host));
+    cudaEvent_t a, b;
+    CUDA_TRY(cudaEventCreate(&a));
+    CUDA_TRY(cudaEventCreate(&b));
+    const int rounds = 1000;
+    CUDA_TRY(cudaEventRecord(a, rt->stream));
+    CUDA_TRY(mm_launch_grid_sync_test(rt->comm, rt->sm_count, scratch, rounds, -1, rt->stream));
+    CUDA_TRY(cudaEventRecord(b, rt->stream));
+    CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    float ms = 0;
+    CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
+    CUDA_TRY(cudaMemcpy(host, scratch, sizeof host, cudaMemcpyDeviceToHost));
+    char what[256], detail[300];
+    mm_status waited = runtime_wait_status(rt, what, sizeof what);
+    int ok = waited == MM_OK && host[2] == 0 && host[1] == (unsigned)(rounds * rt->sm_count);
+    mm_fmt(detail, sizeof detail, "%d CTAs x %d syncs: %.2f us per sync, %u visibility errors%s%s",
+           rt->sm_count, rounds, ms * 1000.0 / rounds, host[2], waited ? ": " : "", what);
+    int all_ok = 0;
+    MPI_TRY(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    verdict(rt, t, "gridsync", all_ok, detail);
+    if (waited != MM_OK) MM_TRY(runtime_reset_comm(rt));
+
+    /* one CTA missing: every other CTA's wait must expire and name the phase */
+    CUDA_TRY(mm_launch_grid_sync_test(rt->comm, rt->sm_count, scratch, rounds, 7, rt->stream));
+    CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    waited = runtime_wait_status(rt, what, sizeof what);
+    ok = waited == MM_TIMEOUT && strstr(what, "grid-sync") != NULL;
+    mm_fmt(detail, sizeof detail, "%s", what[0] ? what : "no timeout reported");
+    MPI_TRY(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    verdict(rt, t, "gridsync-stall", all_ok, detail);
+    MM_TRY(runtime_reset_comm(rt));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    CUDA_TRY(cudaFree(scratch));
     return MM_OK;
 }
 
@@ -280,6 +322,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
         }
         s = test_roundtrip(rt, &t);
         if (s == MM_OK) s = test_barrier_rows(rt, &t);
+        if (s == MM_OK) s = test_grid_sync(rt, &t);
         if (s == MM_OK) s = test_generators(rt, cfg, o->seed, &t);
         if (s == MM_OK) s = test_weight_speed(rt, cfg, o->seed, &t);
         if (s == MM_OK && rt->rank == 0)
