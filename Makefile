@@ -7,7 +7,7 @@
 #   CJSON_HOME  prefix with include/cjson/cJSON.h and lib*/libcjson.so (default /usr)
 #   DEBUG=1     -g -G -lineinfo, no optimisation
 #
-# Targets: all (default), deps, run, test, test-gpu, fuzz, clean
+# Targets: all (default), deps, run, test, test-gpu, fuzz, plots, clean
 
 CUDA_HOME ?= /usr/local/cuda
 CJSON_HOME ?= /usr
@@ -60,14 +60,14 @@ LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
 BUILD := build
 # Host files that need neither CUDA nor MPI: the CPU tests and the fuzzer link these.
 PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
-            src/cli.c src/datagen_host.c
+            src/cli.c src/datagen_host.c src/gate.c
 HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/selftest.c src/main.c
 CU_SRC := $(wildcard kernels/*.cu)
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all deps test-deps run test test-run test-gpu fuzz clean
+.PHONY: all deps test-deps run test test-run test-gpu fuzz plots clean
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -108,9 +108,9 @@ $(BUILD)/test_host_asan: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(TEST_CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
 
-$(BUILD)/test_mpi_agree: tests/test_mpi_agree.c src/launch.c src/common.c $(HEADERS)
+$(BUILD)/mpi_agree: tests/mpi_agree.c src/launch.c src/common.c $(HEADERS)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_COMMON) -Werror -O1 -g -Isrc $(MPI_CFLAGS) -o $@ tests/test_mpi_agree.c \
+	$(CC) $(CFLAGS_COMMON) -Werror -O1 -g -Isrc $(MPI_CFLAGS) -o $@ tests/mpi_agree.c \
 	  src/launch.c src/common.c $(MPI_LIBS)
 
 FUZZ_SECONDS ?= 20
@@ -130,12 +130,21 @@ test: test-deps
 	$(MAKE) --no-print-directory test-run
 
 test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/fuzz_parsers \
-          $(BUILD)/test_mpi_agree
+          $(BUILD)/mpi_agree
 	$(BUILD)/test_host
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_host_asan
-	timeout 120 mpirun -np 4 --oversubscribe $(BUILD)/test_mpi_agree
+	timeout 120 mpirun -np 4 --oversubscribe $(BUILD)/mpi_agree
 	tests/test_cli.sh $(BUILD)/megamoe
+	tests/test_gate.sh $(BUILD)/megamoe
+	/usr/bin/python3 scripts/plot.py tests/gate/base.json $(BUILD)/plot-test
+	test -s $(BUILD)/plot-test/latency.png && test -s $(BUILD)/plot-test/speedup.png && \
+	  test -s $(BUILD)/plot-test/floor_ratio.png
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# Plots of a results file: make plots RESULTS=results/h200-ep2/deepseek-v4-flash.json
+RESULTS ?= results/h200-ep2/deepseek-v4-flash.json
+plots:
+	/usr/bin/python3 scripts/plot.py $(RESULTS) $(patsubst %.json,%-plots,$(RESULTS))
 
 # ---- GPU checks (on a machine with GPUs) -----------------------------------------------------
 test-gpu: all

@@ -3,7 +3,7 @@
 # prints exactly what is missing and how to point the Makefile at it. Idempotent: with everything
 # present it changes nothing.
 #   scripts/install-deps.sh          build and run: Open MPI, cJSON
-#   scripts/install-deps.sh --test   also the CPU tests: cmocka, clang (libFuzzer)
+#   scripts/install-deps.sh --test   also the CPU tests: cmocka, clang (libFuzzer), matplotlib
 # The CUDA toolkit (>= 12.8) and NCCL (>= 2.28) are not installed here: point CUDA_HOME and
 # NCCL_HOME at them.
 set -u
@@ -18,6 +18,7 @@ if [ "$want_test" = 1 ]; then
     [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
     command -v clang >/dev/null 2>&1 || missing+=(clang)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing+=(libclang-rt-dev)
+    /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || missing+=(python3-matplotlib)
 fi
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 [ -x "$cuda_home/bin/nvcc" ] || echo "install-deps: note: no nvcc under $cuda_home (set CUDA_HOME to the CUDA toolkit, >= 12.8)" >&2

@@ -26,13 +26,14 @@ enum {
     OPT_CONFIG = 1000, OPT_BATCHES, OPT_MODES, OPT_WARMUP, OPT_ITERS, OPT_ROUTING, OPT_SEED,
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
-    OPT_TOL,
+    OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV,
 };
 
 #define B (1u << CMD_BENCH)
 #define C (1u << CMD_CHECK)
 #define P (1u << CMD_PLAN)
 #define S (1u << CMD_SELFTEST)
+#define G (1u << CMD_GATE)
 
 /* One table drives parsing, per-command validity and --help. */
 static const struct {
@@ -53,7 +54,7 @@ static const struct {
      "uniform)"},
     {"seed", 1, OPT_SEED, B | C | S, "N", "seed of all generated data (default 1)"},
     {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (schema " MM_RESULTS_SCHEMA ")"},
-    {"markdown", 1, OPT_MARKDOWN, B | C, "FILE", "write the tables as Markdown"},
+    {"markdown", 1, OPT_MARKDOWN, B | C | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
     {"l2-flush", 1, OPT_L2FLUSH, B, "on|off", "flush L2 before each timed iteration (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
@@ -69,13 +70,19 @@ static const struct {
     {"fp8-tflops", 1, OPT_FP8, P, "X", "FP8 block-scaled GEMM ceiling (default 1325)"},
     {"filter", 1, OPT_FILTER, C, "STR", "run only scenarios whose name contains STR"},
     {"tol", 1, OPT_TOL, C, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
-    {"help", 0, OPT_HELP, B | C | P | S | (1u << CMD_GATE) | (1u << CMD_GEMM), NULL, "this help"},
+    {"baseline", 1, OPT_BASELINE, G, "FILE", "results JSON to compare against (required)"},
+    {"current", 1, OPT_CURRENT, G, "FILE", "results JSON of the run under test (required)"},
+    {"max-slowdown", 1, OPT_MAXSLOW, G, "PCT", "fail on a SLOWER row slower by more (default 5%)"},
+    {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME (default 1%)"},
+    {"ignore-device", 0, OPT_IGNOREDEV, G, NULL, "compare across GPU models and EP sizes"},
+    {"help", 0, OPT_HELP, B | C | P | S | G | (1u << CMD_GEMM), NULL, "this help"},
 };
 
 #undef B
 #undef C
 #undef P
 #undef S
+#undef G
 
 void cli_usage(FILE *f, int cmd)
 {
@@ -117,6 +124,25 @@ static void defaults(mm_options *o)
     o->ceilings.nvlink_gbps = MM_DEFAULT_NVLINK_GBPS;
     o->ceilings.fp8_tflops = MM_DEFAULT_FP8_TFLOPS;
     o->tol = MM_DEFAULT_TOL;
+    o->max_slowdown = 0.05;
+    o->min_gap = 0.01;
+}
+
+/* "5%", "5" (percent) -> 0.05 */
+static mm_status parse_percent(const char *v, double *out, char *err, size_t errlen)
+{
+    char tmp[64];
+    size_t n = strlen(v);
+    if (n == 0 || n >= sizeof tmp) {
+        mm_fmt(err, errlen, "expected a percentage like 5%%, got '%s'", v);
+        return MM_USAGE;
+    }
+    memcpy(tmp, v, n + 1);
+    if (tmp[n - 1] == '%') tmp[n - 1] = '\0';
+    double pct;
+    MM_TRY(parse_double(tmp, 0.0, 1000.0, &pct, err, errlen));
+    *out = pct / 100.0;
+    return MM_OK;
 }
 
 /* Applies one flag's value; `name` is for messages. */
@@ -157,8 +183,13 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         o->seed = (unsigned long long)n;
         break;
     case OPT_JSON:
-    case OPT_MARKDOWN: {
-        char *dst = id == OPT_JSON ? o->json_path : o->markdown_path;
+    case OPT_MARKDOWN:
+    case OPT_BASELINE:
+    case OPT_CURRENT: {
+        char *dst = id == OPT_JSON       ? o->json_path
+                    : id == OPT_MARKDOWN ? o->markdown_path
+                    : id == OPT_BASELINE ? o->baseline_path
+                                         : o->current_path;
         if (!*v || strlen(v) >= sizeof o->json_path) {
             mm_fmt(err, errlen, "--%s: empty or too long path", name);
             return MM_USAGE;
@@ -207,6 +238,9 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         s = parse_double(v, 0.0, MM_DEFAULT_TOL, &d, sub, sizeof sub);
         o->tol = d;
         break;
+    case OPT_MAXSLOW: s = parse_percent(v, &o->max_slowdown, sub, sizeof sub); break;
+    case OPT_MINGAP: s = parse_percent(v, &o->min_gap, sub, sizeof sub); break;
+    case OPT_IGNOREDEV: o->ignore_device = 1; return MM_OK;
     default:
         mm_fmt(err, errlen, "internal: unhandled option --%s", name);
         return MM_USAGE;
@@ -285,6 +319,10 @@ mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errl
     }
     if (optind < sub_argc) {
         mm_fmt(err, errlen, "%s: unexpected argument '%s'", command_names[cmd], sub_argv[optind]);
+        return MM_USAGE;
+    }
+    if (cmd == CMD_GATE && (!o->baseline_path[0] || !o->current_path[0])) {
+        mm_fmt(err, errlen, "gate: --baseline FILE and --current FILE are both required");
         return MM_USAGE;
     }
     return MM_OK;

@@ -40,6 +40,12 @@ typedef struct {
     mm_ceilings ceilings;
     char filter[128];
     double tol;
+    /* gate */
+    char baseline_path[512];
+    char current_path[512];
+    double max_slowdown; /* fraction */
+    double min_gap;      /* fraction */
+    int ignore_device;
 } mm_options;
 
 /* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */

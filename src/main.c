@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "common.h"
 #include "config.h"
+#include "gate.h"
 #include "launch.h"
 #include "plan.h"
 
@@ -85,7 +86,12 @@ int main(int argc, char **argv)
         cli_usage(stdout, (int)o.cmd);
         return MM_OK;
     }
-    if (o.cmd == CMD_GATE || o.cmd == CMD_GEMM) {
+    if (o.cmd == CMD_GATE) {
+        mm_gate_opts g = {o.max_slowdown, o.min_gap, o.ignore_device};
+        return (int)gate_files(o.baseline_path, o.current_path, &g, stdout,
+                               o.markdown_path[0] ? o.markdown_path : NULL);
+    }
+    if (o.cmd == CMD_GEMM) {
         mm_error("%s: not implemented yet", command_name(o.cmd));
         return MM_USAGE;
     }

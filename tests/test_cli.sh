@@ -44,7 +44,7 @@ expect 2 "'hidden_size': must be a positive multiple of 128" 1 -- "$bin" plan --
 expect 2 "top-k 6 exceeds" 1 -- "$bin" plan --config tests/configs/bad-topk.json
 expect 2 "'bench.routing': unknown routing" 1 -- "$bin" bench --config tests/configs/bad-bench.json
 expect 2 "not divisible by 3 ranks" 1 -- "$bin" plan --ranks 3
-expect 2 "gate: not implemented" 1 -- "$bin" gate
+expect 2 "both required" 1 -- "$bin" gate
 expect 0 "" 0 -- "$bin" plan --ranks 8 --batches 1,64,8192
 "$bin" plan --ranks 8 --batches 1,64,8192 >"$tmp/plan.txt"
 grep -Eq '^ +1 +5\.53 .* 35\.7 +hbm$' "$tmp/plan.txt" && grep -Eq '^ +8192 .* 1867\.1 +tc$' "$tmp/plan.txt" \

@@ -11,5 +11,6 @@ int main(void)
     failed += run_datagen_tests();
     failed += run_stats_tests();
     failed += run_cli_tests();
+    failed += run_gate_tests();
     return failed ? 1 : 0;
 }

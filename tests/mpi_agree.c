@@ -1,5 +1,5 @@
 /* Failure agreement under mpirun (no GPU): every rank proposes its own status and all must come
- * out with the worst one. Run as: mpirun -np 4 --oversubscribe build/test_mpi_agree */
+ * out with the worst one. Run as: mpirun -np 4 --oversubscribe build/mpi_agree */
 #include <stdio.h>
 
 #include "common.h"

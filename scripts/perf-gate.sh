@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# What a GPU CI job calls: a short sweep with fixed settings on all local GPUs, then `gate`
+# against the committed baseline results/<gpu>-ep<N>/<config>.json. Exit status: the gate's
+# (0 pass, 1 slower or wrong, 2 no baseline or bad input).
+# usage: scripts/perf-gate.sh [config] [outdir]     (default deepseek-v4-flash, build/perf-gate)
+set -u
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+cfg=${1:-deepseek-v4-flash}
+out=${2:-build/perf-gate}
+mkdir -p "$out"
+np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//')
+baseline=results/$gpu-ep$np/$cfg.json
+[ -f "$baseline" ] || { echo "perf-gate: no baseline $baseline: run scripts/sweep.sh and commit it" >&2; exit 2; }
+make -j all >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
+# Same batches as the baseline, fixed iteration counts, L2 flushed.
+batches=$(/usr/bin/python3 -c "import json,sys; print(','.join(sorted({str(r['batch']) for r in json.load(open(sys.argv[1]))['results']}, key=int)))" "$baseline")
+mpirun -np "$np" --bind-to none build/megamoe bench --config "configs/$cfg.json" --batches "$batches" \
+    --warmup 5 --iters 30 --l2-flush on --json "$out/current.json" >"$out/bench.txt"
+rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 4 ] || { cat "$out/bench.txt"; exit "$rc"; }
+build/megamoe gate --baseline "$baseline" --current "$out/current.json" --markdown "$out/gate.md"

@@ -1,0 +1,308 @@
+#include "gate.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "stats.h"
+
+static const char *const verdict_names[] = {"SAME", "FASTER", "SLOWER", "UNSURE", "MISSING",
+                                            "BROKEN"};
+
+const char *verdict_name(mm_verdict v)
+{
+    return (unsigned)v < MM_ARRAY_LEN(verdict_names) ? verdict_names[v] : "?";
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile_sorted(const double *s, int n, double q)
+{
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo);
+}
+
+void gate_spread(const double *samples, int n, double median, double stdev, mm_spread *out)
+{
+    out->median = median;
+    if (n > 0) {
+        double *s = malloc(sizeof(double) * (size_t)n);
+        if (s) {
+            memcpy(s, samples, sizeof(double) * (size_t)n);
+            qsort(s, (size_t)n, sizeof(double), cmp_double);
+            out->median = quantile_sorted(s, n, 0.5);
+            out->lo = quantile_sorted(s, n, 0.1);
+            out->hi = quantile_sorted(s, n, 0.9);
+            free(s);
+        }
+    }
+    if (n <= 0) {
+        out->lo = median - stdev;
+        out->hi = median + stdev;
+    }
+    out->noise = out->median > 0 ? (out->hi - out->lo) / 2.0 / out->median : INFINITY;
+}
+
+mm_verdict gate_compare(const mm_spread *old_run, const mm_spread *new_run,
+                        const mm_gate_opts *o, double *change)
+{
+    double c = old_run->median > 0 ? (new_run->median - old_run->median) / old_run->median : 0.0;
+    *change = c;
+    double threshold = o->min_gap;
+    if (old_run->noise > threshold) threshold = old_run->noise;
+    if (new_run->noise > threshold) threshold = new_run->noise;
+    int separated = new_run->lo > old_run->hi || new_run->hi < old_run->lo;
+    if (separated && fabs(c) > threshold) return c > 0 ? VERDICT_SLOWER : VERDICT_FASTER;
+    /* A large apparent change the spread cannot confirm: say so rather than call it SAME. */
+    if (fabs(c) > o->max_slowdown && fabs(c) > o->min_gap) return VERDICT_UNSURE;
+    return VERDICT_SAME;
+}
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+typedef struct {
+    char mode[16];
+    int batch;
+    int status; /* mm_row_status */
+    int has_time;
+    mm_spread spread;
+    char note[192];
+} gate_row;
+
+typedef struct {
+    char config[96], gpu[96], git[48], date[40];
+    int ep;
+    int n;
+    gate_row *rows;
+} gate_file;
+
+static const char *str_item(const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(it) ? it->valuestring : "";
+}
+
+static double num_item(const cJSON *o, const char *key, double def)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(it) ? it->valuedouble : def;
+}
+
+static mm_status load(const char *path, gate_file *g)
+{
+    memset(g, 0, sizeof *g);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mm_error("gate: cannot read %s: %s", path, strerror(errno));
+        return MM_USAGE;
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *bigger = realloc(buf, cap * 2 + 1);
+        if (!bigger) { free(buf); buf = NULL; break; }
+        buf = bigger;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!buf) return MM_RUNTIME;
+    cJSON *root = cJSON_ParseWithLength(buf, n);
+    free(buf);
+    if (!root) {
+        mm_error("gate: %s is not valid JSON", path);
+        return MM_USAGE;
+    }
+    mm_status s = MM_OK;
+    const char *schema = str_item(root, "schema");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta");
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "results");
+    if (strcmp(schema, MM_RESULTS_SCHEMA) != 0) {
+        mm_error("gate: %s has schema '%s', this gate reads '%s'", path, schema, MM_RESULTS_SCHEMA);
+        s = MM_USAGE;
+    } else if (!cJSON_IsObject(meta) || !cJSON_IsArray(rows)) {
+        mm_error("gate: %s lacks 'meta' or 'results'", path);
+        s = MM_USAGE;
+    }
+    if (s == MM_OK) {
+        mm_fmt(g->config, sizeof g->config, "%s", str_item(meta, "config"));
+        mm_fmt(g->gpu, sizeof g->gpu, "%s", str_item(meta, "gpu"));
+        mm_fmt(g->git, sizeof g->git, "%s", str_item(meta, "git_rev"));
+        mm_fmt(g->date, sizeof g->date, "%s", str_item(meta, "date"));
+        g->ep = (int)num_item(meta, "ep", 0);
+        int count = cJSON_GetArraySize(rows);
+        g->rows = calloc((size_t)(count > 0 ? count : 1), sizeof(gate_row));
+        if (!g->rows) s = MM_RUNTIME;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, rows)
+        {
+            if (s != MM_OK) break;
+            gate_row *gr = &g->rows[g->n];
+            mm_fmt(gr->mode, sizeof gr->mode, "%s", str_item(r, "mode"));
+            gr->batch = (int)num_item(r, "batch", -1);
+            gr->status = row_status_parse(str_item(r, "status"));
+            mm_fmt(gr->note, sizeof gr->note, "%s", str_item(r, "note"));
+            if (!gr->mode[0] || gr->batch < 0 || gr->status < 0) {
+                mm_error("gate: %s: a result lacks mode, batch or a known status", path);
+                s = MM_USAGE;
+                break;
+            }
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
+            gr->has_time = cJSON_IsObject(t) && gr->status == ROW_OK;
+            if (gr->has_time) {
+                const cJSON *it = cJSON_GetObjectItemCaseSensitive(r, "iter_us");
+                int ns = cJSON_IsArray(it) ? cJSON_GetArraySize(it) : 0;
+                double *samples = ns > 0 ? malloc(sizeof(double) * (size_t)ns) : NULL;
+                int k = 0;
+                const cJSON *v;
+                if (samples) cJSON_ArrayForEach(v, it) samples[k++] = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+                gate_spread(samples, samples ? k : 0, num_item(t, "median_us", 0),
+                            num_item(t, "stdev_us", 0), &gr->spread);
+                free(samples);
+            }
+            g->n++;
+        }
+    }
+    cJSON_Delete(root);
+    return s;
+}
+
+static const gate_row *find(const gate_file *g, const char *mode, int batch)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->rows[i].batch == batch && strcmp(g->rows[i].mode, mode) == 0) return &g->rows[i];
+    return NULL;
+}
+
+typedef struct {
+    const gate_row *old_row, *new_row;
+    mm_verdict verdict;
+    double change;
+    int fails;
+} gate_line;
+
+static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
+                        int n, int markdown, const char *summary)
+{
+    if (markdown)
+        fprintf(f, "### megamoe gate: %s, EP %d, %s\n\nbaseline %s (%s) vs current %s (%s)\n\n"
+                   "| row | old us | new us | change | verdict |\n|---|---:|---:|---:|---|\n",
+                a->config, b->ep, b->gpu, a->git, a->date, b->git, b->date);
+    else
+        fprintf(f, "# megamoe gate: %s, EP %d, %s; baseline %s (%s) vs current %s (%s)\n"
+                   "%-18s %10s %10s %8s  %s\n",
+                a->config, b->ep, b->gpu, a->git, a->date, b->git, b->date, "row", "old_us",
+                "new_us", "change", "verdict");
+    for (int i = 0; i < n; i++) {
+        const gate_line *l = &lines[i];
+        char row[40], o[24] = "-", nw[24] = "-", ch[24] = "-", verdict[240];
+        const gate_row *key = l->old_row ? l->old_row : l->new_row;
+        mm_fmt(row, sizeof row, "%s/%d", key->mode, key->batch);
+        if (l->old_row && l->old_row->has_time) mm_fmt(o, sizeof o, "%.1f", l->old_row->spread.median);
+        if (l->new_row && l->new_row->has_time) mm_fmt(nw, sizeof nw, "%.1f", l->new_row->spread.median);
+        if (l->old_row && l->new_row && l->old_row->has_time && l->new_row->has_time)
+            mm_fmt(ch, sizeof ch, "%+.1f%%", l->change * 100.0);
+        mm_fmt(verdict, sizeof verdict, "%s%s", verdict_name(l->verdict), l->fails ? " (fails)" : "");
+        if (l->verdict == VERDICT_BROKEN && l->new_row) {
+            size_t u = strlen(verdict);
+            mm_fmt(verdict + u, sizeof verdict - u, ": %s %s", row_status_name(l->new_row->status),
+                   l->new_row->note);
+        }
+        if (markdown) fprintf(f, "| %s | %s | %s | %s | %s |\n", row, o, nw, ch, verdict);
+        else fprintf(f, "%-18s %10s %10s %8s  %s\n", row, o, nw, ch, verdict);
+    }
+    fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);
+}
+
+mm_status gate_files(const char *baseline, const char *current, const mm_gate_opts *o,
+                     FILE *out, const char *markdown_path)
+{
+    gate_file a, b;
+    mm_status s = load(baseline, &a);
+    if (s == MM_OK) s = load(current, &b);
+    else b.rows = NULL;
+    if (s != MM_OK) {
+        free(a.rows);
+        free(b.rows);
+        return s;
+    }
+    if (!o->ignore_device && (strcmp(a.gpu, b.gpu) != 0 || a.ep != b.ep)) {
+        mm_error("gate: baseline ran on %s at EP %d, current on %s at EP %d (--ignore-device to "
+                 "compare anyway)", a.gpu, a.ep, b.gpu, b.ep);
+        free(a.rows);
+        free(b.rows);
+        return MM_USAGE;
+    }
+    if (strcmp(a.config, b.config) != 0)
+        mm_warn("gate: configs differ (%s vs %s): no row can match", a.config, b.config);
+    gate_line *lines = calloc((size_t)(a.n + b.n + 1), sizeof(gate_line));
+    if (!lines) {
+        free(a.rows);
+        free(b.rows);
+        return MM_RUNTIME;
+    }
+    int n = 0, failures = 0, counts[6] = {0};
+    int same_config = strcmp(a.config, b.config) == 0;
+    for (int i = 0; i < a.n; i++) {
+        gate_line *l = &lines[n++];
+        l->old_row = &a.rows[i];
+        l->new_row = same_config ? find(&b, a.rows[i].mode, a.rows[i].batch) : NULL;
+        if (l->new_row && l->new_row->status != ROW_OK && l->new_row->status != ROW_SKIP) {
+            l->verdict = VERDICT_BROKEN;
+            l->fails = 1;
+        } else if (!l->old_row->has_time) {
+            l->verdict = VERDICT_SAME; /* nothing timed in the baseline: nothing to compare */
+        } else if (!l->new_row || !l->new_row->has_time) {
+            l->verdict = VERDICT_MISSING;
+            l->fails = 1;
+        } else {
+            l->verdict = gate_compare(&l->old_row->spread, &l->new_row->spread, o, &l->change);
+            l->fails = l->verdict == VERDICT_SLOWER && l->change > o->max_slowdown;
+        }
+        failures += l->fails;
+        counts[l->verdict]++;
+    }
+    /* Rows only in the current run still must not be wrong. */
+    for (int i = 0; i < b.n; i++) {
+        if (same_config && find(&a, b.rows[i].mode, b.rows[i].batch)) continue;
+        if (b.rows[i].status == ROW_OK || b.rows[i].status == ROW_SKIP) continue;
+        gate_line *l = &lines[n++];
+        l->new_row = &b.rows[i];
+        l->verdict = VERDICT_BROKEN;
+        l->fails = 1;
+        failures++;
+        counts[VERDICT_BROKEN]++;
+    }
+    char summary[320];
+    mm_fmt(summary, sizeof summary,
+           "gate: %s: %d rows: %d same, %d faster, %d slower, %d unsure, %d missing, %d broken; "
+           "max slowdown %.1f%%, min gap %.1f%%",
+           failures ? "FAIL" : "PASS", n, counts[VERDICT_SAME], counts[VERDICT_FASTER],
+           counts[VERDICT_SLOWER], counts[VERDICT_UNSURE], counts[VERDICT_MISSING],
+           counts[VERDICT_BROKEN], o->max_slowdown * 100, o->min_gap * 100);
+    print_table(out, &a, &b, lines, n, 0, summary);
+    if (markdown_path) {
+        FILE *f = fopen(markdown_path, "w");
+        if (!f) {
+            mm_error("gate: cannot write %s", markdown_path);
+            s = MM_USAGE;
+        } else {
+            print_table(f, &a, &b, lines, n, 1, summary);
+            if (fclose(f) != 0) s = MM_USAGE;
+        }
+    }
+    free(lines);
+    free(a.rows);
+    free(b.rows);
+    if (s != MM_OK) return s;
+    return failures ? MM_FAIL : MM_OK;
+}

@@ -1,0 +1,48 @@
+/* The CI performance gate: compare a current results file against a committed baseline and fail
+ * on a slowdown beyond the allowed one, on any row that is not OK, or on a missing row.
+ * No GPU and no MPI. */
+#ifndef MEGAMOE_GATE_H
+#define MEGAMOE_GATE_H
+
+#include <stdio.h>
+
+#include "common.h"
+
+typedef enum {
+    VERDICT_SAME = 0,
+    VERDICT_FASTER,
+    VERDICT_SLOWER,
+    VERDICT_UNSURE,  /* the runs are too noisy to tell a change of the allowed size */
+    VERDICT_MISSING, /* in the baseline, absent (or SKIP) in the current run */
+    VERDICT_BROKEN,  /* the current row is FAIL, TIMEOUT or ERROR */
+} mm_verdict;
+
+const char *verdict_name(mm_verdict v);
+
+typedef struct {
+    double max_slowdown; /* fraction: 0.05 = 5% */
+    double min_gap;      /* fraction: differences below it are SAME */
+    int ignore_device;   /* match rows across GPU models and EP sizes */
+} mm_gate_opts;
+
+/* Summary of one run of a row: its median and the spread that decides whether a change is real. */
+typedef struct {
+    double median;
+    double lo, hi; /* p10 and p90 of the per-iteration times */
+    double noise;  /* relative spread: (p90 - p10) / 2 / median */
+} mm_spread;
+
+/* From per-iteration times (n > 0); with no samples, from median and stdev. */
+void gate_spread(const double *samples, int n, double median, double stdev, mm_spread *out);
+
+/* A change counts only when the runs' p10-p90 ranges do not overlap and the relative gap exceeds
+ * both min_gap and the noise of either run. `change` gets (new - old) / old. */
+mm_verdict gate_compare(const mm_spread *old_run, const mm_spread *new_run,
+                        const mm_gate_opts *o, double *change);
+
+/* Whole files. Writes the table to `out` (and Markdown to `markdown_path` if not NULL). Returns
+ * MM_OK, MM_FAIL (gate failed) or MM_USAGE (unreadable file, other schema, other device). */
+mm_status gate_files(const char *baseline, const char *current, const mm_gate_opts *o,
+                     FILE *out, const char *markdown_path);
+
+#endif

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Writes the gate's fixture pairs (committed; rerun only to change them). Deterministic."""
+import copy, json, random
+
+FLOORS = {1: 38.3, 64: 786.0, 4096: 934.0}
+
+
+def run(scale=1.0, spread=0.01, seed=1, gpu="NVIDIA H200", schema="megamoe.results/1"):
+    rnd = random.Random(seed)
+    rows = []
+    for mode, base in (("fused", 100.0), ("normal", 300.0)):
+        for batch, mult in ((1, 1.0), (64, 2.0), (4096, 10.0)):
+            med = base * mult * scale
+            it = [med * (1 + rnd.uniform(-spread, spread)) for _ in range(30)]
+            s = sorted(it)
+            mean = sum(it) / len(it)
+            sd = (sum((x - mean) ** 2 for x in it) / (len(it) - 1)) ** 0.5
+            rows.append({"mode": mode, "batch": batch, "status": "OK", "note": "",
+                         "time": {"n": 30, "median_us": (s[14] + s[15]) / 2, "mean_us": mean,
+                                  "min_us": s[0], "max_us": s[-1], "p90_us": s[26], "stdev_us": sd},
+                         "ranks_timed": 2, "rank_median_us": [med, med], "iter_us": it,
+                         "diff": None, "work": {"floor_us": FLOORS[batch]}})
+    rows.append({"mode": "ll", "batch": 4096, "status": "SKIP", "note": "above the ll cap",
+                 "time": None, "ranks_timed": 0, "rank_median_us": [], "iter_us": [], "diff": None,
+                 "work": {}})
+    return {"schema": schema, "meta": {"config": "deepseek-v4-flash", "ep": 2, "gpu": gpu,
+            "git_rev": "fixture", "date": "2026-11-30T00:00:00Z"}, "results": rows}
+
+def write(name, doc):
+    with open(name, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+base = run()
+write("base.json", base)
+write("identical.json", copy.deepcopy(base))
+write("slower10.json", run(scale=1.10, seed=2))
+write("faster10.json", run(scale=0.90, seed=3))
+write("noisy-a.json", run(spread=0.25, seed=4))
+write("noisy-b.json", run(scale=1.03, spread=0.25, seed=5))
+failing = run(seed=6)
+failing["results"][1]["status"] = "FAIL"
+failing["results"][1]["note"] = "calc_diff 3.1e-02 > 1e-04"
+write("failing.json", failing)
+missing = run(seed=7)
+del missing["results"][2]
+write("missing.json", missing)
+write("other-gpu.json", run(gpu="NVIDIA H100 80GB HBM3", seed=8))
+write("other-schema.json", run(schema="megamoe.results/0", seed=9))

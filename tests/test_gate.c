@@ -1,0 +1,57 @@
+#include <math.h>
+
+#include "gate.h"
+#include "test_util.h"
+
+static const mm_gate_opts OPTS = {0.05, 0.01, 0};
+
+static mm_spread spread(double median, double half_width)
+{
+    mm_spread s = {median, median - half_width, median + half_width, half_width / median};
+    return s;
+}
+
+static void verdicts(void **state)
+{
+    (void)state;
+    double change;
+    mm_spread a = spread(100, 1), b;
+    b = spread(100.5, 1);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_SAME);
+    b = spread(110, 1);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_SLOWER);
+    assert_true(fabs(change - 0.10) < 1e-12);
+    b = spread(90, 1);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_FASTER);
+    /* 3% slower, separated ranges, but within the noise of the new run (4%): SAME */
+    b = spread(103, 4.12);
+    assert_true(b.lo < a.hi || b.noise > 0.03);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_SAME);
+    /* 20% slower but overlapping wide ranges: the spread cannot confirm it */
+    a = spread(100, 30);
+    b = spread(120, 30);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_UNSURE);
+    /* a gap under min-gap never counts, however tight the runs */
+    a = spread(100, 0.01);
+    b = spread(100.5, 0.01);
+    assert_int_equal(gate_compare(&a, &b, &OPTS, &change), VERDICT_SAME);
+}
+
+static void spreads(void **state)
+{
+    (void)state;
+    double v[11] = {10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0};
+    mm_spread s;
+    gate_spread(v, 11, 0, 0, &s);
+    assert_true(s.median == 5.0);
+    assert_true(s.lo == 1.0 && s.hi == 9.0);
+    assert_true(fabs(s.noise - 0.8) < 1e-12);
+    gate_spread(NULL, 0, 50, 5, &s);
+    assert_true(s.lo == 45 && s.hi == 55);
+}
+
+int run_gate_tests(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(verdicts), cmocka_unit_test(spreads)};
+    return cmocka_run_group_tests_name("gate", tests, NULL, NULL);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The gate's verdicts and exit codes on the fixture pairs in tests/gate/.
+set -u
+bin=${1:-build/megamoe}
+g=tests/gate
+pass=0 fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# check NAME WANT_RC PATTERN -- gate args...
+check() {
+    local name=$1 want=$2 pattern=$3; shift 4
+    "$bin" gate "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne "$want" ] || ! grep -Eq -- "$pattern" "$tmp/out" "$tmp/err"; then
+        echo "FAIL: $name: rc=$rc (want $want), pattern '$pattern'"; sed 's/^/    /' "$tmp/out" "$tmp/err" | head -20
+        fail=$((fail + 1))
+    else
+        pass=$((pass + 1))
+    fi
+}
+check identical 0 "gate: PASS: 7 rows: 7 same" -- --baseline $g/base.json --current $g/identical.json
+check slower10 1 "fused/64 .* \+10\.[0-9]%  SLOWER \(fails\)" -- --baseline $g/base.json --current $g/slower10.json
+check slower10-allowed 0 "gate: PASS: .* 6 slower" -- --baseline $g/base.json --current $g/slower10.json --max-slowdown 15%
+check faster10 0 "gate: PASS: .* 6 faster" -- --baseline $g/base.json --current $g/faster10.json
+check noisy 0 "gate: PASS: 7 rows: .* 0 faster, 0 slower, [0-9]+ unsure, 0 missing" -- --baseline $g/noisy-a.json --current $g/noisy-b.json
+check failing 1 "BROKEN \(fails\): FAIL calc_diff" -- --baseline $g/base.json --current $g/failing.json
+check missing 1 "fused/4096 .*MISSING \(fails\)" -- --baseline $g/base.json --current $g/missing.json
+check other-gpu 2 "baseline ran on NVIDIA H200 at EP 2, current on NVIDIA H100" -- --baseline $g/base.json --current $g/other-gpu.json
+check other-gpu-ignored 0 "gate: PASS" -- --baseline $g/base.json --current $g/other-gpu.json --ignore-device
+check other-schema 2 "schema 'megamoe.results/0'" -- --baseline $g/base.json --current $g/other-schema.json
+check no-file 2 "cannot read" -- --baseline $g/nope.json --current $g/base.json
+check not-json 2 "not valid JSON" -- --baseline tests/configs/not-json.json --current $g/base.json
+check needs-both 2 "both required" -- --baseline $g/base.json
+"$bin" gate --baseline $g/base.json --current $g/slower10.json --markdown "$tmp/gate.md" >/dev/null 2>&1
+grep -q "| fused/1 | " "$tmp/gate.md" && grep -q "SLOWER (fails)" "$tmp/gate.md" \
+    && pass=$((pass + 1)) || { echo "FAIL: markdown"; fail=$((fail + 1)); }
+echo "test_gate.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
