@@ -7,7 +7,7 @@
 #include "datagen.h"
 #include "megamoe_kernels.h"
 
-__global__ void gen_x_kernel(uint64_t seed, uint64_t first_token, int tokens, int hidden,
+__global__ void gen_x_kernel(mm_x_params seed, uint64_t first_token, int tokens, int hidden,
                              uint16_t *x)
 {
     uint64_t groups = (uint64_t)tokens * (uint64_t)(hidden / 8);
@@ -27,7 +27,7 @@ __global__ void gen_x_kernel(uint64_t seed, uint64_t first_token, int tokens, in
     }
 }
 
-extern "C" cudaError_t mm_launch_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden,
+extern "C" cudaError_t mm_launch_gen_x(mm_x_params seed, uint64_t first_token, int tokens, int hidden,
                                        uint16_t *x, cudaStream_t stream)
 {
     if (tokens <= 0) return cudaSuccess;

@@ -66,13 +66,24 @@ MM_HD float mm_pow2(int e)
     return mm_bits_f32((uint32_t)(e + 127) << 23);
 }
 
-/* x[g][c] as BF16 bits. Each token has its own magnitude (2^-3 .. 2^2) so rows differ in scale,
- * and one channel in 128 is an outlier 16x larger, as real activations have. */
-MM_HD uint16_t mm_gen_x(uint64_t seed, uint64_t token, uint32_t channel)
+/* Magnitudes of x: token g's rows are scaled by 2^(exp_lo + h(g) % exp_count). The default
+ * (-3, 6) spans 2^-3 .. 2^2; check scenarios use tiny, huge and mixed ranges. */
+typedef struct {
+    uint64_t seed;
+    int exp_lo, exp_count;
+} mm_x_params;
+
+#define MM_X_DEFAULT_EXP_LO (-3)
+#define MM_X_DEFAULT_EXP_COUNT 6
+
+/* x[g][c] as BF16 bits. Each token has its own magnitude so rows differ in scale, and one channel
+ * in 128 is an outlier 16x larger, as real activations have. */
+MM_HD uint16_t mm_gen_x(mm_x_params p, uint64_t token, uint32_t channel)
 {
+    uint64_t seed = p.seed;
     uint64_t row = mm_hash(seed, MM_STREAM_ROW, token, 0);
     float v = MM_MUL(mm_bell(mm_hash(seed, MM_STREAM_X, token, channel)),
-                     mm_pow2((int)(row % 6u) - 3));
+                     mm_pow2((int)(row % (uint64_t)p.exp_count) + p.exp_lo));
     if ((mm_mix64(row ^ channel) & 127u) == 0u) v = MM_MUL(v, 16.0f);
     return mm_bf16_encode(v);
 }

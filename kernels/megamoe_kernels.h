@@ -73,7 +73,7 @@ cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned int *scrat
                                      int missing_cta, cudaStream_t stream);
 
 /* Data generation on the GPU (bit-identical to the host's, datagen.h). */
-cudaError_t mm_launch_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden,
+cudaError_t mm_launch_gen_x(mm_x_params params, uint64_t first_token, int tokens, int hidden,
                             uint16_t *x, cudaStream_t stream);
 cudaError_t mm_launch_gen_routing(mm_route_params params, uint64_t first_token, int tokens,
                                   int32_t *ids, float *weights, cudaStream_t stream);

@@ -143,7 +143,7 @@ static mm_status gen_batch(bench_state *b, const mm_config *cfg, const mm_option
 {
     mm_runtime *rt = &b->rt;
     uint64_t first = (uint64_t)rt->rank * (uint64_t)batch;
-    CUDA_TRY(mm_launch_gen_x(o->seed, first, batch, cfg->hidden, b->x, rt->stream));
+    CUDA_TRY(mm_launch_gen_x(x_params_default(o->seed), first, batch, cfg->hidden, b->x, rt->stream));
     CUDA_TRY(mm_launch_gen_routing(b->route, first, batch, b->topk_ids, b->topk_w, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
     return MM_OK;

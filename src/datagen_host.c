@@ -64,7 +64,13 @@ mm_route_params route_params(const mm_routing *r, const mm_config *cfg, int rank
     return p;
 }
 
-void host_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden, uint16_t *x)
+mm_x_params x_params_default(uint64_t seed)
+{
+    mm_x_params p = {seed, MM_X_DEFAULT_EXP_LO, MM_X_DEFAULT_EXP_COUNT};
+    return p;
+}
+
+void host_gen_x(mm_x_params seed, uint64_t first_token, int tokens, int hidden, uint16_t *x)
 {
     for (int t = 0; t < tokens; t++)
         for (int c = 0; c < hidden; c++)

@@ -24,8 +24,11 @@ void route_tables_free(mm_route_tables *t);
 mm_route_params route_params(const mm_routing *r, const mm_config *cfg, int ranks, uint64_t seed,
                              const uint32_t *zipf_cdf, uint32_t zipf_mult, const float *softplus);
 
+/* The default x magnitudes for a seed. */
+mm_x_params x_params_default(uint64_t seed);
+
 /* Host generation of what the GPU generates. */
-void host_gen_x(uint64_t seed, uint64_t first_token, int tokens, int hidden, uint16_t *x);
+void host_gen_x(mm_x_params params, uint64_t first_token, int tokens, int hidden, uint16_t *x);
 void host_gen_routing(const mm_route_params *p, uint64_t first_token, int tokens, int32_t *ids,
                       float *w);
 /* One expert: w1 [2I][H], w1_scale [2I/128][H/128], w2 [H][I], w2_scale [H/128][I/128]. */

@@ -183,10 +183,10 @@ static mm_status test_generators(mm_runtime *rt, const mm_config *cfg, uint64_t 
 
     uint16_t *x_dev, *x_gpu = malloc((size_t)xt * h * 2), *x_host = malloc((size_t)xt * h * 2);
     CUDA_TRY(cudaMalloc((void **)&x_dev, (size_t)xt * h * 2));
-    CUDA_TRY(mm_launch_gen_x(seed, first, xt, h, x_dev, rt->stream));
+    CUDA_TRY(mm_launch_gen_x(x_params_default(seed), first, xt, h, x_dev, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
     CUDA_TRY(cudaMemcpy(x_gpu, x_dev, (size_t)xt * h * 2, cudaMemcpyDeviceToHost));
-    host_gen_x(seed, first, xt, h, x_host);
+    host_gen_x(x_params_default(seed), first, xt, h, x_host);
     long long bad_x = 0;
     for (size_t i = 0; i < (size_t)xt * h; i++) bad_x += x_gpu[i] != x_host[i];
     mismatches += bad_x;

@@ -122,8 +122,8 @@ static void ep_invariance(void **state)
         }
     }
     uint16_t a[4 * 256], b[2 * 256];
-    host_gen_x(5, 0, 4, 256, a);
-    host_gen_x(5, 2, 2, 256, b);
+    host_gen_x(x_params_default(5), 0, 4, 256, a);
+    host_gen_x(x_params_default(5), 2, 2, 256, b);
     assert_memory_equal(a + 2 * 256, b, sizeof b);
 }
 
@@ -132,7 +132,7 @@ static void realistic_data(void **state)
     (void)state;
     enum { T = 64, H = 512 };
     static uint16_t x[T * H];
-    host_gen_x(1, 0, T, H, x);
+    host_gen_x(x_params_default(1), 0, T, H, x);
     double row_rms[T];
     for (int t = 0; t < T; t++) {
         double ss = 0;
@@ -152,9 +152,9 @@ static void realistic_data(void **state)
     assert_true(hi / lo > 8); /* rows differ in magnitude */
     /* same seed -> same bits; another seed -> other bits */
     static uint16_t y[T * H];
-    host_gen_x(1, 0, T, H, y);
+    host_gen_x(x_params_default(1), 0, T, H, y);
     assert_memory_equal(x, y, sizeof x);
-    host_gen_x(2, 0, T, H, y);
+    host_gen_x(x_params_default(2), 0, T, H, y);
     assert_memory_not_equal(x, y, sizeof x);
 }
 

@@ -12,5 +12,6 @@ int main(void)
     failed += run_stats_tests();
     failed += run_cli_tests();
     failed += run_gate_tests();
+    failed += run_reference_tests();
     return failed ? 1 : 0;
 }

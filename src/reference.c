@@ -1,0 +1,178 @@
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/recipe.h"
+#include "datagen_host.h"
+
+/* Step 2 / step 5: per-128 quantization of a row of width n. */
+static void quantize_row(const float *v, int n, int ue8m0, uint8_t *q, float *scale)
+{
+    for (int b = 0; b < n / 128; b++) {
+        float amax = 0.0f;
+        for (int c = 0; c < 128; c++) amax = fmaxf(amax, fabsf(v[b * 128 + c]));
+        scale[b] = mm_block_scale(amax, ue8m0);
+        for (int c = 0; c < 128; c++) q[b * 128 + c] = mm_quantize(v[b * 128 + c], scale[b]);
+    }
+}
+
+/* Step 3 / step 6: out[n] = sum over K blocks of (sa[kb] * sw[n/128][kb]) * sum(qa * qw), every
+ * product and sum in double (exact for FP8 products; the block sums are exact too). */
+static void gemm_row(const uint8_t *qa, const float *sa, const uint8_t *w, const float *sw, int n_out,
+                     int k, double *out)
+{
+    int kblocks = k / 128;
+    for (int n = 0; n < n_out; n++) {
+        double acc = 0.0;
+        for (int kb = 0; kb < kblocks; kb++) {
+            double block = 0.0;
+            for (int c = 0; c < 128; c++)
+                block += (double)mm_fp8_decode(qa[kb * 128 + c]) *
+                         (double)mm_fp8_decode(w[(size_t)n * k + kb * 128 + c]);
+            acc += (double)sa[kb] * (double)sw[(n / 128) * kblocks + kb] * block;
+        }
+        out[n] = acc;
+    }
+}
+
+mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, const uint16_t *x,
+                         const int32_t *ids, const float *w, int tokens, double *y)
+{
+    int h = cfg->hidden, in = cfg->inter, k = cfg->topk, ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    float *xf = malloc(sizeof(float) * (size_t)h);
+    uint8_t *qx = malloc((size_t)h), *qh = malloc((size_t)in);
+    float *sx = malloc(sizeof(float) * (size_t)(h / 128)), *sh = malloc(sizeof(float) * (size_t)(in / 128));
+    double *g1 = malloc(sizeof(double) * 2 * (size_t)in), *y2 = malloc(sizeof(double) * (size_t)h);
+    float *hf = malloc(sizeof(float) * (size_t)in);
+    mm_status s = (xf && qx && qh && sx && sh && g1 && y2 && hf) ? MM_OK : MM_RUNTIME;
+    for (int t = 0; s == MM_OK && t < tokens; t++) {
+        double *yt = y + (size_t)t * h;
+        for (int c = 0; c < h; c++) yt[c] = 0.0;
+        for (int c = 0; c < h; c++) xf[c] = mm_bf16_decode(x[(size_t)t * h + c]);
+        quantize_row(xf, h, ue8m0, qx, sx);
+        for (int j = 0; j < k; j++) {
+            int e = ids[(size_t)t * k + j];
+            if (e < 0) continue; /* step 7: masked slots add nothing */
+            const mm_expert_weights *ew = experts->get(experts->ctx, e);
+            if (!ew) { s = MM_RUNTIME; break; }
+            gemm_row(qx, sx, ew->w1, ew->s1, 2 * in, h, g1);
+            /* Step 4 in double, then rounded once to FP32 for step 5's quantization. */
+            for (int c = 0; c < in; c++) {
+                double gate = g1[c], up = g1[in + c];
+                if (cfg->has_swiglu_limit) {
+                    double l = cfg->swiglu_limit;
+                    gate = gate < l ? gate : l;
+                    up = up < -l ? -l : (up > l ? l : up);
+                }
+                hf[c] = (float)(gate / (1.0 + exp(-gate)) * up * (double)w[(size_t)t * k + j]);
+            }
+            quantize_row(hf, in, ue8m0, qh, sh);
+            gemm_row(qh, sh, ew->w2, ew->s2, h, in, y2);
+            for (int c = 0; c < h; c++) yt[c] += y2[c]; /* k order */
+        }
+    }
+    free(xf); free(qx); free(qh); free(sx); free(sh); free(g1); free(y2); free(hf);
+    return s;
+}
+
+/* ---- experts regenerated from the seed --------------------------------------------------- */
+
+#define CACHE_SLOTS 8
+
+struct mm_generated_experts {
+    mm_config cfg;
+    uint64_t seed;
+    int id[CACHE_SLOTS];
+    int next;
+    uint8_t *w1[CACHE_SLOTS], *w2[CACHE_SLOTS];
+    float *s1[CACHE_SLOTS], *s2[CACHE_SLOTS];
+    mm_expert_weights view[CACHE_SLOTS];
+};
+
+mm_generated_experts *generated_experts_new(const mm_config *cfg, uint64_t seed)
+{
+    mm_generated_experts *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->cfg = *cfg;
+    g->seed = seed;
+    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        g->id[i] = -1;
+        g->w1[i] = malloc(2 * in * h);
+        g->w2[i] = malloc(h * in);
+        g->s1[i] = malloc(sizeof(float) * (2 * in / 128) * (h / 128));
+        g->s2[i] = malloc(sizeof(float) * (h / 128) * (in / 128));
+        if (!g->w1[i] || !g->w2[i] || !g->s1[i] || !g->s2[i]) {
+            generated_experts_free(g);
+            return NULL;
+        }
+    }
+    return g;
+}
+
+void generated_experts_free(mm_generated_experts *g)
+{
+    if (!g) return;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(g->w1[i]);
+        free(g->w2[i]);
+        free(g->s1[i]);
+        free(g->s2[i]);
+    }
+    free(g);
+}
+
+static const mm_expert_weights *generated_get(void *ctx, int expert)
+{
+    mm_generated_experts *g = ctx;
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (g->id[i] == expert) return &g->view[i];
+    int i = g->next;
+    g->next = (g->next + 1) % CACHE_SLOTS;
+    host_gen_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter,
+                    g->cfg.scale_fmt == MM_SCALE_UE8M0, g->w1[i], g->s1[i], g->w2[i], g->s2[i]);
+    g->id[i] = expert;
+    mm_expert_weights v = {g->w1[i], g->s1[i], g->w2[i], g->s2[i]};
+    g->view[i] = v;
+    return &g->view[i];
+}
+
+mm_expert_source generated_experts_source(mm_generated_experts *g)
+{
+    mm_expert_source s = {g, generated_get};
+    return s;
+}
+
+/* ---- diff ---------------------------------------------------------------------------------- */
+
+void diff_acc_add(mm_diff_acc *acc, double out, double ref)
+{
+    acc->count++;
+    if (!isfinite(out)) {
+        acc->nonfinite++;
+        return;
+    }
+    acc->sum_ab += out * ref;
+    acc->sum_aa_bb += out * out + ref * ref;
+    double d = fabs(out - ref);
+    if (d > acc->max_abs) acc->max_abs = d;
+    if (fabs(ref) > acc->ref_max_abs) acc->ref_max_abs = fabs(ref);
+}
+
+void diff_acc_merge(mm_diff_acc *into, const mm_diff_acc *from)
+{
+    into->sum_ab += from->sum_ab;
+    into->sum_aa_bb += from->sum_aa_bb;
+    into->max_abs = fmax(into->max_abs, from->max_abs);
+    into->ref_max_abs = fmax(into->ref_max_abs, from->ref_max_abs);
+    into->nonfinite += from->nonfinite;
+    into->count += from->count;
+}
+
+double diff_acc_calc(const mm_diff_acc *acc)
+{
+    if (acc->sum_aa_bb == 0.0) return 0.0;
+    return 1.0 - 2.0 * acc->sum_ab / acc->sum_aa_bb;
+}

@@ -1,0 +1,51 @@
+/* Host reference of the MoE layer: recipe.md step by step, in double precision, written for
+ * clarity rather than speed (small scenarios; a handful of tokens at model shapes).
+ *
+ * The quantization steps (2 and 5) are those of the recipe exactly (FP32 scales, FP8 codes); the
+ * GEMM sums, the activation and the combine are in double, so the only differences a correct
+ * kernel may show are its FP32 accumulation and its BF16 roundings. */
+#ifndef MEGAMOE_REFERENCE_H
+#define MEGAMOE_REFERENCE_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+/* One expert's weights as the recipe lays them out. */
+typedef struct {
+    const uint8_t *w1; /* [2I][H] FP8: rows [0, I) gate, [I, 2I) up */
+    const float *s1;   /* [2I/128][H/128] */
+    const uint8_t *w2; /* [H][I] */
+    const float *s2;   /* [H/128][I/128] */
+} mm_expert_weights;
+
+/* Supplies expert `e` (global id); the pointers stay valid until the next call. */
+typedef struct {
+    void *ctx;
+    const mm_expert_weights *(*get)(void *ctx, int expert);
+} mm_expert_source;
+
+/* y[t][h] (double) for `tokens` tokens: x [T][H] BF16 bits, ids [T][K], w [T][K]. */
+mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, const uint16_t *x,
+                         const int32_t *ids, const float *w, int tokens, double *y);
+
+/* An expert source that regenerates experts from the seed (datagen.h), caching a few. */
+typedef struct mm_generated_experts mm_generated_experts;
+mm_generated_experts *generated_experts_new(const mm_config *cfg, uint64_t seed);
+void generated_experts_free(mm_generated_experts *g);
+mm_expert_source generated_experts_source(mm_generated_experts *g);
+
+/* Comparison of an output against the reference, recipe.md's calc_diff and friends. Sums are
+ * kept separately so ranks can add theirs before the final division. */
+typedef struct {
+    double sum_ab, sum_aa_bb; /* calc_diff = 1 - 2 * sum_ab / sum_aa_bb */
+    double max_abs, ref_max_abs;
+    long long nonfinite, count;
+} mm_diff_acc;
+
+void diff_acc_add(mm_diff_acc *acc, double out, double ref);
+void diff_acc_merge(mm_diff_acc *into, const mm_diff_acc *from);
+/* 0 when both are all zeros (identical), per the definition otherwise. */
+double diff_acc_calc(const mm_diff_acc *acc);
+
+#endif

@@ -1,0 +1,132 @@
+/* The host reference on cases worked out by hand: one token, one expert, H = I = 128, every
+ * weight code 0x38 (1.0) with chosen block scales, x = 1.0 everywhere.
+ *   x: amax 1 -> scale 1/448 -> every code 448.
+ *   gate[n] = (1/448 * s_gate) * 128 * 448 = 128 * s_gate; up[n] = 128 * s_up.
+ *   h = silu(min(gate, L)) * clamp(up) * w; its block quantizes to 448 * (h/448) = h.
+ *   y[n] = (h/448 * s_down) * 128 * 448 = 128 * s_down * h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+#include "test_util.h"
+
+typedef struct {
+    uint8_t w1[256 * 128], w2[128 * 128];
+    float s1[2], s2[1];
+    mm_expert_weights view;
+} one_expert;
+
+static const mm_expert_weights *get_one(void *ctx, int e)
+{
+    one_expert *o = ctx;
+    return e == 0 ? &o->view : NULL;
+}
+
+static void setup(one_expert *o, float s_gate, float s_up, float s_down)
+{
+    memset(o->w1, 0x38, sizeof o->w1);
+    memset(o->w2, 0x38, sizeof o->w2);
+    o->s1[0] = s_gate;
+    o->s1[1] = s_up;
+    o->s2[0] = s_down;
+    mm_expert_weights v = {o->w1, o->s1, o->w2, o->s2};
+    o->view = v;
+}
+
+static mm_config tiny_cfg(int has_limit, double limit)
+{
+    mm_config c;
+    memset(&c, 0, sizeof c);
+    c.hidden = 128;
+    c.inter = 128;
+    c.experts = 1;
+    c.topk = 1;
+    c.has_swiglu_limit = has_limit;
+    c.swiglu_limit = limit;
+    return c;
+}
+
+static void run_case(mm_config *c, one_expert *o, int32_t id, float w, double *y)
+{
+    uint16_t x[128];
+    for (int i = 0; i < 128; i++) x[i] = 0x3f80; /* BF16 1.0 */
+    mm_expert_source src = {o, get_one};
+    assert_int_equal(ref_host_layer(c, &src, x, &id, &w, 1, y), MM_OK);
+}
+
+static void silu_no_limit(void **state)
+{
+    (void)state;
+    static one_expert o;
+    setup(&o, 1.0f / 64, 1.0f / 128, 1.0f / 128); /* gate 2, up 1, y = h */
+    mm_config c = tiny_cfg(0, 0);
+    double y[128];
+    run_case(&c, &o, 0, 1.0f, y);
+    double want = 2.0 / (1.0 + exp(-2.0)); /* 1.7615941559557649 */
+    for (int i = 0; i < 128; i++) assert_true(fabs(y[i] - want) < 1e-6);
+}
+
+static void limit_and_weight(void **state)
+{
+    (void)state;
+    static one_expert o;
+    setup(&o, 1.0f / 8, 1.0f / 128, 1.0f / 64); /* gate 16 -> clamped to 10, up 1, y = 2h */
+    mm_config c = tiny_cfg(1, 10.0);
+    double y[128];
+    run_case(&c, &o, 0, 0.5f, y);
+    double want = 2.0 * (10.0 / (1.0 + exp(-10.0)) * 1.0 * 0.5); /* 9.99954600 */
+    for (int i = 0; i < 128; i++) assert_true(fabs(y[i] - want) < 1e-5);
+    /* up clamps too: s_up 1/4 -> up 32 -> 10 */
+    setup(&o, 1.0f / 64, 1.0f / 4, 1.0f / 128);
+    run_case(&c, &o, 0, 1.0f, y);
+    want = 2.0 / (1.0 + exp(-2.0)) * 10.0;
+    assert_true(fabs(y[0] - want) < 1e-5);
+}
+
+static void masked_slot_gives_zeros(void **state)
+{
+    (void)state;
+    static one_expert o;
+    setup(&o, 1.0f / 64, 1.0f / 128, 1.0f / 128);
+    mm_config c = tiny_cfg(0, 0);
+    double y[128];
+    run_case(&c, &o, -1, 0.0f, y);
+    for (int i = 0; i < 128; i++) assert_true(y[i] == 0.0);
+}
+
+static void calc_diff_edges(void **state)
+{
+    (void)state;
+    mm_diff_acc a = {0};
+    assert_true(diff_acc_calc(&a) == 0.0); /* both empty / zero: identical */
+    diff_acc_add(&a, 1.0, 1.0);
+    diff_acc_add(&a, -2.0, -2.0);
+    assert_true(diff_acc_calc(&a) == 0.0);
+    mm_diff_acc b = {0};
+    diff_acc_add(&b, 1.0, 0.0);
+    diff_acc_add(&b, 0.0, 1.0);
+    assert_true(diff_acc_calc(&b) == 1.0); /* orthogonal */
+    mm_diff_acc c = {0};
+    diff_acc_add(&c, 2.0, 1.0); /* 1 - 2*2/(4+1) */
+    assert_true(fabs(diff_acc_calc(&c) - 0.2) < 1e-15);
+    assert_true(c.max_abs == 1.0 && c.ref_max_abs == 1.0);
+    mm_diff_acc d = {0};
+    diff_acc_add(&d, NAN, 1.0);
+    diff_acc_add(&d, INFINITY, 1.0);
+    assert_int_equal(d.nonfinite, 2);
+    diff_acc_merge(&c, &d);
+    assert_int_equal(c.nonfinite, 2);
+    assert_int_equal(c.count, 3);
+}
+
+int run_reference_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(silu_no_limit),
+        cmocka_unit_test(limit_and_weight),
+        cmocka_unit_test(masked_slot_gives_zeros),
+        cmocka_unit_test(calc_diff_edges),
+    };
+    return cmocka_run_group_tests_name("reference", tests, NULL, NULL);
+}
