@@ -82,6 +82,35 @@ cudaError_t mm_launch_gen_routing(mm_route_params params, uint64_t first_token, 
 cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, int hidden, int inter,
                                   int ue8m0, uint8_t *w1, float *w1_scale, uint8_t *w2,
                                   float *w2_scale, cudaStream_t stream);
+/* GPU reference (reference.cu): this rank's tokens through the whole layer, y in double. */
+typedef struct {
+    int tokens, hidden, inter, topk;
+    int has_limit;
+    double limit;
+    int ue8m0;
+    const uint16_t *x;      /* [T][H] BF16 */
+    const int32_t *ids;     /* [T][K] global expert ids, -1 = none */
+    const float *topk_w;    /* [T][K] */
+    const uint8_t *w1;      /* [E][2I][H] every expert */
+    const float *s1;        /* [E][2I/128][H/128] */
+    const uint8_t *w2;      /* [E][H][I] */
+    const float *s2;        /* [E][H/128][I/128] */
+    void *workspace;        /* mm_reference_workspace_bytes */
+    double *y;              /* [T][H] */
+} mm_reference_args;
+
+size_t mm_reference_workspace_bytes(int tokens, int hidden, int inter, int topk);
+cudaError_t mm_launch_reference(mm_reference_args args, cudaStream_t stream);
+
+/* Sums for calc_diff of a BF16 output against a double reference (zeroed by the launcher). */
+typedef struct {
+    double sum_ab, sum_aa_bb, max_abs, ref_max_abs;
+    unsigned long long nonfinite;
+} mm_device_diff;
+
+cudaError_t mm_launch_compare(const uint16_t *out, const double *ref, long long n,
+                              mm_device_diff *acc, cudaStream_t stream);
+
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
 

@@ -3,8 +3,10 @@
 # given as the first argument (default build/gpu-logs). Exit status: 0 when every step passed.
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
-#   3. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, JSON kept in the log folder
-#   4. bad-input checks that need the GPU runtime (more ranks than GPUs)
+#   3. check (every scenario) on 1 GPU and on all GPUs; the smoke scenario under
+#      compute-sanitizer memcheck and racecheck
+#   4. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, JSON kept in the log folder
+#   5. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
 logs=${1:-build/gpu-logs}
 mkdir -p "$logs"
@@ -34,6 +36,16 @@ expect_rc 0 selftest-np1 $mpi -np 1 build/megamoe selftest --config configs/tiny
 expect_rc 0 selftest-np$ngpu-tiny $mpi -np "$ngpu" build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-flash.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
+expect_rc 0 check-np1 $mpi -np 1 build/megamoe check --json "$logs/check-ep1.json"
+expect_rc 0 check-np$ngpu $mpi -np "$ngpu" build/megamoe check --json "$logs/check-ep$ngpu.json"
+if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+        expect_rc 0 sanitizer-$tool $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
+            build/megamoe check --filter smoke
+        grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool.log" ||
+            { echo "  sanitizer-$tool: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+    done
+fi
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json

@@ -270,13 +270,3 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     mpi_finish();
     return s;
 }
-
-mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
-{
-    (void)o;
-    (void)cfg;
-    (void)argc;
-    (void)argv;
-    mm_error("check: the correctness scenarios are not implemented yet");
-    return MM_USAGE;
-}

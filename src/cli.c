@@ -53,8 +53,8 @@ static const struct {
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
     {"seed", 1, OPT_SEED, B | C | S, "N", "seed of all generated data (default 1)"},
-    {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (schema " MM_RESULTS_SCHEMA ")"},
-    {"markdown", 1, OPT_MARKDOWN, B | C | G, "FILE", "write the tables as Markdown"},
+    {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (bench: " MM_RESULTS_SCHEMA ", check: megamoe.check/1)"},
+    {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
     {"l2-flush", 1, OPT_L2FLUSH, B, "on|off", "flush L2 before each timed iteration (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},

@@ -91,28 +91,29 @@ void host_gen_routing(const mm_route_params *p, uint64_t first_token, int tokens
     }
 }
 
-/* One matrix [rows][cols] of one expert, quantized per 128x128 block like the GPU kernel. */
+/* One matrix [rows][cols] of one expert, quantized per 128x128 block like the GPU kernel. Blocks
+ * are independent: they run in parallel where OpenMP is on. */
 static void gen_matrix(uint64_t seed, int matrix, int expert, int rows, int cols, int ue8m0,
                        uint8_t *w, float *scale)
 {
-    for (int br = 0; br < rows / 128; br++) {
-        for (int bc = 0; bc < cols / 128; bc++) {
-            float amax = 0.0f;
-            for (int r = 0; r < 128; r++)
-                for (int c = 0; c < 128; c++) {
-                    float v = mm_fabs(mm_gen_w(seed, matrix, (uint64_t)expert,
-                                               (uint64_t)(br * 128 + r), (uint64_t)(bc * 128 + c)));
-                    amax = v > amax ? v : amax;
-                }
-            float s = mm_block_scale(amax, ue8m0);
-            scale[br * (cols / 128) + bc] = s;
-            for (int r = 0; r < 128; r++)
-                for (int c = 0; c < 128; c++) {
-                    size_t row = (size_t)(br * 128 + r), col = (size_t)(bc * 128 + c);
-                    w[row * cols + col] =
-                        mm_quantize(mm_gen_w(seed, matrix, (uint64_t)expert, row, col), s);
-                }
-        }
+    int bcols = cols / 128, nblocks = (rows / 128) * bcols;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; blk++) {
+        int br = blk / bcols, bc = blk % bcols;
+        float v[128 * 128];
+        float amax = 0.0f;
+        for (int r = 0; r < 128; r++)
+            for (int c = 0; c < 128; c++) {
+                float x = mm_gen_w(seed, matrix, (uint64_t)expert, (uint64_t)(br * 128 + r),
+                                   (uint64_t)(bc * 128 + c));
+                v[r * 128 + c] = x;
+                amax = mm_fabs(x) > amax ? mm_fabs(x) : amax;
+            }
+        float s = mm_block_scale(amax, ue8m0);
+        scale[br * bcols + bc] = s;
+        for (int r = 0; r < 128; r++)
+            for (int c = 0; c < 128; c++)
+                w[(size_t)(br * 128 + r) * cols + bc * 128 + c] = mm_quantize(v[r * 128 + c], s);
     }
 }
 

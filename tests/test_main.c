@@ -13,5 +13,6 @@ int main(void)
     failed += run_cli_tests();
     failed += run_gate_tests();
     failed += run_reference_tests();
+    failed += run_scenario_tests();
     return failed ? 1 : 0;
 }

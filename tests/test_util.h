@@ -18,6 +18,7 @@ int run_stats_tests(void);
 int run_cli_tests(void);
 int run_gate_tests(void);
 int run_reference_tests(void);
+int run_scenario_tests(void);
 
 /* Relative paths in tests are from the repository root (make test runs there). */
 #endif

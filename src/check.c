@@ -1,0 +1,356 @@
+/* check: the correctness scenarios. For each scenario every rank generates its own tokens (global
+ * token indices, so the data is the same at any EP size) and every expert's weights, runs the GPU
+ * reference, and where the scenario is small, the host reference on the same inputs, which the
+ * GPU reference must match. Each mode then runs and is compared with the GPU reference
+ * (modes not built yet report SKIP). Results agree across ranks through MPI. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "datagen_host.h"
+#include "launch.h"
+#include "reference.h"
+#include "runtime.h"
+#include "scenarios.h"
+
+typedef struct {
+    mm_row_status status;
+    char note[160];
+    double calc_diff, max_abs, ref_max_abs;
+    long long nonfinite;
+} cell;
+
+typedef struct {
+    const mm_scenario *sc;
+    char shape[64];
+    char tokens[32];
+    cell ref;              /* GPU reference vs host reference */
+    cell mode[MODE_COUNT];
+} scenario_result;
+
+/* Every rank's accumulator summed / maxed into one. */
+static mm_status allreduce_diff(mm_diff_acc *acc)
+{
+    double sums[2] = {acc->sum_ab, acc->sum_aa_bb}, maxes[2] = {acc->max_abs, acc->ref_max_abs};
+    long long counts[2] = {acc->nonfinite, acc->count};
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxes, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    acc->sum_ab = sums[0];
+    acc->sum_aa_bb = sums[1];
+    acc->max_abs = maxes[0];
+    acc->ref_max_abs = maxes[1];
+    acc->nonfinite = counts[0];
+    acc->count = counts[1];
+    return MM_OK;
+}
+
+static void judge(cell *c, const mm_diff_acc *acc, double tol)
+{
+    c->calc_diff = diff_acc_calc(acc);
+    c->max_abs = acc->max_abs;
+    c->ref_max_abs = acc->ref_max_abs;
+    c->nonfinite = acc->nonfinite;
+    int ok = acc->nonfinite == 0 && c->calc_diff <= tol;
+    c->status = ok ? ROW_OK : ROW_FAIL;
+    if (!ok)
+        mm_fmt(c->note, sizeof c->note, "calc_diff %.3g (bound %.3g), %lld non-finite", c->calc_diff,
+               tol, acc->nonfinite);
+}
+
+typedef struct {
+    uint16_t *x;
+    int32_t *ids;
+    float *w;
+    uint8_t *w1, *w2;
+    float *s1, *s2;
+    void *ws;
+    double *y_ref;
+    uint32_t *cdf;
+    float *softplus;
+} gpu_buffers;
+
+static void free_buffers(gpu_buffers *b)
+{
+    cudaFree(b->x); cudaFree(b->ids); cudaFree(b->w);
+    cudaFree(b->w1); cudaFree(b->w2); cudaFree(b->s1); cudaFree(b->s2);
+    cudaFree(b->ws); cudaFree(b->y_ref); cudaFree(b->cdf); cudaFree(b->softplus);
+    memset(b, 0, sizeof *b);
+}
+
+/* Runs one scenario on this rank; the GPU reference's output stays in b->y_ref. */
+static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_config *cfg,
+                               uint64_t seed, gpu_buffers *b, int tokens, uint64_t first,
+                               mm_route_tables *tab, mm_route_params *hp, mm_x_params *xp)
+{
+    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, e = (size_t)cfg->experts;
+    size_t t = (size_t)tokens, k = (size_t)cfg->topk;
+    size_t ws = mm_reference_workspace_bytes(tokens, cfg->hidden, cfg->inter, cfg->topk);
+    size_t weights = e * 3 * h * in + e * 3 * (h / 128) * (in / 128) * 4;
+    char what[128];
+    mm_fmt(what, sizeof what, "check %s (reference)", sc->name);
+    MM_TRY(runtime_check_fit(rt, what, weights + ws + t * h * 10 + t * k * 8));
+    CUDA_TRY(cudaMalloc((void **)&b->x, t * h * 2 + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->ids, t * k * 4 + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->w, t * k * 4 + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * in * h));
+    CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * in));
+    CUDA_TRY(cudaMalloc((void **)&b->s1, e * (2 * in / 128) * (h / 128) * 4));
+    CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
+    CUDA_TRY(cudaMalloc(&b->ws, ws));
+    CUDA_TRY(cudaMalloc((void **)&b->y_ref, t * h * 8 + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->cdf, e * 4));
+    CUDA_TRY(cudaMalloc((void **)&b->softplus, sizeof tab->softplus));
+    CUDA_TRY(cudaMemcpy(b->cdf, tab->zipf_cdf, e * 4, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(b->softplus, tab->softplus, sizeof tab->softplus, cudaMemcpyHostToDevice));
+    mm_route_params dp = *hp;
+    dp.zipf_cdf = b->cdf;
+    dp.softplus = b->softplus;
+    int ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    CUDA_TRY(mm_launch_gen_x(*xp, first, tokens, cfg->hidden, b->x, rt->stream));
+    CUDA_TRY(mm_launch_gen_routing(dp, first, tokens, b->ids, b->w, rt->stream));
+    /* Every expert, the remote ones regenerated here: weights never cross NVLink for a check. */
+    CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
+                                   b->s1, b->w2, b->s2, rt->stream));
+    mm_reference_args a = {tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
+                           cfg->swiglu_limit, ue8m0, b->x, b->ids, b->w, b->w1, b->s1, b->w2, b->s2,
+                           b->ws, b->y_ref};
+    CUDA_TRY(mm_launch_reference(a, rt->stream));
+    CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    (void)sc;
+    return MM_OK;
+}
+
+/* Host reference on this rank's tokens, compared with the GPU reference. */
+static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_buffers *b,
+                                 int tokens, uint64_t first, const mm_route_params *hp,
+                                 const mm_x_params *xp, mm_diff_acc *acc)
+{
+    size_t h = (size_t)cfg->hidden, t = (size_t)tokens, k = (size_t)cfg->topk;
+    uint16_t *x = malloc(t * h * 2 + 2);
+    int32_t *ids = malloc(t * k * 4 + 4);
+    float *w = malloc(t * k * 4 + 4);
+    double *y_host = malloc(t * h * 8 + 8), *y_gpu = malloc(t * h * 8 + 8);
+    mm_generated_experts *gen = generated_experts_new(cfg, seed);
+    mm_status s = (x && ids && w && y_host && y_gpu && gen) ? MM_OK : MM_RUNTIME;
+    if (s == MM_OK) {
+        host_gen_x(*xp, first, tokens, cfg->hidden, x);
+        host_gen_routing(hp, first, tokens, ids, w);
+        mm_expert_source src = generated_experts_source(gen);
+        s = ref_host_layer(cfg, &src, x, ids, w, tokens, y_host);
+    }
+    if (s == MM_OK && t > 0) {
+        cudaError_t e = cudaMemcpy(y_gpu, b->y_ref, t * h * 8, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) {
+            mm_error("CUDA %s copying the GPU reference", cudaGetErrorName(e));
+            s = MM_RUNTIME;
+        }
+        for (size_t i = 0; s == MM_OK && i < t * h; i++) diff_acc_add(acc, y_gpu[i], y_host[i]);
+    }
+    free(x); free(ids); free(w); free(y_host); free(y_gpu);
+    generated_experts_free(gen);
+    return s;
+}
+
+static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scenario *sc,
+                              scenario_result *res)
+{
+    mm_config cfg;
+    char why[160];
+    memset(res, 0, sizeof *res);
+    res->sc = sc;
+    scenario_shape_text(sc, rt->world, res->shape, sizeof res->shape);
+    int counts[MM_MAX_PEERS], first = 0;
+    for (int r = 0; r < rt->world; r++) counts[r] = scenario_tokens(sc, r);
+    for (int r = 0; r < rt->rank; r++) first += counts[r];
+    if (sc->pattern == TOKENS_SAME) mm_fmt(res->tokens, sizeof res->tokens, "%d", counts[0]);
+    else if (rt->world == 1) mm_fmt(res->tokens, sizeof res->tokens, "%d", counts[0]);
+    else mm_fmt(res->tokens, sizeof res->tokens, "%d,%d%s", counts[0], counts[1], rt->world > 2 ? ",.." : "");
+
+    if (scenario_config(sc, rt->world, &cfg, why, sizeof why) != MM_OK) {
+        res->ref.status = ROW_SKIP;
+        mm_fmt(res->ref.note, sizeof res->ref.note, "%s", why);
+        for (int m = 0; m < MODE_COUNT; m++) res->mode[m] = res->ref;
+        return MM_OK;
+    }
+    mm_routing routing;
+    char sub[256];
+    if (parse_routing(sc->routing, &routing, sub, sizeof sub) != MM_OK) return MM_USAGE;
+    mm_route_tables tab;
+    MM_TRY(route_tables_make(&routing, cfg.experts, o->seed, &tab));
+    mm_route_params hp = route_params(&routing, &cfg, rt->world, o->seed, tab.zipf_cdf,
+                                      tab.zipf_mult, tab.softplus);
+    mm_x_params xp = {o->seed, 0, 0};
+    scenario_x_exponents(sc, &xp.exp_lo, &xp.exp_count);
+
+    gpu_buffers b;
+    memset(&b, 0, sizeof b);
+    int tokens = counts[rt->rank];
+    mm_status local = run_reference(rt, sc, &cfg, o->seed, &b, tokens, (uint64_t)first, &tab, &hp, &xp);
+    mm_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    int host = scenario_host_reference(sc);
+    if (local == MM_OK && host)
+        local = host_versus_gpu(&cfg, o->seed, &b, tokens, (uint64_t)first, &hp, &xp, &acc);
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) {
+        free_buffers(&b);
+        route_tables_free(&tab);
+        return agreed;
+    }
+    if (host) {
+        MM_TRY(allreduce_diff(&acc));
+        judge(&res->ref, &acc, o->tol);
+    } else {
+        res->ref.status = ROW_SKIP;
+        mm_fmt(res->ref.note, sizeof res->ref.note, "GPU reference only (too large for the host)");
+    }
+    for (int m = 0; m < MODE_COUNT; m++) {
+        res->mode[m].status = ROW_SKIP;
+        mm_fmt(res->mode[m].note, sizeof res->mode[m].note, "%s",
+               !(o->modes & (1u << m)) ? "not requested" : sc->needs ? sc->needs : "not implemented");
+    }
+    free_buffers(&b);
+    route_tables_free(&tab);
+    return MM_OK;
+}
+
+static const char *cell_text(const cell *c, char *buf, size_t len)
+{
+    if (c->status == ROW_OK || c->status == ROW_FAIL)
+        mm_fmt(buf, len, "%s %.1e", row_status_name(c->status), c->calc_diff);
+    else
+        mm_fmt(buf, len, "%s", row_status_name(c->status));
+    return buf;
+}
+
+static void print_row(FILE *f, const scenario_result *r)
+{
+    char a[32], m0[32], m1[32], m2[32];
+    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9.2e  %-13s %-13s %-13s\n", r->sc->name, r->shape,
+            r->tokens, r->sc->routing, cell_text(&r->ref, a, sizeof a), r->ref.max_abs,
+            cell_text(&r->mode[MODE_FUSED], m0, sizeof m0),
+            cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2));
+    const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
+    const char *labels[4] = {"reference", "fused", "normal", "ll"};
+    for (int i = 0; i < 4; i++)
+        if (cells[i]->status == ROW_FAIL) fprintf(f, "    %s: %s\n", labels[i], cells[i]->note);
+}
+
+static cJSON *cell_json(const cell *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", row_status_name(c->status));
+    cJSON_AddStringToObject(o, "note", c->note);
+    if (c->status == ROW_OK || c->status == ROW_FAIL) {
+        cJSON_AddNumberToObject(o, "calc_diff", c->calc_diff);
+        cJSON_AddNumberToObject(o, "max_abs", c->max_abs);
+        cJSON_AddNumberToObject(o, "ref_max_abs", c->ref_max_abs);
+        cJSON_AddNumberToObject(o, "nonfinite", (double)c->nonfinite);
+    }
+    return o;
+}
+
+static mm_status write_json(const char *path, const mm_meta *meta, const scenario_result *r, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "megamoe.check/1");
+    cJSON *m = cJSON_AddObjectToObject(root, "meta");
+    cJSON_AddNumberToObject(m, "ep", meta->ep);
+    cJSON_AddStringToObject(m, "gpu", meta->gpu);
+    cJSON_AddStringToObject(m, "driver", meta->driver);
+    cJSON_AddStringToObject(m, "cuda", meta->cuda);
+    cJSON_AddStringToObject(m, "nccl", meta->nccl);
+    cJSON_AddStringToObject(m, "git_rev", meta->git_rev);
+    cJSON_AddStringToObject(m, "date", meta->date);
+    cJSON_AddStringToObject(m, "argv", meta->argv);
+    cJSON *arr = cJSON_AddArrayToObject(root, "scenarios");
+    for (int i = 0; i < n; i++) {
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "name", r[i].sc->name);
+        cJSON_AddStringToObject(s, "shape", r[i].shape);
+        cJSON_AddStringToObject(s, "tokens", r[i].tokens);
+        cJSON_AddStringToObject(s, "routing", r[i].sc->routing);
+        cJSON_AddItemToObject(s, "reference", cell_json(&r[i].ref));
+        for (int k = 0; k < MODE_COUNT; k++) cJSON_AddItemToObject(s, mode_name((mm_mode)k), cell_json(&r[i].mode[k]));
+        cJSON_AddItemToArray(arr, s);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    mm_status st = MM_OK;
+    char tmp[1100];
+    mm_fmt(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = text ? fopen(tmp, "w") : NULL;
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        mm_error("check: cannot write %s", path);
+        st = MM_USAGE;
+    }
+    cJSON_free(text);
+    return st;
+}
+
+mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
+{
+    (void)cfg; /* the scenarios carry their own shapes, the model ones included */
+    mm_runtime *rt = calloc(1, sizeof *rt);
+    scenario_result *results = calloc((size_t)scenario_count(), sizeof *results);
+    if (!rt || !results) return MM_RUNTIME;
+    mm_status s = runtime_init(rt, o->timeout_ms, 0);
+    int n = 0, failed = 0, passed = 0, skipped = 0;
+    mm_meta meta;
+    memset(&meta, 0, sizeof meta);
+    if (s == MM_OK) {
+        meta_fill_common(&meta, o, cfg, argc, argv);
+        runtime_fill_meta(rt, &meta);
+        if (rt->rank == 0) {
+            printf("# megamoe check: EP %d, %s, driver %s, CUDA %s, NCCL %s, seed %llu, bound "
+                   "calc_diff <= %.1e\n",
+                   rt->world, rt->gpu_name, rt->driver, rt->cuda, rt->nccl, o->seed, o->tol);
+            printf("# reference = GPU reference vs host reference (double); modes vs GPU reference\n");
+            printf("%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s\n", "scenario", "shape",
+                   "tokens", "routing", "reference", "max_diff", "fused", "normal", "ll");
+            fflush(stdout);
+        }
+    }
+    for (int i = 0; s == MM_OK && i < scenario_count(); i++) {
+        const mm_scenario *sc = scenario_get(i);
+        if (o->filter[0] && !strstr(sc->name, o->filter)) continue;
+        scenario_result *r = &results[n++];
+        s = run_scenario(rt, o, sc, r);
+        if (s != MM_OK) break;
+        const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
+        int any_fail = 0, any_ok = 0;
+        for (int c = 0; c < 4; c++) {
+            any_fail |= cells[c]->status == ROW_FAIL;
+            any_ok |= cells[c]->status == ROW_OK;
+        }
+        if (any_fail) failed++;
+        else if (any_ok) passed++;
+        else skipped++;
+        if (rt->rank == 0) {
+            print_row(stdout, r);
+            fflush(stdout);
+        }
+    }
+    if (s == MM_OK && rt->rank == 0) {
+        printf("check: %d scenarios: %d passed, %d failed, %d skipped (no reference or mode ran)\n",
+               n, passed, failed, skipped);
+        if (n == 0) mm_error("check: no scenario matches --filter '%s'", o->filter);
+        if (o->json_path[0]) s = write_json(o->json_path, &meta, results, n);
+    }
+    if (s == MM_OK && failed) s = MM_FAIL;
+    if (s == MM_OK && n == 0) s = MM_USAGE;
+    if (rt->world > 0) {
+        int code = (int)s;
+        if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_SUCCESS) s = mm_worse(s, (mm_status)code);
+    }
+    runtime_destroy(rt);
+    free(rt);
+    free(results);
+    mpi_finish();
+    return s;
+}

@@ -1,0 +1,156 @@
+#include "scenarios.h"
+
+#include <string.h>
+
+#include "sweep.h"
+
+/* Model shapes (../shared/reference/models.md). */
+#define FLASH 4096, 2048, 256, 0, 6, 10.0, 1
+#define PRO 7168, 3072, 384, 0, 6, 10.0, 1
+#define V3 7168, 2048, 256, 0, 8, LIMIT_NONE, 0
+/* The small default: 256 x 128, 4 experts per rank, top-2, limit 10, FP32 scales. */
+#define SMALL 256, 128, 0, 4, 2, 10.0, 0
+
+static const mm_scenario scenarios[] = {
+    {"smoke", SMALL, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* the real shapes */
+    {"flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"flash-t512", FLASH, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"pro-t512", PRO, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"v3-t1", V3, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"v3-t64", V3, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"v3-t512", V3, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* hidden x intermediate, including sizes that are not powers of two or multiples of 256 */
+    {"shape-h128-i128", 128, 128, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h256-i512", 256, 512, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h512-i256", 512, 256, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h1536-i384", 1536, 384, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h2048-i1536", 2048, 1536, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h3072-i640", 3072, 640, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h4096-i3072", 4096, 3072, 0, 2, 2, 10.0, 0, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h7168-i128", 7168, 128, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* top-k and experts per rank */
+    {"topk-1", 256, 256, 0, 8, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"experts-per-rank-48", 256, 128, 0, 48, 8, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* every routing generator */
+    {"route-uniform", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"route-balanced", SMALL, 64, TOKENS_SAME, "balanced", X_NORMAL, NULL},
+    {"route-zipf", 256, 128, 0, 8, 2, 10.0, 0, 64, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL},
+    {"route-hot", SMALL, 64, TOKENS_SAME, "hot", X_NORMAL, NULL},
+    {"route-rank-skew", SMALL, 64, TOKENS_SAME, "rank-skew:0.9", X_NORMAL, NULL},
+    {"route-deepseek", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "deepseek", X_NORMAL, NULL},
+    {"masked-0.3", SMALL, 64, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL},
+    {"masked-0.7", SMALL, 64, TOKENS_SAME, "masked:0.7", X_NORMAL, NULL},
+    {"masked-1.0", SMALL, 64, TOKENS_SAME, "masked:1", X_NORMAL, NULL},
+    /* where tokens go */
+    {"all-experts-remote", SMALL, 32, TOKENS_SAME, "rank-skew:1", X_NORMAL, NULL},
+    {"one-expert-for-all", 256, 128, 0, 4, 1, 10.0, 0, 64, TOKENS_SAME, "hot", X_NORMAL, NULL},
+    {"unpicked-experts", 256, 128, 0, 8, 2, 10.0, 0, 16, TOKENS_SAME, "hot", X_NORMAL, NULL},
+    /* token counts */
+    {"tokens-0-everywhere", SMALL, 0, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-0-on-rank-0", SMALL, 37, TOKENS_FIRST_EMPTY, "uniform", X_NORMAL, NULL},
+    {"tokens-uneven", SMALL, 3, TOKENS_UNEVEN, "uniform", X_NORMAL, NULL},
+    {"tokens-1", SMALL, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-3", SMALL, 3, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* numerics */
+    {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"limit-none", 256, 128, 0, 4, 2, LIMIT_NONE, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"scales-fp32", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"scales-ue8m0", 256, 128, 0, 4, 2, 10.0, 1, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"x-tiny", SMALL, 64, TOKENS_SAME, "uniform", X_TINY, NULL},
+    {"x-huge", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL},
+    {"x-mixed", SMALL, 64, TOKENS_SAME, "uniform", X_MIXED, NULL},
+    /* the same tokens at EP1 and at this EP size must give bit-identical outputs */
+    {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "a mode to run at two EP sizes"},
+};
+
+int scenario_count(void)
+{
+    return (int)MM_ARRAY_LEN(scenarios);
+}
+
+const mm_scenario *scenario_get(int i)
+{
+    return i >= 0 && i < scenario_count() ? &scenarios[i] : NULL;
+}
+
+mm_status scenario_config(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    mm_fmt(out->name, sizeof out->name, "%s", s->name);
+    mm_fmt(out->path, sizeof out->path, "scenario %s", s->name);
+    out->hidden = s->hidden;
+    out->inter = s->inter;
+    out->experts = s->experts ? s->experts : s->experts_per_rank * ranks;
+    out->topk = s->topk;
+    out->routed_scaling_factor = 1.5;
+    out->has_swiglu_limit = s->limit > 0;
+    out->swiglu_limit = s->limit > 0 ? s->limit : 0.0;
+    out->scale_fmt = s->ue8m0 ? MM_SCALE_UE8M0 : MM_SCALE_FP32;
+    if (out->experts % ranks != 0) {
+        mm_fmt(why, len, "%d experts do not divide over %d ranks", out->experts, ranks);
+        return MM_USAGE;
+    }
+    if (out->topk > out->experts) {
+        mm_fmt(why, len, "top-%d of %d experts", out->topk, out->experts);
+        return MM_USAGE;
+    }
+    mm_routing r;
+    char sub[256];
+    if (parse_routing(s->routing, &r, sub, sizeof sub) != MM_OK) {
+        mm_fmt(why, len, "%s", sub);
+        return MM_USAGE;
+    }
+    /* rank-skew draws from rank 0's experts: they must be enough for distinct top-k */
+    if (r.kind == ROUTE_RANK_SKEW && out->experts / ranks < out->topk && r.param >= 1.0) {
+        mm_fmt(why, len, "rank 0 owns %d experts, fewer than top-%d", out->experts / ranks, out->topk);
+        return MM_USAGE;
+    }
+    return MM_OK;
+}
+
+int scenario_tokens(const mm_scenario *s, int rank)
+{
+    switch (s->pattern) {
+    case TOKENS_FIRST_EMPTY: return rank == 0 ? 0 : s->tokens;
+    case TOKENS_UNEVEN: return s->tokens + 34 * rank; /* 3, 37, 71, ... */
+    default: return s->tokens;
+    }
+}
+
+int scenario_host_reference(const mm_scenario *s)
+{
+    long long size = (long long)s->hidden * s->inter;
+    if (size <= 512 * 512) return s->tokens <= 1024;
+    if (size <= 4096 * 3072) return s->tokens <= 16;
+    return s->tokens <= 1;
+}
+
+void scenario_x_exponents(const mm_scenario *s, int *lo, int *count)
+{
+    switch (s->x_kind) {
+    case X_TINY: *lo = -26; *count = 4; break;  /* amax under the 1e-4 scale floor */
+    case X_HUGE: *lo = 10; *count = 4; break;   /* up to ~2^17: far above FP8's 448 */
+    case X_MIXED: *lo = -24; *count = 36; break; /* 2^-24 .. 2^11 across tokens */
+    default: *lo = -3; *count = 6; break;
+    }
+}
+
+void scenario_shape_text(const mm_scenario *s, int ranks, char *buf, size_t len)
+{
+    int experts = s->experts ? s->experts : s->experts_per_rank * ranks;
+    mm_fmt(buf, len, "%dx%d e%d k%d", s->hidden, s->inter, experts, s->topk);
+}
