@@ -135,6 +135,8 @@ test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/f
 	$(BUILD)/test_host
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_host_asan
 	timeout 120 mpirun -np 4 --oversubscribe $(BUILD)/mpi_agree
+	$(BUILD)/mpi_agree watchdog 2>$(BUILD)/watchdog.err; test $$? -eq 4 && \
+	  grep -q "a step that hangs did not finish within 1 s" $(BUILD)/watchdog.err
 	tests/test_cli.sh $(BUILD)/megamoe
 	tests/test_gate.sh $(BUILD)/megamoe
 	/usr/bin/python3 scripts/plot.py tests/gate/base.json $(BUILD)/plot-test

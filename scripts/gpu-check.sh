@@ -19,7 +19,7 @@ fail=0
 step() { # name, command...
     local name=$1; shift
     local t0=$SECONDS
-    "$@" >"$logs/$name.log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" "$@" >"$logs/$name.log" 2>&1
     local rc=$?
     printf '%-28s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$logs/summary.txt"
     return $rc

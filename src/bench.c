@@ -163,6 +163,9 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
     for (int bi = 0; bi < o->n_batches; bi++) {
         int batch = o->batches[bi];
         int fits = batch <= b->max_tokens;
+        char step[96];
+        mm_fmt(step, sizeof step, "bench batch %d", batch);
+        watchdog_arm(MM_WATCHDOG_SECONDS, step);
         if (fits) MM_TRY(gen_batch(b, cfg, o, batch));
         mm_floor fl;
         plan_floor(cfg, rt->world, batch, &ceil, &fl);
@@ -192,6 +195,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
                 report_progress(stderr, added);
             }
         }
+        watchdog_disarm();
     }
     return MM_OK;
 }
@@ -234,7 +238,9 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
 {
     bench_state *b = calloc(1, sizeof *b);
     if (!b) return MM_RUNTIME;
+    watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
     mm_status s = runtime_init(&b->rt, o->timeout_ms, 0);
+    watchdog_disarm();
     mm_runtime *rt = &b->rt;
     char err[512];
     if (s == MM_OK && config_check_ranks(cfg, rt->world, err, sizeof err) != MM_OK) {

@@ -299,7 +299,9 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
     mm_runtime *rt = calloc(1, sizeof *rt);
     scenario_result *results = calloc((size_t)scenario_count(), sizeof *results);
     if (!rt || !results) return MM_RUNTIME;
+    watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
     mm_status s = runtime_init(rt, o->timeout_ms, 0);
+    watchdog_disarm();
     int n = 0, failed = 0, passed = 0, skipped = 0;
     mm_meta meta;
     memset(&meta, 0, sizeof meta);
@@ -320,7 +322,11 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         const mm_scenario *sc = scenario_get(i);
         if (o->filter[0] && !strstr(sc->name, o->filter)) continue;
         scenario_result *r = &results[n++];
+        char step[128];
+        mm_fmt(step, sizeof step, "check scenario %s", sc->name);
+        watchdog_arm(MM_WATCHDOG_SECONDS, step);
         s = run_scenario(rt, o, sc, r);
+        watchdog_disarm();
         if (s != MM_OK) break;
         const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
         int any_fail = 0, any_ok = 0;

@@ -33,9 +33,12 @@ mm_status route_tables_make(const mm_routing *r, int experts, uint64_t seed, mm_
     }
     t->zipf_cdf[experts - 1] = 0xffffffffu;
     /* Which expert is hottest depends on the seed: rank i -> (i * mult) mod E. */
-    uint32_t m = (uint32_t)(mm_hash(seed, MM_STREAM_ROUTE, 0xfffffffeull, 0) % (uint64_t)experts);
-    while (m == 0 || gcd_u32(m, (uint32_t)experts) != 1) m = (m + 1) % (uint32_t)experts;
-    t->zipf_mult = experts == 1 ? 1u : m;
+    uint32_t m = 1;
+    if (experts > 1) {
+        m = (uint32_t)(mm_hash(seed, MM_STREAM_ROUTE, 0xfffffffeull, 0) % (uint64_t)experts);
+        while (m == 0 || gcd_u32(m, (uint32_t)experts) != 1) m = (m + 1) % (uint32_t)experts;
+    }
+    t->zipf_mult = m;
     return MM_OK;
 }
 

@@ -1,7 +1,11 @@
+#define _POSIX_C_SOURCE 200809L
 #include "launch.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 int launched_by_mpi(void)
 {
@@ -38,4 +42,33 @@ mm_status mpi_agree(mm_status local, mm_status *global)
     MPI_TRY(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     *global = (mm_status)out;
     return MM_OK;
+}
+
+static char watchdog_line[256];
+
+static void watchdog_fire(int sig)
+{
+    (void)sig;
+    /* async-signal-safe: write(2) and _exit(2) only */
+    ssize_t n = write(STDERR_FILENO, watchdog_line, strlen(watchdog_line));
+    (void)n;
+    _exit(MM_TIMEOUT);
+}
+
+void watchdog_arm(unsigned seconds, const char *step)
+{
+    mm_fmt(watchdog_line, sizeof watchdog_line,
+           "megamoe: error: %s did not finish within %u s (host-side watchdog); exiting\n", step,
+           seconds);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = watchdog_fire;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(seconds);
+}
+
+void watchdog_disarm(void)
+{
+    alarm(0);
 }

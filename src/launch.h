@@ -14,6 +14,13 @@ void mpi_finish(void);
  * rank's failure never leaves the others waiting in a collective. */
 mm_status mpi_agree(mm_status local, mm_status *global);
 
+/* Last line of defence against a hang on the host side (device waits are bounded on their own):
+ * if the armed step is not disarmed within `seconds`, the process prints one line naming the
+ * step and exits with MM_TIMEOUT (mpirun then ends the other ranks). */
+#define MM_WATCHDOG_SECONDS 600 /* far above any step's expected time; a hang, not a slow step */
+void watchdog_arm(unsigned seconds, const char *step);
+void watchdog_disarm(void);
+
 #define MPI_TRY(call)                                                                      \
     do {                                                                                   \
         int mpi_rc_ = (call);                                                              \

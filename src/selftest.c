@@ -307,6 +307,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
     (void)argv;
     mm_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return MM_RUNTIME;
+    watchdog_arm(MM_WATCHDOG_SECONDS, "selftest");
     mm_status s = runtime_init(rt, o->timeout_ms, 0);
     char err[512];
     if (s == MM_OK && config_check_ranks(cfg, rt->world, err, sizeof err) != MM_OK) {
@@ -329,6 +330,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
             printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
         if (s == MM_OK && t.failed) s = MM_FAIL;
     }
+    watchdog_disarm();
     runtime_destroy(rt);
     free(rt);
     mpi_finish();

@@ -1,12 +1,22 @@
 /* Failure agreement under mpirun (no GPU): every rank proposes its own status and all must come
  * out with the worst one. Run as: mpirun -np 4 --oversubscribe build/mpi_agree */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "launch.h"
 
-int main(void)
+/* `mpi_agree watchdog`: arms a 1 s watchdog and sleeps; must exit 4 with one line. */
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "watchdog") == 0) {
+        watchdog_arm(1, "a step that hangs");
+        sleep(5);
+        return 0; /* not reached */
+    }
     int rank, world, bad = 0;
     if (mpi_start(&rank, &world) != MM_OK) return 3;
     /* round 1: everyone OK; round 2: the last rank fails a check; round 3: rank 1 times out while

@@ -67,6 +67,20 @@ static void distinct_and_weighted(void **state)
     }
 }
 
+/* One expert, top-1: every generator must still terminate (zipf's table once looped forever). */
+static void single_expert(void **state)
+{
+    (void)state;
+    const char *specs[] = {"uniform", "balanced", "zipf:1.2", "hot", "rank-skew:0.9", "masked:0.3",
+                           "deepseek"};
+    static routing_buf b;
+    mm_config c = shape(1, 1);
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        generate(specs[s], &c, 1, 0, 50, &b);
+        for (int t = 0; t < 50; t++) assert_true(b.ids[t] == 0 || b.ids[t] == -1);
+    }
+}
+
 static void distributions(void **state)
 {
     (void)state;
@@ -191,6 +205,7 @@ int run_datagen_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(distinct_and_weighted),
+        cmocka_unit_test(single_expert),
         cmocka_unit_test(distributions),
         cmocka_unit_test(ep_invariance),
         cmocka_unit_test(realistic_data),
