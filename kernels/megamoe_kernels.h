@@ -72,6 +72,10 @@ cudaError_t mm_launch_roundtrip_verify(mm_comm comm, uint64_t offset, uint64_t w
 cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned int *scratch, int rounds,
                                      int missing_cta, cudaStream_t stream);
 
+/* Self-test: hardware FP8 e4m3 conversion (SATFINITE) and the recipe's encoder of n inputs. */
+cudaError_t mm_launch_fp8_compare(const float *in, int n, uint8_t *hw, uint8_t *ours,
+                                  cudaStream_t stream);
+
 /* Data generation on the GPU (bit-identical to the host's, datagen.h). */
 cudaError_t mm_launch_gen_x(mm_x_params params, uint64_t first_token, int tokens, int hidden,
                             uint16_t *x, cudaStream_t stream);

@@ -6,11 +6,13 @@
  * barrier: one CTA; thread 0 publishes its epoch to every rank and waits (bounded) for theirs.
  * roundtrip_write/verify: grid-stride over `words` 64-bit words; writer stores to every peer's
  *   buffer at offset + src_rank * words, verifier checks its own buffer after a barrier. */
+#include <cuda_fp8.h>
 #include <nccl.h>
 #include <nccl_device.h>
 
 #include "comm.cuh"
 #include "megamoe_kernels.h"
+#include "recipe.h"
 
 extern "C" int mm_nccl_lsa_ranks(void *nccl_comm)
 {
@@ -123,5 +125,23 @@ extern "C" cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned
     if (e != cudaSuccess) return e;
     grid_sync_test_kernel<<<ctas, 128, 0, stream>>>(comm, scratch, scratch + 1, rounds,
                                                     missing_cta, scratch + 2);
+    return cudaGetLastError();
+}
+
+/* The hardware's FP8 e4m3 conversion (round to nearest even, saturating to finite) next to the
+ * recipe's encoder, for the self-test and the committed test table. */
+__global__ void fp8_compare_kernel(const float *in, int n, uint8_t *hw, uint8_t *ours)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    hw[i] = (uint8_t)__nv_cvt_float_to_fp8(in[i], __NV_SATFINITE, __NV_E4M3);
+    ours[i] = mm_fp8_encode(in[i]);
+}
+
+extern "C" cudaError_t mm_launch_fp8_compare(const float *in, int n, uint8_t *hw, uint8_t *ours,
+                                             cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    fp8_compare_kernel<<<(n + 255) / 256, 256, 0, stream>>>(in, n, hw, ours);
     return cudaGetLastError();
 }

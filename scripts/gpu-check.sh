@@ -32,16 +32,18 @@ expect_rc() { # expected rc, name, command...
 : >"$logs/summary.txt"
 step build make -j16 "${cjson[@]}" || { tail -30 "$logs/build.log"; exit 3; }
 mpi="mpirun --bind-to none"
-expect_rc 0 selftest-np1 $mpi -np 1 build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
+MEGAMOE_FP8_TABLE="$logs/fp8_e4m3_hw.txt" expect_rc 0 selftest-np1 $mpi -np 1 -x MEGAMOE_FP8_TABLE build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-tiny $mpi -np "$ngpu" build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-flash.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
 expect_rc 0 check-np1 $mpi -np 1 build/megamoe check --json "$logs/check-ep1.json"
 expect_rc 0 check-np$ngpu $mpi -np "$ngpu" build/megamoe check --json "$logs/check-ep$ngpu.json"
 if command -v compute-sanitizer >/dev/null; then
+    # NCCL's own start-up probes kernels it was not built for (API errors, not ours): not reported
     for tool in memcheck racecheck; do
+        filter=smoke; [ $tool = memcheck ] && filter=tokens-
         expect_rc 0 sanitizer-$tool $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-            build/megamoe check --filter smoke
+            --report-api-errors no build/megamoe check --filter $filter
         grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool.log" ||
             { echo "  sanitizer-$tool: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
     done

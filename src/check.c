@@ -230,9 +230,10 @@ static const char *cell_text(const cell *c, char *buf, size_t len)
 
 static void print_row(FILE *f, const scenario_result *r)
 {
-    char a[32], m0[32], m1[32], m2[32];
-    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9.2e  %-13s %-13s %-13s\n", r->sc->name, r->shape,
-            r->tokens, r->sc->routing, cell_text(&r->ref, a, sizeof a), r->ref.max_abs,
+    char a[32], m0[32], m1[32], m2[32], md[24] = "-";
+    if (r->ref.status == ROW_OK || r->ref.status == ROW_FAIL) mm_fmt(md, sizeof md, "%.2e", r->ref.max_abs);
+    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s\n", r->sc->name, r->shape,
+            r->tokens, r->sc->routing, cell_text(&r->ref, a, sizeof a), md,
             cell_text(&r->mode[MODE_FUSED], m0, sizeof m0),
             cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2));
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};

@@ -10,7 +10,12 @@
  *   gridsync    1000 grid-wide syncs of a persistent grid (one CTA per SM), all arrivals
  *               visible after each; then one CTA never arrives and the others must time out
  *   generators  x, every routing generator and expert weights from the GPU equal the host's bits
+ *   fp8-hw      the recipe's FP8 encoder against the hardware conversion on every midpoint,
+ *               specials and random values (MEGAMOE_FP8_TABLE=path writes the table the CPU tests
+ *               read: tests/data/fp8_e4m3_hw.txt)
  *   weights     all local experts of the config generated on the GPU, timed */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +274,82 @@ static mm_status test_generators(mm_runtime *rt, const mm_config *cfg, uint64_t 
     return MM_OK;
 }
 
+/* Inputs that decide an encoder: every code's value and the midpoints to its neighbour (exact and
+ * one ulp either side), both signs, specials, and random floats over the whole useful range. */
+static int fp8_inputs(float *v, int cap)
+{
+    int n = 0;
+    for (int c = 0; c < 0x7f; c++) {
+        float a = mm_fp8_decode((uint8_t)c), b = mm_fp8_decode((uint8_t)(c + 1));
+        float mid = (a + b) / 2; /* exact: both have few mantissa bits */
+        float set[4] = {a, mid, nextafterf(mid, 0.0f), nextafterf(mid, 1e9f)};
+        for (int j = 0; j < 4 && n + 2 <= cap; j++) {
+            v[n++] = set[j];
+            v[n++] = -set[j];
+        }
+    }
+    float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 448.0f, 464.0f, 479.0f, 480.0f,
+                        1e30f, -1e30f, 1.0f / 1024, 1.0f / 2048, 3.0f / 1024, 1e-30f, 1e-45f};
+    for (size_t j = 0; j < sizeof specials / sizeof specials[0] && n < cap; j++) v[n++] = specials[j];
+    uint64_t h = 12345;
+    while (n < cap) {
+        h = mm_mix64(h + 1);
+        int e = (int)(h % 40) - 24; /* 2^-24 .. 2^15 */
+        float m = 1.0f + (float)((h >> 8) & 0xffffff) / 16777216.0f;
+        v[n++] = ((h >> 40) & 1 ? -m : m) * ldexpf(1.0f, e);
+    }
+    return n;
+}
+
+static mm_status test_fp8_hardware(mm_runtime *rt, tally *t)
+{
+    enum { N = 20000 };
+    float *in = malloc(sizeof(float) * N);
+    uint8_t *hw = malloc(N), *ours = malloc(N);
+    if (!in || !hw || !ours) return MM_RUNTIME;
+    int n = fp8_inputs(in, N);
+    float *d_in;
+    uint8_t *d_hw, *d_ours;
+    CUDA_TRY(cudaMalloc((void **)&d_in, sizeof(float) * N));
+    CUDA_TRY(cudaMalloc((void **)&d_hw, N));
+    CUDA_TRY(cudaMalloc((void **)&d_ours, N));
+    CUDA_TRY(cudaMemcpy(d_in, in, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
+    CUDA_TRY(mm_launch_fp8_compare(d_in, n, d_hw, d_ours, rt->stream));
+    CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    CUDA_TRY(cudaMemcpy(hw, d_hw, (size_t)n, cudaMemcpyDeviceToHost));
+    CUDA_TRY(cudaMemcpy(ours, d_ours, (size_t)n, cudaMemcpyDeviceToHost));
+    int bad_gpu = 0, bad_host = 0, first = -1;
+    for (int i = 0; i < n; i++) {
+        int nan_in = isnan(in[i]);
+        /* NaN: any NaN code is right (the sign of a NaN is not meaningful) */
+        int same = nan_in ? ((hw[i] & 0x7f) == 0x7f && (ours[i] & 0x7f) == 0x7f) : hw[i] == ours[i];
+        int same_host = nan_in ? (mm_fp8_encode(in[i]) & 0x7f) == 0x7f : hw[i] == mm_fp8_encode(in[i]);
+        bad_gpu += !same;
+        bad_host += !same_host;
+        if ((!same || !same_host) && first < 0) first = i;
+    }
+    const char *path = getenv("MEGAMOE_FP8_TABLE");
+    if (path && rt->rank == 0) {
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "# float bits -> FP8 e4m3 code from __nv_cvt_float_to_fp8(x, __NV_SATFINITE, "
+                       "__NV_E4M3) on %s, CUDA %s\n", rt->gpu_name, rt->cuda);
+            for (int i = 0; i < n; i++) fprintf(f, "%08x %02x\n", mm_f32_bits(in[i]), hw[i]);
+            fclose(f);
+        }
+    }
+    char detail[200];
+    mm_fmt(detail, sizeof detail, "%d inputs: %d differ on the GPU, %d on the host%s", n, bad_gpu,
+           bad_host, first >= 0 ? " (see the first: input bits below)" : "");
+    if (first >= 0 && rt->rank == 0)
+        printf("  first difference: input %08x, hardware %02x, ours %02x\n", mm_f32_bits(in[first]),
+               hw[first], ours[first]);
+    verdict(rt, t, "fp8-hw", bad_gpu == 0 && bad_host == 0, detail);
+    cudaFree(d_in); cudaFree(d_hw); cudaFree(d_ours);
+    free(in); free(hw); free(ours);
+    return MM_OK;
+}
+
 static mm_status test_weight_speed(mm_runtime *rt, const mm_config *cfg, uint64_t seed, tally *t)
 {
     int el = cfg->experts / rt->world;
@@ -325,6 +406,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
         if (s == MM_OK) s = test_barrier_rows(rt, &t);
         if (s == MM_OK) s = test_grid_sync(rt, &t);
         if (s == MM_OK) s = test_generators(rt, cfg, o->seed, &t);
+        if (s == MM_OK) s = test_fp8_hardware(rt, &t);
         if (s == MM_OK) s = test_weight_speed(rt, cfg, o->seed, &t);
         if (s == MM_OK && rt->rank == 0)
             printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
