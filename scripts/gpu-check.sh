@@ -32,7 +32,8 @@ expect_rc() { # expected rc, name, command...
 : >"$logs/summary.txt"
 step build make -j16 "${cjson[@]}" || { tail -30 "$logs/build.log"; exit 3; }
 mpi="mpirun --bind-to none"
-MEGAMOE_FP8_TABLE="$logs/fp8_e4m3_hw.txt" expect_rc 0 selftest-np1 $mpi -np 1 -x MEGAMOE_FP8_TABLE build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
+export MEGAMOE_FP8_TABLE="$logs/fp8_e4m3_hw.txt"
+expect_rc 0 selftest-np1 $mpi -np 1 -x MEGAMOE_FP8_TABLE build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-tiny $mpi -np "$ngpu" build/megamoe selftest --config configs/tiny.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-flash.json --timeout-ms 1000
 expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
