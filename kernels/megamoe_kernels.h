@@ -115,6 +115,35 @@ typedef struct {
 cudaError_t mm_launch_compare(const uint16_t *out, const double *ref, long long n,
                               mm_device_diff *acc, cudaStream_t stream);
 
+/* Recipe step 2 over rows of width `width` (BF16 in, FP8 + per-128 scales out). */
+cudaError_t mm_launch_quantize_rows(const uint16_t *x, int rows, int width, int ue8m0, uint8_t *q,
+                                    float *scale, cudaStream_t stream);
+/* Reference grouped GEMM in double: row r uses expert expert_of_row[r] (-1: skipped). */
+cudaError_t mm_launch_ref_gemm(const uint8_t *qa, const float *sa, const int32_t *expert_of_row,
+                               int rows, const uint8_t *w, const float *sw, int n, int k,
+                               double *out, cudaStream_t stream);
+/* Same as mm_launch_compare for an FP32 output. */
+cudaError_t mm_launch_compare_f32(const float *out, const double *ref, long long n,
+                                  mm_device_diff *acc, cudaStream_t stream);
+
+/* Grouped FP8 GEMM core (gemm.cu): see its header comment. */
+typedef struct {
+    const uint8_t *a;          /* [rows][K] FP8 */
+    const float *a_scale;      /* [rows][K/128] */
+    const uint8_t *w;          /* [E][N][K] FP8 */
+    const float *w_scale;      /* [E][N/128][K/128] */
+    const int32_t *row_offset; /* [E] first row of expert e */
+    const int32_t *row_count;  /* [E] rows of expert e (device memory, read on the GPU) */
+    int32_t *tile_start;       /* [E + 1] workspace: row-tile prefix, computed on the GPU */
+    int experts, n, k;
+    void *out;                 /* [rows][N] */
+    int out_fp32;              /* 0: BF16, 1: FP32 */
+} mm_grouped_gemm_args;
+
+int mm_grouped_gemm_smem_bytes(void);
+/* `ctas` persistent CTAs (e.g. the SM count). */
+cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
+
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
 

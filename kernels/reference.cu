@@ -148,6 +148,26 @@ extern "C" cudaError_t mm_launch_reference(mm_reference_args a, cudaStream_t str
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t mm_launch_quantize_rows(const uint16_t *x, int rows, int width, int ue8m0,
+                                               uint8_t *q, float *scale, cudaStream_t stream)
+{
+    if (rows <= 0) return cudaSuccess;
+    ref_quant_kernel<<<grid_for((long long)rows * (width / 128), 128), 128, 0, stream>>>(
+        x, rows, width, ue8m0, q, scale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_ref_gemm(const uint8_t *qa, const float *sa,
+                                          const int32_t *expert_of_row, int rows, const uint8_t *w,
+                                          const float *sw, int n, int k, double *out,
+                                          cudaStream_t stream)
+{
+    if (rows <= 0) return cudaSuccess;
+    ref_gemm_kernel<<<grid_for((long long)rows * n, 8), 256, 0, stream>>>(
+        qa, sa, 0, expert_of_row, rows, 1, w, sw, n, k, out);
+    return cudaGetLastError();
+}
+
 /* ---- compare --------------------------------------------------------------------------- */
 
 __device__ __forceinline__ void atomic_max_nonneg(double *addr, double v)
@@ -156,8 +176,18 @@ __device__ __forceinline__ void atomic_max_nonneg(double *addr, double v)
     atomicMax((unsigned long long *)addr, (unsigned long long)__double_as_longlong(v));
 }
 
-__global__ void compare_kernel(const uint16_t *out, const double *ref, long long n,
-                               mm_device_diff *acc)
+__device__ __forceinline__ double out_value(const uint16_t *p, long long i)
+{
+    return (double)mm_bf16_decode(p[i]);
+}
+
+__device__ __forceinline__ double out_value(const float *p, long long i)
+{
+    return (double)p[i];
+}
+
+template <typename T>
+__global__ void compare_kernel(const T *out, const double *ref, long long n, mm_device_diff *acc)
 {
     __shared__ double s_ab[256], s_aabb[256], s_max[256], s_ref[256];
     __shared__ unsigned long long s_bad[256];
@@ -165,7 +195,7 @@ __global__ void compare_kernel(const uint16_t *out, const double *ref, long long
     unsigned long long bad = 0;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
-        double a = (double)mm_bf16_decode(out[i]), b = ref[i];
+        double a = out_value(out, i), b = ref[i];
         if (!isfinite(a)) { bad++; continue; }
         ab += a * b;
         aabb += a * a + b * b;
@@ -196,6 +226,15 @@ __global__ void compare_kernel(const uint16_t *out, const double *ref, long long
 
 extern "C" cudaError_t mm_launch_compare(const uint16_t *out, const double *ref, long long n,
                                          mm_device_diff *acc, cudaStream_t stream)
+{
+    cudaError_t e = cudaMemsetAsync(acc, 0, sizeof *acc, stream);
+    if (e != cudaSuccess || n == 0) return e;
+    compare_kernel<<<264, 256, 0, stream>>>(out, ref, n, acc);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_compare_f32(const float *out, const double *ref, long long n,
+                                             mm_device_diff *acc, cudaStream_t stream)
 {
     cudaError_t e = cudaMemsetAsync(acc, 0, sizeof *acc, stream);
     if (e != cudaSuccess || n == 0) return e;

@@ -26,7 +26,8 @@ enum {
     OPT_CONFIG = 1000, OPT_BATCHES, OPT_MODES, OPT_WARMUP, OPT_ITERS, OPT_ROUTING, OPT_SEED,
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
-    OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV,
+    OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_EP, OPT_ROWS,
+    OPT_SPREAD,
 };
 
 #define B (1u << CMD_BENCH)
@@ -34,6 +35,7 @@ enum {
 #define P (1u << CMD_PLAN)
 #define S (1u << CMD_SELFTEST)
 #define G (1u << CMD_GATE)
+#define M (1u << CMD_GEMM)
 
 /* One table drives parsing, per-command validity and --help. */
 static const struct {
@@ -43,20 +45,20 @@ static const struct {
     unsigned commands;
     const char *arg, *help;
 } flags[] = {
-    {"config", 1, OPT_CONFIG, B | C | P | S, "FILE", "model config JSON (default " MM_DEFAULT_CONFIG ")"},
+    {"config", 1, OPT_CONFIG, B | C | P | S | M, "FILE", "model config JSON (default " MM_DEFAULT_CONFIG ")"},
     {"batches", 1, OPT_BATCHES, B | P, "LIST",
      "tokens per rank: 1,8,64 or 1:8192:x2 or 0:64:+16 (default: config's list, else 1:8192:x2)"},
     {"modes", 1, OPT_MODES, B | C, "LIST", "fused,normal,ll (default all)"},
-    {"warmup", 1, OPT_WARMUP, B, "N", "untimed iterations per (mode, batch) (default 5)"},
-    {"iters", 1, OPT_ITERS, B, "N", "timed iterations per (mode, batch) (default 30)"},
+    {"warmup", 1, OPT_WARMUP, B | M, "N", "untimed iterations per (mode, batch) (default 5)"},
+    {"iters", 1, OPT_ITERS, B | M, "N", "timed iterations per (mode, batch) (default 30)"},
     {"routing", 1, OPT_ROUTING, B, "NAME[:P]",
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
-    {"seed", 1, OPT_SEED, B | C | S, "N", "seed of all generated data (default 1)"},
+    {"seed", 1, OPT_SEED, B | C | S | M, "N", "seed of all generated data (default 1)"},
     {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (bench: " MM_RESULTS_SCHEMA ", check: megamoe.check/1)"},
     {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
-    {"l2-flush", 1, OPT_L2FLUSH, B, "on|off", "flush L2 before each timed iteration (default on)"},
+    {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off", "flush L2 before each timed iteration (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
     {"breakdown", 0, OPT_BREAKDOWN, B, NULL, "also time each stage of the modes that have stages"},
     {"max-tokens-per-rank", 1, OPT_MAXTOK, B | P, "N",
@@ -69,13 +71,16 @@ static const struct {
     {"nvlink-gbps", 1, OPT_NVLINK, P, "X", "NVLink one-direction ceiling (default 370)"},
     {"fp8-tflops", 1, OPT_FP8, P, "X", "FP8 block-scaled GEMM ceiling (default 1325)"},
     {"filter", 1, OPT_FILTER, C, "STR", "run only scenarios whose name contains STR"},
-    {"tol", 1, OPT_TOL, C, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
+    {"tol", 1, OPT_TOL, C | M, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
     {"baseline", 1, OPT_BASELINE, G, "FILE", "results JSON to compare against (required)"},
     {"current", 1, OPT_CURRENT, G, "FILE", "results JSON of the run under test (required)"},
     {"max-slowdown", 1, OPT_MAXSLOW, G, "PCT", "fail on a SLOWER row slower by more (default 5%)"},
     {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME (default 1%)"},
     {"ignore-device", 0, OPT_IGNOREDEV, G, NULL, "compare across GPU models and EP sizes"},
-    {"help", 0, OPT_HELP, B | C | P | S | G | (1u << CMD_GEMM), NULL, "this help"},
+    {"ep", 1, OPT_EP, M, "N", "EP size whose local experts the rows spread over (default 8)"},
+    {"rows", 1, OPT_ROWS, M, "LIST", "total rows per GEMM (default 8,64,512,4096,49152)"},
+    {"spread", 1, OPT_SPREAD, M, "uniform|skewed", "rows per expert: even, or ~1/(e+1) (default uniform)"},
+    {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
 #undef B
@@ -83,6 +88,7 @@ static const struct {
 #undef P
 #undef S
 #undef G
+#undef M
 
 void cli_usage(FILE *f, int cmd)
 {
@@ -126,6 +132,10 @@ static void defaults(mm_options *o)
     o->tol = MM_DEFAULT_TOL;
     o->max_slowdown = 0.05;
     o->min_gap = 0.01;
+    o->ep = 8;
+    static const int default_rows[] = {8, 64, 512, 4096, 49152};
+    o->n_rows = (int)MM_ARRAY_LEN(default_rows);
+    memcpy(o->rows, default_rows, sizeof default_rows);
 }
 
 /* "5%", "5" (percent) -> 0.05 */
@@ -241,6 +251,21 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_MAXSLOW: s = parse_percent(v, &o->max_slowdown, sub, sizeof sub); break;
     case OPT_MINGAP: s = parse_percent(v, &o->min_gap, sub, sizeof sub); break;
     case OPT_IGNOREDEV: o->ignore_device = 1; return MM_OK;
+    case OPT_EP:
+        s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
+        o->ep = (int)n;
+        break;
+    case OPT_ROWS:
+        s = parse_batch_list(v, 1, o->rows, MM_MAX_BATCHES, &o->n_rows, sub, sizeof sub);
+        break;
+    case OPT_SPREAD:
+        if (strcmp(v, "uniform") == 0) o->skewed = 0;
+        else if (strcmp(v, "skewed") == 0) o->skewed = 1;
+        else {
+            mm_fmt(sub, sizeof sub, "expected uniform or skewed, got '%s'", v);
+            s = MM_USAGE;
+        }
+        break;
     default:
         mm_fmt(err, errlen, "internal: unhandled option --%s", name);
         return MM_USAGE;

@@ -46,6 +46,11 @@ typedef struct {
     double max_slowdown; /* fraction */
     double min_gap;      /* fraction */
     int ignore_device;
+    /* gemm */
+    int ep;
+    int rows[MM_MAX_BATCHES];
+    int n_rows;
+    int skewed;
 } mm_options;
 
 /* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */

@@ -91,10 +91,6 @@ int main(int argc, char **argv)
         return (int)gate_files(o.baseline_path, o.current_path, &g, stdout,
                                o.markdown_path[0] ? o.markdown_path : NULL);
     }
-    if (o.cmd == CMD_GEMM) {
-        mm_error("%s: not implemented yet", command_name(o.cmd));
-        return MM_USAGE;
-    }
     resolve_default_config(&o);
     mm_config cfg;
     if (config_load(o.config_path, &cfg) != MM_OK) return MM_USAGE;
@@ -113,6 +109,7 @@ int main(int argc, char **argv)
     case CMD_BENCH: s = bench_main(&o, &cfg, argc, argv); break;
     case CMD_CHECK: s = check_main(&o, &cfg, argc, argv); break;
     case CMD_SELFTEST: s = selftest_main(&o, &cfg, argc, argv); break;
+    case CMD_GEMM: s = gemm_main(&o, &cfg); break;
     default: s = MM_USAGE; break;
     }
     return (int)s;

@@ -14,5 +14,6 @@ int main(void)
     failed += run_gate_tests();
     failed += run_reference_tests();
     failed += run_scenario_tests();
+    failed += run_gemm_schedule_tests();
     return failed ? 1 : 0;
 }

@@ -19,6 +19,7 @@ int run_cli_tests(void);
 int run_gate_tests(void);
 int run_reference_tests(void);
 int run_scenario_tests(void);
+int run_gemm_schedule_tests(void);
 
 /* Relative paths in tests are from the repository root (make test runs there). */
 #endif

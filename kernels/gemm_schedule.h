@@ -1,0 +1,60 @@
+/* Tile schedule of the grouped GEMM, host- and device-callable (CPU-tested).
+ *
+ * Expert e owns rows [row_offset[e], row_offset[e] + row_count[e]) of A and of the output (the
+ * contiguous form: offsets are a prefix sum, segments optionally padded; the masked form:
+ * row_offset[e] = e * max_rows). It is cut into ceil(count / BM) row tiles, each paired with every
+ * one of N / BN column tiles. tile_start[e] is the prefix sum of row tiles, so a flat work index
+ * maps to (expert, row tile, column tile) by a binary search; tiles never straddle experts. */
+#ifndef MEGAMOE_GEMM_SCHEDULE_H
+#define MEGAMOE_GEMM_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "recipe.h" /* MM_HD */
+
+#define MM_GEMM_BM 64
+#define MM_GEMM_BN 128
+#define MM_GEMM_BK 128
+
+MM_HD int mm_row_tiles(int rows)
+{
+    return (rows + MM_GEMM_BM - 1) / MM_GEMM_BM;
+}
+
+/* tile_start[0..experts]: prefix sum of row tiles; returns the total. */
+MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_start)
+{
+    int total = 0;
+    for (int e = 0; e < experts; e++) {
+        tile_start[e] = total;
+        total += mm_row_tiles(row_count[e] > 0 ? row_count[e] : 0);
+    }
+    tile_start[experts] = total;
+    return total;
+}
+
+typedef struct {
+    int expert;
+    int row_tile; /* within the expert */
+    int col_tile;
+} mm_tile;
+
+/* Work item w in [0, total_row_tiles * col_tiles) -> its tile. Column tiles vary fastest, so
+ * consecutive CTAs share A rows (and stream different weight columns). */
+MM_HD mm_tile mm_tile_locate(const int32_t *tile_start, int experts, int col_tiles, int w)
+{
+    mm_tile t;
+    int row = w / col_tiles;
+    t.col_tile = w % col_tiles;
+    int lo = 0, hi = experts - 1; /* last expert whose start <= row */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (tile_start[mid] <= row) lo = mid;
+        else hi = mid - 1;
+    }
+    t.expert = lo;
+    t.row_tile = row - tile_start[lo];
+    return t;
+}
+
+#endif

@@ -1,0 +1,49 @@
+#include "../kernels/gemm_schedule.h"
+#include "test_util.h"
+
+/* Every (expert, row tile, column tile) appears exactly once, in order, experts with 0 rows
+ * (first, middle, last) own no tile, and partial tiles are counted. */
+static void covers_every_tile_once(void **state)
+{
+    (void)state;
+    const int32_t count[] = {0, 1, 64, 65, 0, 0, 200, 0};
+    const int experts = 8, col_tiles = 3;
+    int32_t start[9];
+    int total = mm_tile_prefix(count, experts, start);
+    assert_int_equal(total, 0 + 1 + 1 + 2 + 0 + 0 + 4 + 0);
+    assert_int_equal(start[experts], total);
+    int seen[8][4][3] = {{{0}}};
+    for (int w = 0; w < total * col_tiles; w++) {
+        mm_tile t = mm_tile_locate(start, experts, col_tiles, w);
+        assert_true(t.expert >= 0 && t.expert < experts);
+        assert_true(t.row_tile >= 0 && t.row_tile < mm_row_tiles(count[t.expert]));
+        assert_int_equal(t.col_tile, w % col_tiles);
+        seen[t.expert][t.row_tile][t.col_tile]++;
+    }
+    for (int e = 0; e < experts; e++)
+        for (int r = 0; r < mm_row_tiles(count[e]); r++)
+            for (int c = 0; c < col_tiles; c++) assert_int_equal(seen[e][r][c], 1);
+}
+
+static void single_and_empty(void **state)
+{
+    (void)state;
+    const int32_t none[] = {0, 0, 0};
+    int32_t start[4];
+    assert_int_equal(mm_tile_prefix(none, 3, start), 0);
+    const int32_t one[] = {64};
+    assert_int_equal(mm_tile_prefix(one, 1, start), 1);
+    mm_tile t = mm_tile_locate(start, 1, 32, 31);
+    assert_int_equal(t.expert, 0);
+    assert_int_equal(t.row_tile, 0);
+    assert_int_equal(t.col_tile, 31);
+}
+
+int run_gemm_schedule_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(covers_every_tile_once),
+        cmocka_unit_test(single_and_empty),
+    };
+    return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
+}
