@@ -199,16 +199,17 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
     return SMEM_BYTES;
 }
 
+/* Raises the kernel's shared-memory limit; call once before the first launch (and before any
+ * graph capture). */
+extern "C" cudaError_t mm_grouped_gemm_prepare(void)
+{
+    return cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                SMEM_BYTES);
+}
+
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
-    static int configured = 0;
-    if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(grouped_gemm_kernel,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-        if (e != cudaSuccess) return e;
-        configured = 1;
-    }
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
     grouped_gemm_kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(g);
     return cudaGetLastError();

@@ -100,24 +100,34 @@ static inline mm_layout mm_layout_normal_local(const mm_shape *s)
     return l;
 }
 
-enum { LL_SIGNALS, LL_COUNTS, LL_DISPATCH_RECV, LL_COMBINE_RECV, LL_COMBINE_FLAGS };
-enum { LL_PACKED, LL_GEMM1_OUT, LL_ACT, LL_GEMM2_OUT };
+enum { LL_STATE, LL_COUNTS, LL_COMBINE_FLAGS, LL_DISPATCH_RECV, LL_COMBINE_RECV };
+enum { LL_PACKED_X, LL_PACKED_SCALES, LL_PACKED_META, LL_GEMM1_OUT, LL_ACT, LL_ACT_SCALES,
+       LL_GEMM2_OUT, LL_SCHEDULE };
 
-/* ll, symmetric part: fixed-size regions addressed directly, counts double-buffered by epoch. */
+/* One dispatched row on the wire: FP8 row, its per-128 scales padded to 16 B, then the row's
+ * meta, so every row and every part of it is 16-byte aligned for vector stores. */
+static inline uint64_t mm_ll_row_bytes(const mm_shape *s)
+{
+    return (uint64_t)s->hidden + mm_align_up((uint64_t)(s->hidden / 128) * 4u, 16) + MM_ROW_META_BYTES;
+}
+
+/* ll, symmetric part (after the runtime's head). Every wait is on a 64-bit slot tagged with the
+ * call's epoch, so nothing is ever cleared between calls. */
 static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
 {
     mm_layout l = {0};
     int64_t el = mm_local_experts(s);
-    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
-    /* [2][El][R] int32 counts, one set per call parity */
-    mm_layout_add(&l, "counts", (uint64_t)(2 * el * s->ranks) * 4u);
-    /* [El][R][T] rows: FP8 row + scales + meta */
-    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) *
-                                           (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    /* this rank's own counters: epoch (u64) at 0, 2 done counters (u32) at 8, [E] send slots
+     * (u32) from 32 */
+    mm_layout_add(&l, "state", 32u + (uint64_t)s->experts * 4u);
+    /* [El][R] uint64: (epoch << 32) | rows sent by rank r to local expert e */
+    mm_layout_add(&l, "counts", (uint64_t)(el * s->ranks) * 8u);
+    /* [R] uint64: epoch once rank r has written all its combine rows for us */
+    mm_layout_add(&l, "combine_flags", (uint64_t)s->ranks * 8u);
+    /* [El][R][T] rows of mm_ll_row_bytes */
+    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) * mm_ll_row_bytes(s));
     /* [T][K][H] BF16 expert outputs coming home */
     mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
-    /* [2][T][K] uint32 arrival flags, one set per call parity */
-    mm_layout_add(&l, "combine_flags", (uint64_t)(2 * s->max_tokens * s->topk) * 4u);
     return l;
 }
 
@@ -125,11 +135,17 @@ static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
 static inline mm_layout mm_layout_ll_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * s->max_tokens);
-    mm_layout_add(&l, "packed_x", rows * (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    int64_t el = mm_local_experts(s);
+    uint64_t rows = (uint64_t)(el * s->ranks * s->max_tokens);
+    mm_layout_add(&l, "packed_x", rows * (uint64_t)s->hidden);
+    mm_layout_add(&l, "packed_scales", rows * (uint64_t)(s->hidden / 128) * 4u);
+    mm_layout_add(&l, "packed_meta", rows * MM_ROW_META_BYTES);
     mm_layout_add(&l, "gemm1_out_f32", rows * (uint64_t)s->inter * 2u * 4u);
-    mm_layout_add(&l, "act_fp8", rows * mm_fp8_row_bytes(s->inter));
+    mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
+    mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     mm_layout_add(&l, "gemm2_out_bf16", rows * (uint64_t)s->hidden * 2u);
+    /* row_offset [El], row_count [El], tile_start [El + 1] */
+    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 1) * 4u);
     return l;
 }
 

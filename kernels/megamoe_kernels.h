@@ -38,6 +38,8 @@ typedef enum {
     MM_PHASE_NONE = 0,
     MM_PHASE_BARRIER,      /* cross-rank barrier over the symmetric signal words */
     MM_PHASE_GRID_SYNC,    /* grid-wide sync of a persistent kernel */
+    MM_PHASE_LL_DISPATCH,  /* ll: waiting for a peer's dispatch counts */
+    MM_PHASE_LL_COMBINE,   /* ll: waiting for a peer's combine rows */
     MM_PHASE_COUNT
 } mm_phase;
 
@@ -141,8 +143,40 @@ typedef struct {
 } mm_grouped_gemm_args;
 
 int mm_grouped_gemm_smem_bytes(void);
+cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
 cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
+
+/* One call of the low-latency pipeline (ll.cu), all launches enqueued on `stream`. */
+typedef struct {
+    mm_comm comm;
+    /* the ll region in every rank's symmetric buffer, and its parts (layout.h mm_layout_ll_sym) */
+    uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
+    uint64_t row_bytes; /* mm_ll_row_bytes */
+    int hidden, inter, experts, topk, max_tokens;
+    int has_limit, ue8m0, sm_count;
+    float limit;
+    /* this call: this rank's tokens */
+    int tokens;
+    const uint16_t *x;     /* [T][H] BF16 */
+    const int32_t *ids;    /* [T][K] */
+    const float *topk_w;   /* [T][K] */
+    uint16_t *y;           /* [T][H] BF16 */
+    /* local workspace (mm_layout_ll_local) */
+    uint8_t *packed_x;
+    float *packed_scales;
+    void *packed_meta;
+    float *gemm1_out;
+    uint8_t *act;
+    float *act_scales;
+    uint16_t *gemm2_out;
+    int32_t *row_offset, *row_count, *tile_start;
+    /* local experts' weights */
+    const uint8_t *w1, *w2;
+    const float *s1, *s2;
+} mm_ll_args;
+
+cudaError_t mm_launch_ll(mm_ll_args args, cudaStream_t stream);
 
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);

@@ -10,6 +10,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#ifndef __CUDACC__
+#include <math.h> /* expf */
+#endif
 
 #ifdef __CUDACC__
 #define MM_HD __host__ __device__ __forceinline__
@@ -126,6 +129,18 @@ MM_HD float mm_block_scale(float amax, int ue8m0)
 MM_HD uint8_t mm_quantize(float x, float scale)
 {
     return mm_fp8_encode(MM_DIV(x, scale));
+}
+
+/* Recipe step 4 in FP32: g = min(gate, L), u = clamp(up, -L, L), h = g / (1 + exp(-g)) * u * w.
+ * Every GPU path calls this one function, so their h agree bit for bit. */
+MM_HD float mm_swiglu(float gate, float up, float w, int has_limit, float limit)
+{
+    if (has_limit) {
+        gate = gate < limit ? gate : limit;
+        up = up < -limit ? -limit : (up > limit ? limit : up);
+    }
+    float silu = MM_DIV(gate, MM_ADD(1.0f, expf(-gate)));
+    return MM_MUL(MM_MUL(silu, up), w);
 }
 
 MM_HD float mm_fabs(float x)

@@ -1,9 +1,11 @@
 /* bench: the sweep. For each batch (tokens per rank) the requested modes run one after another in
  * this process, on the same generated inputs, so every speedup is a ratio measured in one run.
  *
- * Flow: runtime up -> inputs for the largest batch and every local expert's weights generated on
- * the GPU -> per batch: generate x and routing for this rank's global tokens -> per mode: time it
- * (or SKIP with the reason) -> tables, JSON and Markdown from rank 0. */
+ * Flow: runtime up -> every expert's weights generated on the GPU (this rank's slice feeds the
+ * modes, all of them feed the GPU reference) -> each built mode set up once for its largest batch
+ * -> per batch: x and routing for this rank's global tokens -> per mode: check the first call
+ * against the GPU reference (max_diff), then time it (or SKIP with the reason) -> tables, JSON
+ * and Markdown from rank 0. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 
@@ -13,7 +15,9 @@
 
 #include "datagen_host.h"
 #include "launch.h"
+#include "modes.h"
 #include "plan.h"
+#include "reference.h"
 #include "report.h"
 #include "runtime.h"
 #include "timing.h"
@@ -22,25 +26,25 @@
 #define MM_GIT_REV "unknown"
 #endif
 
-/* Why a mode cannot run yet; NULL once it exists. The sweep reports SKIP with this note and never
- * a number. */
-static const char *mode_missing(mm_mode m)
-{
-    (void)m;
-    return "not implemented";
-}
-
 typedef struct {
     mm_runtime rt;
-    int max_tokens;
+    int max_tokens;     /* buffers' tokens per rank */
+    int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
+    void *mode_state[MODE_COUNT];
     int local_experts;
     /* this rank's inputs, sized for max_tokens */
     uint16_t *x;
     int32_t *topk_ids;
     float *topk_w;
-    /* local experts' weights */
+    uint16_t *y;
+    /* every expert's weights; this rank's experts are the slice at rank * local_experts */
     uint8_t *w1, *w2;
     float *w1_scale, *w2_scale;
+    /* the GPU reference for the current batch */
+    void *ref_ws;
+    double *y_ref;
+    int ref_batch; /* batch y_ref holds, -1: none */
+    mm_device_diff *diff;
     /* routing tables on the device */
     mm_route_tables tables;
     uint32_t *zipf_cdf_dev;
@@ -84,24 +88,37 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     size_t x_bytes = (size_t)b->max_tokens * cfg->hidden * 2;
     size_t k_bytes = (size_t)b->max_tokens * cfg->topk * 4;
     double per_expert = plan_expert_weight_bytes(cfg);
-    size_t w_bytes = (size_t)(per_expert * b->local_experts);
-    MM_TRY(runtime_check_fit(rt, "inputs and local expert weights", x_bytes + 2 * k_bytes + w_bytes));
-    CUDA_TRY(cudaMalloc((void **)&b->x, x_bytes > 0 ? x_bytes : 16));
-    CUDA_TRY(cudaMalloc((void **)&b->topk_ids, k_bytes > 0 ? k_bytes : 16));
-    CUDA_TRY(cudaMalloc((void **)&b->topk_w, k_bytes > 0 ? k_bytes : 16));
-    size_t h = (size_t)cfg->hidden, i = (size_t)cfg->inter, el = (size_t)b->local_experts;
-    CUDA_TRY(cudaMalloc((void **)&b->w1, el * 2 * i * h));
-    CUDA_TRY(cudaMalloc((void **)&b->w2, el * h * i));
-    CUDA_TRY(cudaMalloc((void **)&b->w1_scale, el * (2 * i / 128) * (h / 128) * 4));
-    CUDA_TRY(cudaMalloc((void **)&b->w2_scale, el * (h / 128) * (i / 128) * 4));
+    size_t w_bytes = (size_t)(per_expert * cfg->experts);
+    int ref_tokens = 0;
+    for (int m = 0; m < MODE_COUNT; m++) ref_tokens = b->mode_max[m] > ref_tokens ? b->mode_max[m] : ref_tokens;
+    if (!o->check) ref_tokens = 0;
+    size_t ref_bytes = ref_tokens ? mm_reference_workspace_bytes(ref_tokens, cfg->hidden, cfg->inter, cfg->topk) +
+                                        (size_t)ref_tokens * cfg->hidden * 8 : 0;
+    MM_TRY(runtime_check_fit(rt, "inputs, all experts' weights and the reference",
+                             2 * x_bytes + 2 * k_bytes + w_bytes + ref_bytes));
+    CUDA_TRY(cudaMalloc((void **)&b->x, x_bytes + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->y, x_bytes + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->topk_ids, k_bytes + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->topk_w, k_bytes + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->diff, sizeof(mm_device_diff)));
+    if (ref_tokens) {
+        CUDA_TRY(cudaMalloc(&b->ref_ws, mm_reference_workspace_bytes(ref_tokens, cfg->hidden, cfg->inter, cfg->topk)));
+        CUDA_TRY(cudaMalloc((void **)&b->y_ref, (size_t)ref_tokens * cfg->hidden * 8));
+    }
+    b->ref_batch = -1;
+    size_t h = (size_t)cfg->hidden, i = (size_t)cfg->inter, e = (size_t)cfg->experts;
+    CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * i * h));
+    CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * i));
+    CUDA_TRY(cudaMalloc((void **)&b->w1_scale, e * (2 * i / 128) * (h / 128) * 4));
+    CUDA_TRY(cudaMalloc((void **)&b->w2_scale, e * (h / 128) * (i / 128) * 4));
 
     cudaEvent_t t0, t1;
     CUDA_TRY(cudaEventCreate(&t0));
     CUDA_TRY(cudaEventCreate(&t1));
     CUDA_TRY(cudaEventRecord(t0, rt->stream));
-    CUDA_TRY(mm_launch_gen_weights(o->seed, rt->rank * b->local_experts, b->local_experts,
-                                   cfg->hidden, cfg->inter, cfg->scale_fmt == MM_SCALE_UE8M0,
-                                   b->w1, b->w1_scale, b->w2, b->w2_scale, rt->stream));
+    CUDA_TRY(mm_launch_gen_weights(o->seed, 0, cfg->experts, cfg->hidden, cfg->inter,
+                                   cfg->scale_fmt == MM_SCALE_UE8M0, b->w1, b->w1_scale, b->w2,
+                                   b->w2_scale, rt->stream));
     CUDA_TRY(cudaEventRecord(t1, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
     float ms = 0;
@@ -109,8 +126,8 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
     if (rt->rank == 0)
-        fprintf(stderr, "megamoe: generated %d local experts' weights (%.2f GB) in %.1f ms\n",
-                b->local_experts, per_expert * b->local_experts / 1e9, ms);
+        fprintf(stderr, "megamoe: generated all %d experts' weights (%.2f GB) in %.1f ms\n",
+                cfg->experts, per_expert * cfg->experts / 1e9, ms);
 
     MM_TRY(route_tables_make(&o->routing, cfg->experts, o->seed, &b->tables));
     CUDA_TRY(cudaMalloc((void **)&b->zipf_cdf_dev, sizeof(uint32_t) * (size_t)cfg->experts));
@@ -124,8 +141,29 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     return MM_OK;
 }
 
+/* Each built, requested mode once, for its largest batch. Collective. */
+static mm_status setup_modes(bench_state *b, const mm_config *cfg)
+{
+    mm_runtime *rt = &b->rt;
+    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * b->local_experts;
+    mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
+                           b->w1_scale + first * (2 * in / 128) * (h / 128),
+                           b->w2_scale + first * (h / 128) * (in / 128)};
+    for (int m = 0; m < MODE_COUNT; m++) {
+        if (!b->mode_max[m]) continue;
+        MM_TRY(mode_ops((mm_mode)m)->setup(&b->mode_state[m], rt, cfg, b->mode_max[m], &lw));
+    }
+    return MM_OK;
+}
+
 static void free_inputs(bench_state *b)
 {
+    for (int m = 0; m < MODE_COUNT; m++)
+        if (b->mode_state[m]) mode_ops((mm_mode)m)->destroy(b->mode_state[m]);
+    cudaFree(b->y);
+    cudaFree(b->diff);
+    cudaFree(b->ref_ws);
+    cudaFree(b->y_ref);
     cudaFree(b->x);
     cudaFree(b->topk_ids);
     cudaFree(b->topk_w);
@@ -156,21 +194,101 @@ static int largest(const int *v, int n)
     return m;
 }
 
+typedef struct {
+    bench_state *b;
+    mm_mode mode;
+    mm_mode_io io;
+} step_ctx;
+
+static mm_status mode_step(void *ctx, cudaStream_t stream)
+{
+    step_ctx *c = ctx;
+    return mode_ops(c->mode)->run(c->b->mode_state[c->mode], &c->io, stream);
+}
+
+/* The GPU reference of this batch (computed once, shared by the modes). */
+static mm_status reference_for(bench_state *b, const mm_config *cfg, int batch)
+{
+    if (b->ref_batch == batch) return MM_OK;
+    mm_reference_args a = {batch, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
+                           cfg->swiglu_limit, cfg->scale_fmt == MM_SCALE_UE8M0, b->x, b->topk_ids,
+                           b->topk_w, b->w1, b->w1_scale, b->w2, b->w2_scale, b->ref_ws, b->y_ref};
+    CUDA_TRY(mm_launch_reference(a, b->rt.stream));
+    CUDA_TRY(cudaStreamSynchronize(b->rt.stream));
+    b->ref_batch = batch;
+    return MM_OK;
+}
+
+/* First call of a (mode, batch) against the reference: fills row->diff, FAIL beyond the bound.
+ * Collective. Returns MM_OK when the row's outcome was decided (even TIMEOUT). */
+static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, mm_row *row)
+{
+    mm_runtime *rt = &b->rt;
+    size_t n = (size_t)row->batch * cfg->hidden;
+    char what[256] = "";
+    mm_status local = reference_for(b, cfg, row->batch);
+    if (local == MM_OK && mm_launch_poison(b->y, n * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK) local = mode_step(ctx, rt->stream);
+    if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
+    mm_device_diff d;
+    memset(&d, 0, sizeof d);
+    if (local == MM_OK && n > 0 &&
+        (mm_launch_compare(b->y, b->y_ref, (long long)n, b->diff, rt->stream) != cudaSuccess ||
+         cudaMemcpy(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost) != cudaSuccess))
+        local = MM_RUNTIME;
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) {
+        MM_TRY(runtime_failure_note(rt, what, row->note, sizeof row->note));
+        if (agreed == MM_TIMEOUT) MM_TRY(runtime_reset_comm(rt));
+        row->status = agreed == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
+        return agreed == MM_TIMEOUT ? MM_OK : agreed;
+    }
+    mm_diff_acc acc = {d.sum_ab, d.sum_aa_bb, d.max_abs, d.ref_max_abs, (long long)d.nonfinite, 0};
+    double sums[2] = {acc.sum_ab, acc.sum_aa_bb}, maxes[2] = {acc.max_abs, acc.ref_max_abs};
+    long long bad = acc.nonfinite;
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxes, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    acc.sum_ab = sums[0];
+    acc.sum_aa_bb = sums[1];
+    acc.max_abs = maxes[0];
+    acc.ref_max_abs = maxes[1];
+    acc.nonfinite = bad;
+    row->diff.has_diff = 1;
+    row->diff.calc_diff = diff_acc_calc(&acc);
+    row->diff.max_abs = acc.max_abs;
+    row->diff.ref_max_abs = acc.ref_max_abs;
+    row->diff.nonfinite = acc.nonfinite;
+    if (acc.nonfinite || row->diff.calc_diff > MM_DEFAULT_TOL) {
+        row->status = ROW_FAIL;
+        mm_fmt(row->note, sizeof row->note, "calc_diff %.3g (bound %.0e), %lld non-finite",
+               row->diff.calc_diff, MM_DEFAULT_TOL, acc.nonfinite);
+    }
+    return MM_OK;
+}
+
 static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o, mm_results *res)
 {
     mm_runtime *rt = &b->rt;
     mm_ceilings ceil = {MM_DEFAULT_HBM_GBPS, MM_DEFAULT_NVLINK_GBPS, MM_DEFAULT_FP8_TFLOPS};
-    for (int bi = 0; bi < o->n_batches; bi++) {
+    mm_timing timing = {o->warmup, o->iters, o->l2_flush, o->graph, -1};
+    double *samples = calloc((size_t)o->iters, sizeof(double));
+    if (!samples) return MM_RUNTIME;
+    mm_status s = MM_OK;
+    for (int bi = 0; bi < o->n_batches && s == MM_OK; bi++) {
         int batch = o->batches[bi];
         int fits = batch <= b->max_tokens;
         char step[96];
         mm_fmt(step, sizeof step, "bench batch %d", batch);
         watchdog_arm(MM_WATCHDOG_SECONDS, step);
-        if (fits) MM_TRY(gen_batch(b, cfg, o, batch));
+        if (fits) s = gen_batch(b, cfg, o, batch);
         mm_floor fl;
         plan_floor(cfg, rt->world, batch, &ceil, &fl);
-        for (int m = 0; m < MODE_COUNT; m++) {
+        for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
             if (!(o->modes & (1u << m))) continue;
+            const mm_mode_ops *ops = mode_ops((mm_mode)m);
             mm_row row;
             memset(&row, 0, sizeof row);
             row.mode = (mm_mode)m;
@@ -181,23 +299,46 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             row.flops = fl.flops;
             row.floor_us = fl.floor_us;
             row.status = ROW_SKIP;
-            if (!fits)
+            int n_samples = 0;
+            if (ops->missing)
+                mm_fmt(row.note, sizeof row.note, "%s", ops->missing);
+            else if (!fits)
                 mm_fmt(row.note, sizeof row.note, "batch above the buffers' %d tokens per rank "
                        "(--max-tokens-per-rank)", b->max_tokens);
-            else if (m == MODE_LL && batch > o->ll_max)
+            else if (batch > b->mode_max[m])
                 mm_fmt(row.note, sizeof row.note, "above the ll cap of %d tokens per rank "
-                       "(--ll-max)", o->ll_max);
-            else
-                mm_fmt(row.note, sizeof row.note, "%s", mode_missing((mm_mode)m));
-            if (rt->rank == 0) {
-                const mm_row *added = results_add(res, &row, NULL, 0);
-                if (!added) return MM_RUNTIME;
-                report_progress(stderr, added);
+                       "(--ll-max)", b->mode_max[m]);
+            else if (o->graph && !ops->graph_ok)
+                mm_fmt(row.note, sizeof row.note, "not capturable in a CUDA graph (--graph off)");
+            else {
+                step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y}};
+                row.status = ROW_OK;
+                if (o->check) s = check_row(b, cfg, &ctx, &row);
+                if (s == MM_OK && row.status != ROW_TIMEOUT && row.status != ROW_ERROR) {
+                    mm_row timed = row;
+                    s = timing_run_row(rt, mode_step, &ctx, &timing, &timed, samples);
+                    /* keep the check's verdict unless timing itself failed */
+                    if (timed.status == ROW_OK) timed.status = row.status;
+                    else if (row.note[0] && timed.note[0]) {
+                        char both[192];
+                        mm_fmt(both, sizeof both, "%s; %s", row.note, timed.note);
+                        mm_fmt(timed.note, sizeof timed.note, "%s", both);
+                    }
+                    if (!timed.note[0]) mm_fmt(timed.note, sizeof timed.note, "%s", row.note);
+                    row = timed;
+                    n_samples = row.n_samples;
+                }
+            }
+            if (s == MM_OK && rt->rank == 0) {
+                const mm_row *added = results_add(res, &row, samples, n_samples);
+                if (!added) s = MM_RUNTIME;
+                else report_progress(stderr, added);
             }
         }
         watchdog_disarm();
     }
-    return MM_OK;
+    free(samples);
+    return s;
 }
 
 static mm_status write_reports(const mm_options *o, const mm_results *res)
@@ -239,7 +380,19 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     bench_state *b = calloc(1, sizeof *b);
     if (!b) return MM_RUNTIME;
     watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
-    mm_status s = runtime_init(&b->rt, o->timeout_ms, 0);
+    int rank = 0, world = 1;
+    mm_status s = mpi_start(&rank, &world);
+    int max_tokens = largest(o->batches, o->n_batches);
+    if (o->max_tokens_per_rank && o->max_tokens_per_rank < max_tokens) max_tokens = o->max_tokens_per_rank;
+    uint64_t sym = 0;
+    for (int m = 0; m < MODE_COUNT; m++) {
+        const mm_mode_ops *ops = mode_ops((mm_mode)m);
+        if (ops->missing || !(o->modes & (1u << m)) || cfg->experts % world) continue;
+        b->mode_max[m] = m == MODE_LL && o->ll_max < max_tokens ? o->ll_max : max_tokens;
+        uint64_t need = ops->sym_bytes(cfg, world, b->mode_max[m]);
+        sym = need > sym ? need : sym;
+    }
+    if (s == MM_OK) s = runtime_init(&b->rt, o->timeout_ms, sym);
     watchdog_disarm();
     mm_runtime *rt = &b->rt;
     char err[512];
@@ -251,12 +404,11 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     results_init(&res);
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
-        b->max_tokens = largest(o->batches, o->n_batches);
-        if (o->max_tokens_per_rank && o->max_tokens_per_rank < b->max_tokens)
-            b->max_tokens = o->max_tokens_per_rank;
+        b->max_tokens = max_tokens;
         mm_status agreed, local = alloc_inputs(b, cfg, o);
         s = mpi_agree(local, &agreed);
         if (s == MM_OK) s = agreed;
+        if (s == MM_OK) s = setup_modes(b, cfg);
     }
     if (s == MM_OK) {
         meta_fill_common(&res.meta, o, cfg, argc, argv);

@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "datagen_host.h"
 #include "launch.h"
+#include "modes.h"
 #include "reference.h"
 #include "runtime.h"
 #include "scenarios.h"
@@ -155,6 +156,63 @@ static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_
     return s;
 }
 
+/* One mode on this scenario's inputs, compared with the GPU reference. Collective. */
+static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const mm_config *cfg,
+                          const gpu_buffers *b, int tokens, int max_tokens, cell *c)
+{
+    const mm_mode_ops *ops = mode_ops(m);
+    int el = cfg->experts / rt->world;
+    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * el;
+    mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
+                           b->s1 + first * (2 * in / 128) * (h / 128), b->s2 + first * (h / 128) * (in / 128)};
+    void *state = NULL;
+    uint16_t *y = NULL;
+    char what[256] = "";
+    mm_status local = ops->setup(&state, rt, cfg, max_tokens, &lw);
+    if (local == MM_OK && cudaMalloc((void **)&y, (size_t)tokens * h * 2 + 16) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK && mm_launch_poison(y, (size_t)tokens * h * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    mm_mode_io io = {tokens, b->x, b->ids, b->w, y};
+    if (local == MM_OK) local = ops->run(state, &io, rt->stream);
+    if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
+    mm_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    mm_device_diff *d = NULL;
+    if (local == MM_OK && tokens > 0) {
+        mm_device_diff hd;
+        if (cudaMalloc((void **)&d, sizeof *d) != cudaSuccess ||
+            mm_launch_compare(y, b->y_ref, (long long)tokens * (long long)h, d, rt->stream) != cudaSuccess ||
+            cudaMemcpy(&hd, d, sizeof hd, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            local = MM_RUNTIME;
+        } else {
+            acc.sum_ab = hd.sum_ab;
+            acc.sum_aa_bb = hd.sum_aa_bb;
+            acc.max_abs = hd.max_abs;
+            acc.ref_max_abs = hd.ref_max_abs;
+            acc.nonfinite = (long long)hd.nonfinite;
+        }
+    }
+    cudaFree(d);
+    cudaFree(y);
+    if (state) ops->destroy(state);
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed == MM_TIMEOUT || agreed == MM_RUNTIME) {
+        MM_TRY(runtime_failure_note(rt, what, c->note, sizeof c->note));
+        if (agreed == MM_TIMEOUT) MM_TRY(runtime_reset_comm(rt));
+        c->status = agreed == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
+        return agreed == MM_RUNTIME ? MM_RUNTIME : MM_OK;
+    }
+    if (agreed == MM_USAGE) { /* e.g. the workspace does not fit: said on stderr */
+        c->status = ROW_SKIP;
+        mm_fmt(c->note, sizeof c->note, "setup failed (see stderr)");
+        return MM_OK;
+    }
+    MM_TRY(allreduce_diff(&acc));
+    judge(c, &acc, o->tol);
+    return MM_OK;
+}
+
 static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scenario *sc,
                               scenario_result *res)
 {
@@ -209,15 +267,51 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         res->ref.status = ROW_SKIP;
         mm_fmt(res->ref.note, sizeof res->ref.note, "GPU reference only (too large for the host)");
     }
-    for (int m = 0; m < MODE_COUNT; m++) {
-        res->mode[m].status = ROW_SKIP;
-        mm_fmt(res->mode[m].note, sizeof res->mode[m].note, "%s",
-               !(o->modes & (1u << m)) ? "not requested" : sc->needs ? sc->needs : "not implemented");
+    int max_tokens = 0;
+    for (int r = 0; r < rt->world; r++) max_tokens = counts[r] > max_tokens ? counts[r] : max_tokens;
+    mm_status s = MM_OK;
+    for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
+        cell *c = &res->mode[m];
+        const mm_mode_ops *ops = mode_ops((mm_mode)m);
+        c->status = ROW_SKIP;
+        if (!(o->modes & (1u << m))) mm_fmt(c->note, sizeof c->note, "not requested");
+        else if (ops->missing) mm_fmt(c->note, sizeof c->note, "%s", ops->missing);
+        else if (sc->needs) mm_fmt(c->note, sizeof c->note, "needs %s", sc->needs);
+        else if (m == MODE_LL && max_tokens > o->ll_max)
+            mm_fmt(c->note, sizeof c->note, "above the ll cap of %d tokens per rank", o->ll_max);
+        else
+            s = run_mode(rt, o, (mm_mode)m, &cfg, &b, tokens, max_tokens, c);
     }
     free_buffers(&b);
     route_tables_free(&tab);
-    return MM_OK;
+    return s;
 }
+
+/* Symmetric bytes the built modes need over the scenarios that will run. */
+static uint64_t scenarios_sym_bytes(const mm_options *o, int world)
+{
+    uint64_t need = 0;
+    for (int i = 0; i < scenario_count(); i++) {
+        const mm_scenario *sc = scenario_get(i);
+        mm_config cfg;
+        char why[160];
+        if ((o->filter[0] && !strstr(sc->name, o->filter)) ||
+            scenario_config(sc, world, &cfg, why, sizeof why) != MM_OK)
+            continue;
+        int max_tokens = 1;
+        for (int r = 0; r < world; r++)
+            max_tokens = scenario_tokens(sc, r) > max_tokens ? scenario_tokens(sc, r) : max_tokens;
+        for (int m = 0; m < MODE_COUNT; m++) {
+            const mm_mode_ops *ops = mode_ops((mm_mode)m);
+            if (ops->missing || !(o->modes & (1u << m))) continue;
+            uint64_t b = ops->sym_bytes(&cfg, world, max_tokens);
+            need = b > need ? b : need;
+        }
+    }
+    return need;
+}
+
+
 
 static const char *cell_text(const cell *c, char *buf, size_t len)
 {
@@ -301,7 +395,9 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
     scenario_result *results = calloc((size_t)scenario_count(), sizeof *results);
     if (!rt || !results) return MM_RUNTIME;
     watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
-    mm_status s = runtime_init(rt, o->timeout_ms, 0);
+    int rank = 0, world = 1;
+    mm_status s = mpi_start(&rank, &world);
+    if (s == MM_OK) s = runtime_init(rt, o->timeout_ms, scenarios_sym_bytes(o, world));
     watchdog_disarm();
     int n = 0, failed = 0, passed = 0, skipped = 0;
     mm_meta meta;

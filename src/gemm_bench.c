@@ -144,6 +144,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         return MM_USAGE;
     }
     CUDA_TRY(cudaSetDevice(0));
+    CUDA_TRY(mm_grouped_gemm_prepare());
     struct cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
     int el = cfg->experts / o->ep, max_rows = 0;

@@ -14,7 +14,8 @@
 
 const char *phase_name(uint32_t phase)
 {
-    static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync"};
+    static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync",
+                                                      "ll-dispatch", "ll-combine"};
     return phase < MM_PHASE_COUNT ? names[phase] : "unknown";
 }
 
@@ -258,7 +259,8 @@ mm_status runtime_reset_comm(mm_runtime *rt)
     cudaError_t sync = cudaStreamSynchronize(rt->stream);
     MPI_TRY(MPI_Barrier(MPI_COMM_WORLD));
     CUDA_TRY(sync);
-    CUDA_TRY(cudaMemset(rt->sym, 0, MM_SYM_HEAD_BYTES));
+    /* the whole buffer: modes keep epoch-tagged slots and counters there too */
+    CUDA_TRY(cudaMemset(rt->sym, 0, rt->sym_bytes));
     CUDA_TRY(cudaMemset(rt->comm.epoch, 0, 64));
     CUDA_TRY(cudaDeviceSynchronize());
     memset(rt->error_host, 0, sizeof *rt->error_host);

@@ -94,6 +94,9 @@ static void layouts(void **state)
     }
     /* ll receive region: [128][2][1024] rows of 4096 + 128 + 16 bytes */
     assert_true(l.region[LL_DISPATCH_RECV].bytes == 128ull * 2 * 1024 * (4096 + 128 + 16));
+    assert_true(l.region[LL_COUNTS].bytes == 128ull * 2 * 8);
+    mm_layout loc = mm_layout_ll_local(&s);
+    assert_true(loc.region[LL_GEMM1_OUT].bytes == 128ull * 2 * 1024 * 4096 * 4);
     uint64_t sym, local;
     plan_mode_bytes(MODE_FUSED, &s, &sym, &local);
     assert_true(sym > 0 && local > 0);

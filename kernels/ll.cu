@@ -1,0 +1,290 @@
+/* Low-latency pipeline (`--modes ll`), DeepEP-style: fixed-size buffers, FP8 dispatch over NVLink,
+ * masked grouped GEMMs, combine. No CPU sync anywhere; one call is a fixed sequence of launches on
+ * one stream, so it can be captured in a CUDA graph.
+ *
+ * Launches of one call and their roles:
+ *   begin          epoch += 1 (this rank's call counter; all ranks make the same calls)
+ *   dispatch       CTA per token: quantize x (recipe step 2), then for each k store the FP8 row,
+ *                  scales and meta {src rank, token, k, weight} into the owner's
+ *                  dispatch_recv[le][src][slot] (slot from a local atomic per expert). The last CTA
+ *                  to finish publishes every (expert, count) to its owner as (epoch << 32) | count
+ *                  with st.release.sys, then clears the local counters.
+ *   receive        CTA per (local expert, source): wait (bounded) for all sources' counts of its
+ *                  expert, then pack its rows into the masked layout [le][R*T] (A, scales, meta) at
+ *                  the prefix of the counts; CTA (le, 0) writes row_count[le].
+ *   GEMM1          grouped GEMM core, masked form, FP32 out [rows][2I]
+ *   act            warp per (valid row, 128 block of I): SwiGLU with the limit, times the row's
+ *                  top-k weight (mm_swiglu), quantized per 128 (recipe steps 4-5)
+ *   GEMM2          grouped GEMM core, BF16 out [rows][H]
+ *   combine_send   warp per valid row: store the BF16 row into its token's rank at
+ *                  combine_recv[token][k]; the last CTA publishes epoch into every rank's
+ *                  combine_flags[me] after a system fence.
+ *   combine_recv   CTA per token: wait (bounded) for every rank's flag, then y = BF16 of the FP32
+ *                  sum over valid k in k order (recipe step 7).
+ * Why it cannot deadlock: each wait is on a slot that one specific launch of one peer writes
+ * unconditionally (every rank publishes counts to every expert owner and flags to every rank, even
+ * with 0 tokens), and launches on each stream only depend on earlier launches; every wait is
+ * bounded anyway (mm_wait_geq), and a timeout records its phase, rank and peer.
+ * Reuse across calls: slots are epoch-tagged, never cleared; a peer writes our dispatch_recv for
+ * call c+1 only after it received our combine flag of call c, which we publish after packing. */
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "comm.cuh"
+#include "gemm_schedule.h"
+#include "megamoe_kernels.h"
+#include "recipe.h"
+
+typedef struct {
+    int32_t src_rank, token, k;
+    float weight;
+} row_meta;
+
+/* The state region: epoch (u64) at 0, done[2] (u32) at 8, send counters [E] (u32) at 32. */
+__device__ __forceinline__ char *state_base(const mm_ll_args &a)
+{
+    return a.comm.peers.base[a.comm.peers.rank] + a.mode_offset + a.off_state;
+}
+
+__device__ __forceinline__ uint64_t *epoch_word(const mm_ll_args &a)
+{
+    return (uint64_t *)state_base(a);
+}
+
+__device__ __forceinline__ uint32_t *done_counters(const mm_ll_args &a)
+{
+    return (uint32_t *)(state_base(a) + 8);
+}
+
+__device__ __forceinline__ uint32_t *send_counters(const mm_ll_args &a)
+{
+    return (uint32_t *)(state_base(a) + 32);
+}
+
+__device__ __forceinline__ char *region(const mm_ll_args &a, int rank, uint64_t off)
+{
+    return a.comm.peers.base[rank] + a.mode_offset + off;
+}
+
+__global__ void ll_begin_kernel(mm_ll_args a)
+{
+    *epoch_word(a) += 1;
+}
+
+/* Last-CTA election: every CTA fences its (remote) writes, then counts itself in. */
+__device__ __forceinline__ bool last_cta(uint32_t *counter)
+{
+    __shared__ int last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        if (last) __threadfence_system();
+    }
+    __syncthreads();
+    return last != 0;
+}
+
+__global__ void __launch_bounds__(128) ll_dispatch_kernel(mm_ll_args a)
+{
+    extern __shared__ __align__(16) uint8_t row[]; /* FP8 row, scales, meta: one wire row */
+    const int t = blockIdx.x, h = a.hidden, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
+    const uint64_t row_bytes = a.row_bytes;
+    __shared__ int slot;
+    if (t < a.tokens) {
+        float *scales = (float *)(row + h);
+        for (int b = warp; b < h / 128; b += 4) {
+            const uint16_t *src = a.x + (size_t)t * h + b * 128 + lane * 4;
+            uint2 raw = *(const uint2 *)src;
+            float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
+                          mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
+            float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
+            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            float s = mm_block_scale(amax, a.ue8m0);
+            uint32_t q = 0;
+            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
+            *(uint32_t *)(row + b * 128 + lane * 4) = q;
+            if (lane == 0) scales[b] = s;
+        }
+        for (int k = 0; k < a.topk; k++) {
+            int e = a.ids[(size_t)t * a.topk + k];
+            if (e < 0) continue;
+            __syncthreads(); /* the row is complete; the previous k's copy is done with `slot` */
+            if (threadIdx.x == 0) {
+                slot = (int)atomicAdd(&send_counters(a)[e], 1u);
+                row_meta *m = (row_meta *)(row + row_bytes - 16);
+                m->src_rank = me;
+                m->token = t;
+                m->k = k;
+                m->weight = a.topk_w[(size_t)t * a.topk + k];
+            }
+            __syncthreads();
+            int dest = e / el, le = e % el;
+            char *dst = region(a, dest, a.off_recv) +
+                        ((size_t)(le * a.comm.peers.ranks + me) * a.max_tokens + slot) * row_bytes;
+            for (uint64_t c = threadIdx.x; c < row_bytes / 16; c += blockDim.x)
+                ((uint4 *)dst)[c] = ((const uint4 *)row)[c];
+        }
+    }
+    if (last_cta(&done_counters(a)[0])) {
+        uint64_t epoch = *epoch_word(a);
+        for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
+            uint32_t n = *(volatile uint32_t *)&send_counters(a)[e];
+            uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) +
+                               (size_t)(e % el) * a.comm.peers.ranks + me;
+            mm_st_release_sys(slot_p, (epoch << 32) | n);
+            send_counters(a)[e] = 0;
+        }
+        if (threadIdx.x == 0) done_counters(a)[0] = 0;
+    }
+}
+
+__global__ void __launch_bounds__(256) ll_receive_kernel(mm_ll_args a)
+{
+    const int le = blockIdx.x, src = blockIdx.y, ranks = a.comm.peers.ranks;
+    const uint64_t row_bytes = a.row_bytes;
+    __shared__ int count, offset, ok;
+    if (threadIdx.x == 0) {
+        uint64_t target = *epoch_word(a) << 32;
+        const uint64_t *counts = (const uint64_t *)region(a, a.comm.peers.rank, a.off_counts) + (size_t)le * ranks;
+        int off = 0, total = 0, good = 1;
+        for (int s = 0; s < ranks && good; s++) {
+            good = mm_wait_geq(a.comm, counts + s, target, MM_PHASE_LL_DISPATCH, s);
+            int n = (int)(mm_ld_acquire_sys(counts + s) & 0xffffffffu);
+            if (s < src) off += n;
+            if (s == src) count = n;
+            total += n;
+        }
+        offset = off;
+        ok = good;
+        if (good && src == 0) a.row_count[le] = total;
+    }
+    __syncthreads();
+    if (!ok) return;
+    const char *recv = region(a, a.comm.peers.rank, a.off_recv) +
+                       (size_t)(le * ranks + src) * a.max_tokens * row_bytes;
+    const size_t base = (size_t)le * ranks * a.max_tokens + offset;
+    const int qchunks = a.hidden / 16;
+    for (int i = 0; i < count; i++) {
+        const char *r = recv + (size_t)i * row_bytes;
+        size_t j = base + i;
+        for (int c = threadIdx.x; c < qchunks; c += blockDim.x)
+            ((uint4 *)(a.packed_x + j * a.hidden))[c] = ((const uint4 *)r)[c];
+        /* scales: H/128 floats (the wire pads them to 16 B; the packed layout does not) */
+        for (int c = threadIdx.x; c < a.hidden / 128; c += blockDim.x)
+            a.packed_scales[j * (a.hidden / 128) + c] = ((const float *)(r + a.hidden))[c];
+        if (threadIdx.x == 0)
+            ((uint4 *)a.packed_meta)[j] = *(const uint4 *)(r + row_bytes - 16);
+    }
+}
+
+/* Warp items over valid rows of the masked layout, through the row-tile prefix of the GEMM. */
+__device__ __forceinline__ bool locate_row(const mm_ll_args &a, int el, int tile_flat, int r_in_tile,
+                                           size_t *row)
+{
+    mm_tile t = mm_tile_locate(a.tile_start, el, 1, tile_flat);
+    int local = t.row_tile * MM_GEMM_BM + r_in_tile;
+    if (local >= a.row_count[t.expert]) return false;
+    *row = (size_t)a.row_offset[t.expert] + local;
+    return true;
+}
+
+__global__ void __launch_bounds__(256) ll_act_kernel(mm_ll_args a)
+{
+    const int el = a.experts / a.comm.peers.ranks, blocks = a.inter / 128, lane = threadIdx.x % 32;
+    const long long items = (long long)a.tile_start[el] * MM_GEMM_BM * blocks;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
+        int per_tile = MM_GEMM_BM * blocks;
+        int tile_flat = (int)(w / per_tile), rem = (int)(w % per_tile);
+        size_t row;
+        if (!locate_row(a, el, tile_flat, rem / blocks, &row)) continue;
+        int b = rem % blocks;
+        float weight = ((const row_meta *)a.packed_meta)[row].weight;
+        const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
+        float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
+        float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
+        float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        float s = mm_block_scale(amax, a.ue8m0);
+        uint32_t q = 0;
+        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
+        *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
+        if (lane == 0) a.act_scales[row * blocks + b] = s;
+    }
+}
+
+__global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
+{
+    const int el = a.experts / a.comm.peers.ranks, lane = threadIdx.x % 32;
+    const long long items = (long long)a.tile_start[el] * MM_GEMM_BM;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
+        size_t row;
+        if (!locate_row(a, el, (int)(w / MM_GEMM_BM), (int)(w % MM_GEMM_BM), &row)) continue;
+        row_meta m = ((const row_meta *)a.packed_meta)[row];
+        uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
+                               ((size_t)m.token * a.topk + m.k) * a.hidden * 2u);
+        const uint4 *src = (const uint4 *)(a.gemm2_out + row * a.hidden);
+        for (int c = lane; c < a.hidden / 8; c += 32) dst[c] = src[c];
+    }
+    if (last_cta(&done_counters(a)[1])) {
+        uint64_t epoch = *epoch_word(a);
+        for (int r = threadIdx.x; r < a.comm.peers.ranks; r += blockDim.x)
+            mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + a.comm.peers.rank, epoch);
+        if (threadIdx.x == 0) done_counters(a)[1] = 0;
+    }
+}
+
+__global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
+{
+    const int t = blockIdx.x;
+    __shared__ int ok;
+    if (threadIdx.x == 0) {
+        uint64_t epoch = *epoch_word(a);
+        const uint64_t *flags = (const uint64_t *)region(a, a.comm.peers.rank, a.off_flags);
+        int good = 1;
+        for (int r = 0; r < a.comm.peers.ranks && good; r++)
+            good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_LL_COMBINE, r);
+        ok = good;
+    }
+    __syncthreads();
+    if (!ok) return;
+    const __nv_bfloat16 *in = (const __nv_bfloat16 *)region(a, a.comm.peers.rank, a.off_combine) +
+                              (size_t)t * a.topk * a.hidden;
+    for (int c = threadIdx.x * 2; c < a.hidden; c += blockDim.x * 2) {
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int k = 0; k < a.topk; k++) {
+            if (a.ids[(size_t)t * a.topk + k] < 0) continue;
+            __nv_bfloat162 v = *(const __nv_bfloat162 *)(in + (size_t)k * a.hidden + c);
+            s0 = __fadd_rn(s0, __bfloat162float(v.x));
+            s1 = __fadd_rn(s1, __bfloat162float(v.y));
+        }
+        *(__nv_bfloat162 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = __floats2bfloat162_rn(s0, s1);
+    }
+}
+
+extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaStream_t stream)
+{
+    const int el = a.experts / a.comm.peers.ranks;
+    cudaError_t e;
+    ll_begin_kernel<<<1, 1, 0, stream>>>(a);
+    ll_dispatch_kernel<<<a.tokens > 0 ? a.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
+    dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
+    ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.s1, a.row_offset, a.row_count,
+                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
+    if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
+    ll_act_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
+    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.s2, a.row_offset, a.row_count,
+                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
+    if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
+    if (a.tokens > 0) ll_combine_recv_kernel<<<a.tokens, 128, 0, stream>>>(a);
+    return cudaGetLastError();
+}

@@ -1,0 +1,13 @@
+#include "modes.h"
+
+/* One entry per mode; a NULL `missing` means built. */
+static const mm_mode_ops ops[MODE_COUNT] = {
+    [MODE_FUSED] = {"not implemented", NULL, NULL, NULL, NULL, 0},
+    [MODE_NORMAL] = {"not implemented", NULL, NULL, NULL, NULL, 0},
+    [MODE_LL] = {NULL, ll_sym_bytes, ll_setup, ll_run, ll_destroy, 1},
+};
+
+const mm_mode_ops *mode_ops(mm_mode m)
+{
+    return &ops[m];
+}

@@ -1,0 +1,46 @@
+/* The modes as a table of operations (the nccl-tests habit): bench and check drive every mode
+ * through it, and a mode that is not built yet says why instead of running. */
+#ifndef MEGAMOE_MODES_H
+#define MEGAMOE_MODES_H
+
+#include "config.h"
+#include "runtime.h"
+#include "sweep.h"
+
+/* This rank's local experts' weights, in the recipe's layout. */
+typedef struct {
+    const uint8_t *w1, *w2;
+    const float *s1, *s2;
+} mm_local_weights;
+
+/* One call: this rank's tokens in, its outputs out (device pointers). */
+typedef struct {
+    int tokens;
+    const uint16_t *x;
+    const int32_t *ids;
+    const float *topk_w;
+    uint16_t *y;
+} mm_mode_io;
+
+typedef struct {
+    const char *missing; /* NULL when the mode is built; else the SKIP note */
+    /* bytes needed in every rank's symmetric buffer beyond the runtime's head */
+    uint64_t (*sym_bytes)(const mm_config *cfg, int ranks, int max_tokens);
+    mm_status (*setup)(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                       const mm_local_weights *w);
+    /* enqueue one call on `stream` (graph-capturable when graph_ok) */
+    mm_status (*run)(void *state, const mm_mode_io *io, cudaStream_t stream);
+    void (*destroy)(void *state);
+    int graph_ok;
+} mm_mode_ops;
+
+const mm_mode_ops *mode_ops(mm_mode m);
+
+/* ll (mode_ll.c) */
+uint64_t ll_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
+mm_status ll_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                   const mm_local_weights *w);
+mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream);
+void ll_destroy(void *state);
+
+#endif
