@@ -71,13 +71,13 @@ __global__ void ll_begin_kernel(mm_ll_args a)
     *epoch_word(a) += 1;
 }
 
-/* Last-CTA election: every CTA fences its (remote) writes, then counts itself in. */
+/* Last-CTA election: every thread fences its (remote) writes, then the CTA counts itself in. */
 __device__ __forceinline__ bool last_cta(uint32_t *counter)
 {
     __shared__ int last;
+    __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence_system();
         last = atomicAdd(counter, 1u) == gridDim.x - 1;
         if (last) __threadfence_system();
     }
