@@ -233,9 +233,11 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
     if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
     mm_device_diff d;
     memset(&d, 0, sizeof d);
+    /* the copy is ordered on the (non-blocking) compute stream, after the compare */
     if (local == MM_OK && n > 0 &&
         (mm_launch_compare(b->y, b->y_ref, (long long)n, b->diff, rt->stream) != cudaSuccess ||
-         cudaMemcpy(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost) != cudaSuccess))
+         cudaMemcpyAsync(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost, rt->stream) != cudaSuccess ||
+         cudaStreamSynchronize(rt->stream) != cudaSuccess))
         local = MM_RUNTIME;
     mm_status agreed;
     MM_TRY(mpi_agree(local, &agreed));
@@ -261,7 +263,7 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
     row->diff.max_abs = acc.max_abs;
     row->diff.ref_max_abs = acc.ref_max_abs;
     row->diff.nonfinite = acc.nonfinite;
-    if (acc.nonfinite || row->diff.calc_diff > MM_DEFAULT_TOL) {
+    if (acc.nonfinite || row->diff.calc_diff > MM_DEFAULT_TOL || row->diff.calc_diff < -1e-12) {
         row->status = ROW_FAIL;
         mm_fmt(row->note, sizeof row->note, "calc_diff %.3g (bound %.0e), %lld non-finite",
                row->diff.calc_diff, MM_DEFAULT_TOL, acc.nonfinite);
