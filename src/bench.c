@@ -404,6 +404,8 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     }
     mm_results res;
     results_init(&res);
+    if (s == MM_OK && o->breakdown && rt->rank == 0)
+        mm_warn("--breakdown: per-stage timing is not implemented yet; rows show whole-layer times");
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
         b->max_tokens = max_tokens;
