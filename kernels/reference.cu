@@ -224,8 +224,9 @@ __global__ void compare_kernel(const T *out, const double *ref, long long n, mm_
     }
 }
 
-extern "C" cudaError_t mm_launch_compare(const uint16_t *out, const double *ref, long long n,
-                                         mm_device_diff *acc, cudaStream_t stream)
+template <typename T>
+static cudaError_t launch_compare(const T *out, const double *ref, long long n, mm_device_diff *acc,
+                                  cudaStream_t stream)
 {
     cudaError_t e = cudaMemsetAsync(acc, 0, sizeof *acc, stream);
     if (e != cudaSuccess || n == 0) return e;
@@ -233,11 +234,14 @@ extern "C" cudaError_t mm_launch_compare(const uint16_t *out, const double *ref,
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t mm_launch_compare(const uint16_t *out, const double *ref, long long n,
+                                         mm_device_diff *acc, cudaStream_t stream)
+{
+    return launch_compare(out, ref, n, acc, stream);
+}
+
 extern "C" cudaError_t mm_launch_compare_f32(const float *out, const double *ref, long long n,
                                              mm_device_diff *acc, cudaStream_t stream)
 {
-    cudaError_t e = cudaMemsetAsync(acc, 0, sizeof *acc, stream);
-    if (e != cudaSuccess || n == 0) return e;
-    compare_kernel<<<264, 256, 0, stream>>>(out, ref, n, acc);
-    return cudaGetLastError();
+    return launch_compare(out, ref, n, acc, stream);
 }

@@ -231,14 +231,9 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
     if (local == MM_OK) local = mode_step(ctx, rt->stream);
     if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
-    mm_device_diff d;
-    memset(&d, 0, sizeof d);
-    /* the copy is ordered on the (non-blocking) compute stream, after the compare */
-    if (local == MM_OK && n > 0 &&
-        (mm_launch_compare(b->y, b->y_ref, (long long)n, b->diff, rt->stream) != cudaSuccess ||
-         cudaMemcpyAsync(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost, rt->stream) != cudaSuccess ||
-         cudaStreamSynchronize(rt->stream) != cudaSuccess))
-        local = MM_RUNTIME;
+    mm_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    if (local == MM_OK) local = runtime_compare(rt, b->y, b->y_ref, (long long)n, b->diff, &acc);
     mm_status agreed;
     MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) {
@@ -247,23 +242,13 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
         row->status = agreed == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
         return agreed == MM_TIMEOUT ? MM_OK : agreed;
     }
-    mm_diff_acc acc = {d.sum_ab, d.sum_aa_bb, d.max_abs, d.ref_max_abs, (long long)d.nonfinite, 0};
-    double sums[2] = {acc.sum_ab, acc.sum_aa_bb}, maxes[2] = {acc.max_abs, acc.ref_max_abs};
-    long long bad = acc.nonfinite;
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxes, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-    acc.sum_ab = sums[0];
-    acc.sum_aa_bb = sums[1];
-    acc.max_abs = maxes[0];
-    acc.ref_max_abs = maxes[1];
-    acc.nonfinite = bad;
+    MM_TRY(diff_acc_allreduce(&acc));
     row->diff.has_diff = 1;
     row->diff.calc_diff = diff_acc_calc(&acc);
     row->diff.max_abs = acc.max_abs;
     row->diff.ref_max_abs = acc.ref_max_abs;
     row->diff.nonfinite = acc.nonfinite;
-    if (acc.nonfinite || row->diff.calc_diff > MM_DEFAULT_TOL || row->diff.calc_diff < -1e-12) {
+    if (!diff_acc_passes(&acc, MM_DEFAULT_TOL)) {
         row->status = ROW_FAIL;
         mm_fmt(row->note, sizeof row->note, "calc_diff %.3g (bound %.0e), %lld non-finite",
                row->diff.calc_diff, MM_DEFAULT_TOL, acc.nonfinite);

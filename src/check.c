@@ -32,31 +32,13 @@ typedef struct {
     cell mode[MODE_COUNT];
 } scenario_result;
 
-/* Every rank's accumulator summed / maxed into one. */
-static mm_status allreduce_diff(mm_diff_acc *acc)
-{
-    double sums[2] = {acc->sum_ab, acc->sum_aa_bb}, maxes[2] = {acc->max_abs, acc->ref_max_abs};
-    long long counts[2] = {acc->nonfinite, acc->count};
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxes, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-    acc->sum_ab = sums[0];
-    acc->sum_aa_bb = sums[1];
-    acc->max_abs = maxes[0];
-    acc->ref_max_abs = maxes[1];
-    acc->nonfinite = counts[0];
-    acc->count = counts[1];
-    return MM_OK;
-}
-
 static void judge(cell *c, const mm_diff_acc *acc, double tol)
 {
     c->calc_diff = diff_acc_calc(acc);
     c->max_abs = acc->max_abs;
     c->ref_max_abs = acc->ref_max_abs;
     c->nonfinite = acc->nonfinite;
-    /* calc_diff >= 0 for any data: a negative one means the sums were read half-made */
-    int ok = acc->nonfinite == 0 && c->calc_diff <= tol && c->calc_diff > -1e-12;
+    int ok = diff_acc_passes(acc, tol);
     c->status = ok ? ROW_OK : ROW_FAIL;
     if (!ok)
         mm_fmt(c->note, sizeof c->note, "calc_diff %.3g (bound %.3g), %lld non-finite", c->calc_diff,
@@ -179,23 +161,9 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     mm_diff_acc acc;
     memset(&acc, 0, sizeof acc);
     mm_device_diff *d = NULL;
-    if (local == MM_OK && tokens > 0) {
-        mm_device_diff hd;
-        /* the copy is ordered on the compute stream (non-blocking: a plain cudaMemcpy would not
-         * wait for the compare) */
-        if (cudaMalloc((void **)&d, sizeof *d) != cudaSuccess ||
-            mm_launch_compare(y, b->y_ref, (long long)tokens * (long long)h, d, rt->stream) != cudaSuccess ||
-            cudaMemcpyAsync(&hd, d, sizeof hd, cudaMemcpyDeviceToHost, rt->stream) != cudaSuccess ||
-            cudaStreamSynchronize(rt->stream) != cudaSuccess) {
-            local = MM_RUNTIME;
-        } else {
-            acc.sum_ab = hd.sum_ab;
-            acc.sum_aa_bb = hd.sum_aa_bb;
-            acc.max_abs = hd.max_abs;
-            acc.ref_max_abs = hd.ref_max_abs;
-            acc.nonfinite = (long long)hd.nonfinite;
-        }
-    }
+    if (local == MM_OK && cudaMalloc((void **)&d, sizeof *d) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK)
+        local = runtime_compare(rt, y, b->y_ref, (long long)tokens * (long long)h, d, &acc);
     cudaFree(d);
     cudaFree(y);
     if (state) ops->destroy(state);
@@ -212,7 +180,7 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
         mm_fmt(c->note, sizeof c->note, "setup failed (see stderr)");
         return MM_OK;
     }
-    MM_TRY(allreduce_diff(&acc));
+    MM_TRY(diff_acc_allreduce(&acc));
     judge(c, &acc, o->tol);
     return MM_OK;
 }
@@ -265,7 +233,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         return agreed;
     }
     if (host) {
-        MM_TRY(allreduce_diff(&acc));
+        MM_TRY(diff_acc_allreduce(&acc));
         judge(&res->ref, &acc, o->tol);
     } else {
         res->ref.status = ROW_SKIP;
@@ -378,18 +346,7 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
         for (int k = 0; k < MODE_COUNT; k++) cJSON_AddItemToObject(s, mode_name((mm_mode)k), cell_json(&r[i].mode[k]));
         cJSON_AddItemToArray(arr, s);
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    mm_status st = MM_OK;
-    char tmp[1100];
-    mm_fmt(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-        mm_error("check: cannot write %s", path);
-        st = MM_USAGE;
-    }
-    cJSON_free(text);
-    return st;
+    return json_write_atomic(path, root);
 }
 
 mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)

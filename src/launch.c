@@ -44,6 +44,22 @@ mm_status mpi_agree(mm_status local, mm_status *global)
     return MM_OK;
 }
 
+mm_status diff_acc_allreduce(mm_diff_acc *acc)
+{
+    double sums[2] = {acc->sum_ab, acc->sum_aa_bb}, maxes[2] = {acc->max_abs, acc->ref_max_abs};
+    long long counts[2] = {acc->nonfinite, acc->count};
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxes, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    acc->sum_ab = sums[0];
+    acc->sum_aa_bb = sums[1];
+    acc->max_abs = maxes[0];
+    acc->ref_max_abs = maxes[1];
+    acc->nonfinite = counts[0];
+    acc->count = counts[1];
+    return MM_OK;
+}
+
 static char watchdog_line[256];
 
 static void watchdog_fire(int sig)

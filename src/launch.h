@@ -14,6 +14,10 @@ void mpi_finish(void);
  * rank's failure never leaves the others waiting in a collective. */
 mm_status mpi_agree(mm_status local, mm_status *global);
 
+/* Every rank's comparison sums added (maxima maxed) into one, on every rank. */
+#include "reference.h"
+mm_status diff_acc_allreduce(mm_diff_acc *acc);
+
 /* Last line of defence against a hang on the host side (device waits are bounded on their own):
  * if the armed step is not disarmed within `seconds`, the process prints one line naming the
  * step and exits with MM_TIMEOUT (mpirun then ends the other ranks). */

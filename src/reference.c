@@ -176,3 +176,9 @@ double diff_acc_calc(const mm_diff_acc *acc)
     if (acc->sum_aa_bb == 0.0) return 0.0;
     return 1.0 - 2.0 * acc->sum_ab / acc->sum_aa_bb;
 }
+
+int diff_acc_passes(const mm_diff_acc *acc, double tol)
+{
+    double c = diff_acc_calc(acc);
+    return acc->nonfinite == 0 && c <= tol && c > -1e-12;
+}

@@ -47,5 +47,8 @@ void diff_acc_add(mm_diff_acc *acc, double out, double ref);
 void diff_acc_merge(mm_diff_acc *into, const mm_diff_acc *from);
 /* 0 when both are all zeros (identical), per the definition otherwise. */
 double diff_acc_calc(const mm_diff_acc *acc);
+/* The pass rule of README "Correctness": no non-finite output and calc_diff <= tol (a negative
+ * calc_diff, impossible for complete sums, fails too). */
+int diff_acc_passes(const mm_diff_acc *acc, double tol);
 
 #endif

@@ -303,13 +303,8 @@ static cJSON *row_json(const mm_row *row)
     return o;
 }
 
-mm_status report_json_write(const char *path, const mm_results *r)
+mm_status json_write_atomic(const char *path, cJSON *root)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "schema", MM_RESULTS_SCHEMA);
-    cJSON_AddItemToObject(root, "meta", meta_json(&r->meta));
-    cJSON *rows = cJSON_AddArrayToObject(root, "results");
-    for (int i = 0; i < r->n_rows; i++) cJSON_AddItemToArray(rows, row_json(&r->rows[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) {
@@ -335,4 +330,14 @@ mm_status report_json_write(const char *path, const mm_results *r)
     }
     cJSON_free(text);
     return s;
+}
+
+mm_status report_json_write(const char *path, const mm_results *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", MM_RESULTS_SCHEMA);
+    cJSON_AddItemToObject(root, "meta", meta_json(&r->meta));
+    cJSON *rows = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < r->n_rows; i++) cJSON_AddItemToArray(rows, row_json(&r->rows[i]));
+    return json_write_atomic(path, root);
 }

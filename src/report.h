@@ -82,6 +82,9 @@ void report_text(FILE *f, const mm_results *r);
 void report_markdown(FILE *f, const mm_results *r);
 /* Written atomically (temp file in the same directory, then rename). */
 mm_status report_json_write(const char *path, const mm_results *r);
+/* Renders `root` (a cJSON *, consumed) to `path` atomically; shared by every JSON writer. */
+struct cJSON;
+mm_status json_write_atomic(const char *path, struct cJSON *root);
 /* One progress line on stderr per finished (mode, batch). */
 void report_progress(FILE *f, const mm_row *row);
 

@@ -307,3 +307,22 @@ void runtime_fill_meta(const mm_runtime *rt, mm_meta *m)
     for (int i = 0; i < m->n_rank_lines; i++)
         mm_fmt(m->rank_lines[i], sizeof m->rank_lines[i], "%s", rt->rank_lines[i]);
 }
+
+mm_status runtime_compare(mm_runtime *rt, const uint16_t *out, const double *ref, long long n,
+                          mm_device_diff *scratch, mm_diff_acc *acc)
+{
+    memset(acc, 0, sizeof *acc);
+    if (n <= 0) return MM_OK;
+    mm_device_diff d;
+    /* the stream is non-blocking: a plain cudaMemcpy would not wait for the compare */
+    CUDA_TRY(mm_launch_compare(out, ref, n, scratch, rt->stream));
+    CUDA_TRY(cudaMemcpyAsync(&d, scratch, sizeof d, cudaMemcpyDeviceToHost, rt->stream));
+    CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    acc->sum_ab = d.sum_ab;
+    acc->sum_aa_bb = d.sum_aa_bb;
+    acc->max_abs = d.max_abs;
+    acc->ref_max_abs = d.ref_max_abs;
+    acc->nonfinite = (long long)d.nonfinite;
+    acc->count = n;
+    return MM_OK;
+}

@@ -10,6 +10,7 @@
 
 #include "../kernels/megamoe_kernels.h"
 #include "common.h"
+#include "reference.h"
 #include "report.h"
 
 #define CUDA_TRY(call)                                                                     \
@@ -87,6 +88,11 @@ mm_status runtime_device_barrier(mm_runtime *rt);
 mm_status runtime_flush_l2(mm_runtime *rt, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
+
+/* This rank's comparison of a BF16 output [n] with the double reference, summed into `acc`
+ * (read back on the compute stream, so it waits for the compare). `scratch`: device memory. */
+mm_status runtime_compare(mm_runtime *rt, const uint16_t *out, const double *ref, long long n,
+                          mm_device_diff *scratch, mm_diff_acc *acc);
 const char *phase_name(uint32_t phase);
 
 #endif
