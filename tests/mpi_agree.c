@@ -33,6 +33,14 @@ int main(int argc, char **argv)
             bad = 1;
         }
     }
+    /* comparison sums: rank r adds r + 1 to each sum, max |diff| r, one non-finite on the last */
+    mm_diff_acc acc = {rank + 1.0, 2.0 * (rank + 1), (double)rank, 10.0 * rank, rank == world - 1, 5};
+    if (diff_acc_allreduce(&acc) != MM_OK || acc.sum_ab != world * (world + 1) / 2.0 ||
+        acc.sum_aa_bb != world * (world + 1.0) || acc.max_abs != world - 1.0 ||
+        acc.ref_max_abs != 10.0 * (world - 1) || acc.nonfinite != 1 || acc.count != 5LL * world) {
+        fprintf(stderr, "rank %d: diff_acc_allreduce gave wrong sums\n", rank);
+        bad = 1;
+    }
     if (rank == 0) printf("test_mpi_agree: %d ranks, %s\n", world, bad ? "FAILED" : "passed");
     mpi_finish();
     return bad;

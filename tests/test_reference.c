@@ -118,6 +118,15 @@ static void calc_diff_edges(void **state)
     diff_acc_merge(&c, &d);
     assert_int_equal(c.nonfinite, 2);
     assert_int_equal(c.count, 3);
+    /* the pass rule */
+    assert_true(diff_acc_passes(&a, 1e-4));
+    assert_false(diff_acc_passes(&c, 1e-4)); /* non-finite outputs */
+    mm_diff_acc e = {0};
+    diff_acc_add(&e, 1.0 + 1e-3, 1.0); /* calc_diff ~ 2.5e-7 */
+    assert_true(diff_acc_passes(&e, 1e-4));
+    assert_false(diff_acc_passes(&e, 1e-8));
+    mm_diff_acc torn = {.sum_ab = 3.0, .sum_aa_bb = 4.0}; /* 1 - 6/4 < 0: sums read half-made */
+    assert_false(diff_acc_passes(&torn, 1e-4));
 }
 
 int run_reference_tests(void)
