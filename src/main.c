@@ -13,6 +13,7 @@
 #include "config.h"
 #include "gate.h"
 #include "launch.h"
+#include "modes.h"
 #include "plan.h"
 
 /* The default config is found from the working directory, else next to the binary
@@ -65,8 +66,11 @@ static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
         int max_tokens = largest(o->batches, o->n_batches);
         if (o->max_tokens_per_rank && o->max_tokens_per_rank < max_tokens)
             max_tokens = o->max_tokens_per_rank;
+        unsigned built = 0;
+        for (int m = 0; m < MODE_COUNT; m++)
+            if (!mode_ops((mm_mode)m)->missing) built |= 1u << m;
         plan_print(stdout, cfg, ranks, o->batches, o->n_batches, max_tokens, o->ll_max,
-                   &o->ceilings);
+                   &o->ceilings, built);
     }
     if (launched_by_mpi()) mpi_finish();
     return s;

@@ -68,7 +68,7 @@ static double mib(uint64_t b)
 }
 
 void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
-                int max_tokens, int ll_max_tokens, const mm_ceilings *c)
+                int max_tokens, int ll_max_tokens, const mm_ceilings *c, unsigned built)
 {
     fprintf(f, "# megamoe plan: %s (hidden %d, intermediate %d, %d experts, top-%d, %s scales, "
                "swiglu limit ",
@@ -83,12 +83,13 @@ void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, in
     fprintf(f, "#\n# per-rank buffers (MiB)\n");
     fprintf(f, "# %-7s %10s %12s %12s %12s\n", "mode", "tokens", "symmetric", "local", "total");
     for (int m = 0; m < MODE_COUNT; m++) {
-        int t = m == MODE_LL ? ll_max_tokens : max_tokens;
+        int t = m == MODE_LL && ll_max_tokens < max_tokens ? ll_max_tokens : max_tokens; /* as bench sizes it */
         mm_shape s = plan_shape(cfg, ranks, t);
         uint64_t sym, local;
         plan_mode_bytes((mm_mode)m, &s, &sym, &local);
-        fprintf(f, "  %-7s %10d %12.1f %12.1f %12.1f\n", mode_name((mm_mode)m), t, mib(sym),
-                mib(local), mib(sym + local));
+        fprintf(f, "  %-7s %10d %12.1f %12.1f %12.1f%s\n", mode_name((mm_mode)m), t, mib(sym),
+                mib(local), mib(sym + local),
+                built & (1u << m) ? "" : "  (planned layout: mode not built yet)");
     }
     fprintf(f, "#\n# per batch (tokens per rank), uniform routing, expected values\n");
     fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s\n", "batch", "active", "pairs",

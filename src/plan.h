@@ -43,8 +43,9 @@ mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens);
 /* Symmetric and local bytes per rank of one mode at `max_tokens` tokens per rank. */
 void plan_mode_bytes(mm_mode mode, const mm_shape *s, uint64_t *sym, uint64_t *local);
 
-/* Prints the whole plan (header, buffers, floors) on `f`. */
+/* Prints the whole plan (header, buffers, floors) on `f`. `built` is a bit set over mm_mode: the
+ * others' buffers are marked as planned layouts. */
 void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
-                int max_tokens, int ll_max_tokens, const mm_ceilings *c);
+                int max_tokens, int ll_max_tokens, const mm_ceilings *c, unsigned built);
 
 #endif
