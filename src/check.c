@@ -326,15 +326,7 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", "megamoe.check/1");
-    cJSON *m = cJSON_AddObjectToObject(root, "meta");
-    cJSON_AddNumberToObject(m, "ep", meta->ep);
-    cJSON_AddStringToObject(m, "gpu", meta->gpu);
-    cJSON_AddStringToObject(m, "driver", meta->driver);
-    cJSON_AddStringToObject(m, "cuda", meta->cuda);
-    cJSON_AddStringToObject(m, "nccl", meta->nccl);
-    cJSON_AddStringToObject(m, "git_rev", meta->git_rev);
-    cJSON_AddStringToObject(m, "date", meta->date);
-    cJSON_AddStringToObject(m, "argv", meta->argv);
+    cJSON_AddItemToObject(root, "meta", report_run_meta_json(meta));
     cJSON *arr = cJSON_AddArrayToObject(root, "scenarios");
     for (int i = 0; i < n; i++) {
         cJSON *s = cJSON_CreateObject();

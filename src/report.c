@@ -234,9 +234,29 @@ static cJSON *stats_json(const mm_stats *s)
     return o;
 }
 
-static cJSON *meta_json(const mm_meta *m)
+cJSON *report_run_meta_json(const mm_meta *m)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "ep", m->ep);
+    cJSON_AddStringToObject(o, "gpu", m->gpu);
+    cJSON_AddStringToObject(o, "driver", m->driver);
+    cJSON_AddStringToObject(o, "cuda", m->cuda);
+    cJSON_AddStringToObject(o, "nccl", m->nccl);
+    cJSON_AddNumberToObject(o, "seed", (double)m->seed);
+    cJSON_AddStringToObject(o, "git_rev", m->git_rev);
+    cJSON_AddStringToObject(o, "host", m->host);
+    cJSON_AddStringToObject(o, "date", m->date);
+    cJSON_AddStringToObject(o, "argv", m->argv);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < m->n_rank_lines; i++)
+        cJSON_AddItemToArray(ranks, cJSON_CreateString(m->rank_lines[i]));
+    return o;
+}
+
+/* The run's meta plus what a sweep adds: the config and its shape, routing, iterations. */
+static cJSON *meta_json(const mm_meta *m)
+{
+    cJSON *o = report_run_meta_json(m);
     cJSON_AddStringToObject(o, "config", m->config);
     cJSON *shape = cJSON_AddObjectToObject(o, "shape");
     cJSON_AddNumberToObject(shape, "hidden", m->hidden);
@@ -245,24 +265,11 @@ static cJSON *meta_json(const mm_meta *m)
     cJSON_AddNumberToObject(shape, "topk", m->topk);
     cJSON_AddStringToObject(shape, "scale_fmt", m->scale_fmt);
     cJSON_AddStringToObject(shape, "swiglu_limit", m->swiglu_limit);
-    cJSON_AddNumberToObject(o, "ep", m->ep);
-    cJSON_AddStringToObject(o, "gpu", m->gpu);
-    cJSON_AddStringToObject(o, "driver", m->driver);
-    cJSON_AddStringToObject(o, "cuda", m->cuda);
-    cJSON_AddStringToObject(o, "nccl", m->nccl);
     cJSON_AddStringToObject(o, "routing", m->routing);
-    cJSON_AddNumberToObject(o, "seed", (double)m->seed);
     cJSON_AddNumberToObject(o, "warmup", m->warmup);
     cJSON_AddNumberToObject(o, "iters", m->iters);
     cJSON_AddBoolToObject(o, "graph", m->graph);
     cJSON_AddBoolToObject(o, "l2_flush", m->l2_flush);
-    cJSON_AddStringToObject(o, "git_rev", m->git_rev);
-    cJSON_AddStringToObject(o, "host", m->host);
-    cJSON_AddStringToObject(o, "date", m->date);
-    cJSON_AddStringToObject(o, "argv", m->argv);
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < m->n_rank_lines; i++)
-        cJSON_AddItemToArray(ranks, cJSON_CreateString(m->rank_lines[i]));
     return o;
 }
 

@@ -85,6 +85,9 @@ mm_status report_json_write(const char *path, const mm_results *r);
 /* Renders `root` (a cJSON *, consumed) to `path` atomically; shared by every JSON writer. */
 struct cJSON;
 mm_status json_write_atomic(const char *path, struct cJSON *root);
+/* The fields every results file carries about the run: EP size, GPU, driver, CUDA, NCCL, seed,
+ * git revision, host, date, argv, ranks. */
+struct cJSON *report_run_meta_json(const mm_meta *m);
 /* One progress line on stderr per finished (mode, batch). */
 void report_progress(FILE *f, const mm_row *row);
 
