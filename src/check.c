@@ -104,7 +104,6 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
                            b->ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
-    (void)sc;
     return MM_OK;
 }
 
