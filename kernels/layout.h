@@ -149,28 +149,52 @@ static inline mm_layout mm_layout_ll_local(const mm_shape *s)
     return l;
 }
 
-enum { FUSED_SIGNALS, FUSED_EXPERT_COUNTERS, FUSED_POOL, FUSED_COMBINE_RECV };
-enum { FUSED_ACT_POOL };
+#define MM_FUSED_TILE_ROWS 64 /* the GEMM core's tile height (MM_GEMM_BM) */
 
-/* fused, symmetric part: an expert-contiguous receive pool written by peers. */
+/* Row tiles the fused kernel may have to schedule: each local expert's rows cut into tiles of
+ * MM_FUSED_TILE_ROWS; an expert holds at most R*T rows and all experts together at most
+ * R * T * min(K, El). */
+static inline int64_t mm_fused_max_row_tiles(const mm_shape *s)
+{
+    int64_t el = mm_local_experts(s), rt = s->ranks * s->max_tokens;
+    int64_t per_token = s->topk < el ? s->topk : el;
+    int64_t by_expert = el * ((rt + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS);
+    int64_t by_rows = rt * per_token / MM_FUSED_TILE_ROWS + el;
+    return by_expert < by_rows ? by_expert : by_rows;
+}
+
+enum { FUSED_STATE, FUSED_COUNTS, FUSED_COMBINE_FLAGS, FUSED_DISPATCH_RECV, FUSED_COMBINE_RECV };
+enum { FUSED_ACT, FUSED_ACT_SCALES };
+
+/* fused, symmetric part. The wire rows and the epoch-tagged slots are those of ll (so the two
+ * modes share one dispatch format); the state words are this rank's own, kept in the symmetric
+ * buffer so a reset after a timeout clears them with everything else. */
 static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 {
     mm_layout l = {0};
     int64_t el = mm_local_experts(s);
-    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
-    /* [El] reserve counters + [El] arrival counters + [R][El] per-sender counts, uint32 */
-    mm_layout_add(&l, "expert_counters", (uint64_t)(el * (2 + s->ranks)) * 4u);
-    mm_layout_add(&l, "pool", (uint64_t)mm_pair_capacity(s) *
-                                  (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
-    /* [K][T][H] BF16 expert outputs coming home, summed in k order */
-    mm_layout_add(&l, "combine_recv", (uint64_t)(s->topk * s->max_tokens * s->hidden) * 2u);
+    /* epoch (u64) at 0; done counters (u32) at 8: dispatch, gemm2, exit, work claim; [E] send
+     * slots (u32) from 32; then [row tiles] GEMM1-done counters (u32) */
+    mm_layout_add(&l, "state", 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u);
+    /* [El][R] uint64: (epoch << 32) | rows sent by rank r to local expert e */
+    mm_layout_add(&l, "counts", (uint64_t)(el * s->ranks) * 8u);
+    /* [R] uint64: epoch once rank r has written all its combine rows for us */
+    mm_layout_add(&l, "combine_flags", (uint64_t)s->ranks * 8u);
+    /* [El][R][T] rows of mm_ll_row_bytes, read in place by GEMM1 (no packing pass) */
+    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) * mm_ll_row_bytes(s));
+    /* [T][K][H] BF16 expert outputs coming home, summed in k order */
+    mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
     return l;
 }
 
+/* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows) in the
+ * masked layout [El][R*T], read by GEMM2. */
 static inline mm_layout mm_layout_fused_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    mm_layout_add(&l, "act_pool", (uint64_t)mm_pair_capacity(s) * mm_fp8_row_bytes(s->inter));
+    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * s->max_tokens);
+    mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
+    mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     return l;
 }
 

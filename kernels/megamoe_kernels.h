@@ -40,6 +40,9 @@ typedef enum {
     MM_PHASE_GRID_SYNC,    /* grid-wide sync of a persistent kernel */
     MM_PHASE_LL_DISPATCH,  /* ll: waiting for a peer's dispatch counts */
     MM_PHASE_LL_COMBINE,   /* ll: waiting for a peer's combine rows */
+    MM_PHASE_FUSED_DISPATCH, /* fused: waiting for a peer's dispatch counts */
+    MM_PHASE_FUSED_GEMM1,  /* fused: a GEMM2 tile waiting for its GEMM1 tiles (this rank) */
+    MM_PHASE_FUSED_COMBINE, /* fused: waiting for a peer's combine rows */
     MM_PHASE_COUNT
 } mm_phase;
 
@@ -177,6 +180,35 @@ typedef struct {
 } mm_ll_args;
 
 cudaError_t mm_launch_ll(mm_ll_args args, cudaStream_t stream);
+
+/* The fused mega-MoE kernel (fused.cu): one persistent launch per call. */
+typedef struct {
+    mm_comm comm;
+    /* the fused region in every rank's symmetric buffer (layout.h mm_layout_fused_sym) */
+    uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
+    uint64_t row_bytes; /* mm_ll_row_bytes */
+    int hidden, inter, experts, topk, max_tokens;
+    int has_limit, ue8m0;
+    float limit;
+    /* this call */
+    int tokens;
+    const uint16_t *x;
+    const int32_t *ids;
+    const float *topk_w;
+    uint16_t *y;
+    /* local workspace (mm_layout_fused_local) */
+    uint8_t *act;
+    float *act_scales;
+    /* local experts' weights */
+    const uint8_t *w1, *w2;
+    const float *s1, *s2;
+} mm_fused_args;
+
+/* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns
+ * how many CTAs can be resident at once (all must be: the kernel waits across CTAs). */
+size_t mm_fused_smem_bytes(int hidden, int experts, int ranks);
+cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas);
+cudaError_t mm_launch_fused(mm_fused_args args, int ctas, cudaStream_t stream);
 
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);

@@ -30,6 +30,7 @@ typedef struct {
     mm_runtime rt;
     int max_tokens;     /* buffers' tokens per rank */
     int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
+    uint64_t mode_sym[MODE_COUNT]; /* where each mode's region starts in the symmetric buffer */
     void *mode_state[MODE_COUNT];
     int local_experts;
     /* this rank's inputs, sized for max_tokens */
@@ -151,7 +152,7 @@ static mm_status setup_modes(bench_state *b, const mm_config *cfg)
                            b->w2_scale + first * (h / 128) * (in / 128)};
     for (int m = 0; m < MODE_COUNT; m++) {
         if (!b->mode_max[m]) continue;
-        MM_TRY(mode_ops((mm_mode)m)->setup(&b->mode_state[m], rt, cfg, b->mode_max[m], &lw));
+        MM_TRY(mode_ops((mm_mode)m)->setup(&b->mode_state[m], rt, cfg, b->mode_max[m], b->mode_sym[m], &lw));
     }
     return MM_OK;
 }
@@ -376,8 +377,9 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
         const mm_mode_ops *ops = mode_ops((mm_mode)m);
         if (ops->missing || !(o->modes & (1u << m)) || cfg->experts % world) continue;
         b->mode_max[m] = m == MODE_LL && o->ll_max < max_tokens ? o->ll_max : max_tokens;
-        uint64_t need = ops->sym_bytes(cfg, world, b->mode_max[m]);
-        sym = need > sym ? need : sym;
+        /* side by side: modes interleave calls row by row, each with its own epochs */
+        b->mode_sym[m] = MM_SYM_HEAD_BYTES + sym;
+        sym += (ops->sym_bytes(cfg, world, b->mode_max[m]) + 4095) / 4096 * 4096;
     }
     if (s == MM_OK) s = runtime_init(&b->rt, o->timeout_ms, sym);
     watchdog_disarm();

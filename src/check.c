@@ -30,6 +30,7 @@ typedef struct {
     char tokens[32];
     cell ref;              /* GPU reference vs host reference */
     cell mode[MODE_COUNT];
+    long long fused_ll_diff; /* outputs where fused and ll differ in any bit; -1: not both ran */
 } scenario_result;
 
 static void judge(cell *c, const mm_diff_acc *acc, double tol)
@@ -140,7 +141,7 @@ static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_
 
 /* One mode on this scenario's inputs, compared with the GPU reference. Collective. */
 static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const mm_config *cfg,
-                          const gpu_buffers *b, int tokens, int max_tokens, cell *c)
+                          const gpu_buffers *b, int tokens, int max_tokens, cell *c, uint16_t **keep_y)
 {
     const mm_mode_ops *ops = mode_ops(m);
     int el = cfg->experts / rt->world;
@@ -150,7 +151,7 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     void *state = NULL;
     uint16_t *y = NULL;
     char what[256] = "";
-    mm_status local = ops->setup(&state, rt, cfg, max_tokens, &lw);
+    mm_status local = ops->setup(&state, rt, cfg, max_tokens, MM_SYM_HEAD_BYTES, &lw);
     if (local == MM_OK && cudaMalloc((void **)&y, (size_t)tokens * h * 2 + 16) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK && mm_launch_poison(y, (size_t)tokens * h * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
     mm_mode_io io = {tokens, b->x, b->ids, b->w, y};
@@ -164,10 +165,11 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     if (local == MM_OK)
         local = runtime_compare(rt, y, b->y_ref, (long long)tokens * (long long)h, d, &acc);
     cudaFree(d);
-    cudaFree(y);
     if (state) ops->destroy(state);
     mm_status agreed;
     MM_TRY(mpi_agree(local, &agreed));
+    if (agreed == MM_OK && keep_y) *keep_y = y; /* the caller compares and frees it */
+    else cudaFree(y);
     if (agreed == MM_TIMEOUT || agreed == MM_RUNTIME) {
         MM_TRY(runtime_failure_note(rt, what, c->note, sizeof c->note));
         if (agreed == MM_TIMEOUT) MM_TRY(runtime_reset_comm(rt));
@@ -184,12 +186,34 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     return MM_OK;
 }
 
+/* Elements of two BF16 outputs that differ in any bit, summed over the ranks. Collective. */
+static mm_status count_bit_differences(const uint16_t *a, const uint16_t *b, size_t n, long long *out)
+{
+    uint16_t *ha = malloc(n * 2 + 2), *hb = malloc(n * 2 + 2);
+    mm_status local = ha && hb ? MM_OK : MM_RUNTIME;
+    long long differ = 0;
+    if (local == MM_OK && n && (cudaMemcpy(ha, a, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                                cudaMemcpy(hb, b, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess)) {
+        mm_error("CUDA error copying outputs for the fused/ll comparison");
+        local = MM_RUNTIME;
+    }
+    for (size_t i = 0; local == MM_OK && i < n; i++) differ += ha[i] != hb[i];
+    free(ha);
+    free(hb);
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) return agreed;
+    if (MPI_Allreduce(&differ, out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) return MM_RUNTIME;
+    return MM_OK;
+}
+
 static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scenario *sc,
                               scenario_result *res)
 {
     mm_config cfg;
     char why[160];
     memset(res, 0, sizeof *res);
+    res->fused_ll_diff = -1;
     res->sc = sc;
     scenario_shape_text(sc, rt->world, res->shape, sizeof res->shape);
     int counts[MM_MAX_PEERS], first = 0;
@@ -241,6 +265,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
     int max_tokens = 0;
     for (int r = 0; r < rt->world; r++) max_tokens = counts[r] > max_tokens ? counts[r] : max_tokens;
     mm_status s = MM_OK;
+    uint16_t *outputs[MODE_COUNT] = {NULL};
     for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
         cell *c = &res->mode[m];
         const mm_mode_ops *ops = mode_ops((mm_mode)m);
@@ -251,8 +276,14 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         else if (m == MODE_LL && max_tokens > o->ll_max)
             mm_fmt(c->note, sizeof c->note, "above the ll cap of %d tokens per rank", o->ll_max);
         else
-            s = run_mode(rt, o, (mm_mode)m, &cfg, &b, tokens, max_tokens, c);
+            s = run_mode(rt, o, (mm_mode)m, &cfg, &b, tokens, max_tokens, c,
+                         m == MODE_FUSED || m == MODE_LL ? &outputs[m] : NULL);
     }
+    if (s == MM_OK && outputs[MODE_FUSED] && outputs[MODE_LL])
+        s = count_bit_differences(outputs[MODE_FUSED], outputs[MODE_LL], (size_t)tokens * cfg.hidden,
+                                  &res->fused_ll_diff);
+    cudaFree(outputs[MODE_FUSED]);
+    cudaFree(outputs[MODE_LL]);
     free_buffers(&b);
     route_tables_free(&tab);
     return s;
@@ -295,12 +326,16 @@ static const char *cell_text(const cell *c, char *buf, size_t len)
 
 static void print_row(FILE *f, const scenario_result *r)
 {
-    char a[32], m0[32], m1[32], m2[32], md[24] = "-";
+    char a[32], m0[32], m1[32], m2[32], md[24] = "-", bits[24] = "-";
     if (r->ref.status == ROW_OK || r->ref.status == ROW_FAIL) mm_fmt(md, sizeof md, "%.2e", r->ref.max_abs);
-    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s\n", r->sc->name, r->shape,
+    if (r->fused_ll_diff == 0) mm_fmt(bits, sizeof bits, "same");
+    else if (r->fused_ll_diff > 0) mm_fmt(bits, sizeof bits, "FAIL %lld", r->fused_ll_diff);
+    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %s\n", r->sc->name, r->shape,
             r->tokens, r->sc->routing, cell_text(&r->ref, a, sizeof a), md,
             cell_text(&r->mode[MODE_FUSED], m0, sizeof m0),
-            cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2));
+            cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2), bits);
+    if (r->fused_ll_diff > 0)
+        fprintf(f, "    fused vs ll: %lld outputs differ in some bit (they must be identical)\n", r->fused_ll_diff);
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
     const char *labels[4] = {"reference", "fused", "normal", "ll"};
     for (int i = 0; i < 4; i++)
@@ -335,6 +370,8 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
         cJSON_AddStringToObject(s, "routing", r[i].sc->routing);
         cJSON_AddItemToObject(s, "reference", cell_json(&r[i].ref));
         for (int k = 0; k < MODE_COUNT; k++) cJSON_AddItemToObject(s, mode_name((mm_mode)k), cell_json(&r[i].mode[k]));
+        if (r[i].fused_ll_diff >= 0) cJSON_AddNumberToObject(s, "fused_ll_bit_differences", (double)r[i].fused_ll_diff);
+        else cJSON_AddNullToObject(s, "fused_ll_bit_differences");
         cJSON_AddItemToArray(arr, s);
     }
     return json_write_atomic(path, root);
@@ -362,8 +399,9 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
                    "calc_diff <= %.1e\n",
                    rt->world, rt->gpu_name, rt->driver, rt->cuda, rt->nccl, o->seed, o->tol);
             printf("# reference = GPU reference vs host reference (double); modes vs GPU reference\n");
-            printf("%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s\n", "scenario", "shape",
-                   "tokens", "routing", "reference", "max_diff", "fused", "normal", "ll");
+            printf("# fused=ll: fused and ll outputs compared bit for bit (same recipe, same order)\n");
+            printf("%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %s\n", "scenario", "shape",
+                   "tokens", "routing", "reference", "max_diff", "fused", "normal", "ll", "fused=ll");
             fflush(stdout);
         }
     }
@@ -383,6 +421,7 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
             any_fail |= cells[c]->status == ROW_FAIL;
             any_ok |= cells[c]->status == ROW_OK;
         }
+        any_fail |= r->fused_ll_diff > 0;
         if (any_fail) failed++;
         else if (any_ok) passed++;
         else skipped++;

@@ -23,14 +23,15 @@ uint64_t ll_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
 
 /* This rank's part of the setup; ll_setup makes the ranks agree on it. */
 static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
-                             const mm_local_weights *w)
+                             uint64_t sym_offset, const mm_local_weights *w)
 {
     *out = NULL;
     mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
     mm_layout sym = mm_layout_ll_sym(&shape), loc = mm_layout_ll_local(&shape);
-    if (MM_SYM_HEAD_BYTES + sym.total > rt->sym_bytes) {
-        mm_error("ll: needs %llu bytes of symmetric memory, the runtime has %llu",
-                 (unsigned long long)(MM_SYM_HEAD_BYTES + sym.total), (unsigned long long)rt->sym_bytes);
+    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
+        mm_error("ll: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
+                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
+                 (unsigned long long)rt->sym_bytes);
         return MM_RUNTIME;
     }
     MM_TRY(runtime_check_fit(rt, "ll mode workspace", loc.total));
@@ -43,7 +44,7 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     char *base = st->local;
     mm_ll_args *a = &st->args;
     a->comm = rt->comm;
-    a->mode_offset = MM_SYM_HEAD_BYTES;
+    a->mode_offset = sym_offset;
     a->off_state = sym.region[LL_STATE].offset;
     a->off_counts = sym.region[LL_COUNTS].offset;
     a->off_flags = sym.region[LL_COMBINE_FLAGS].offset;
@@ -84,16 +85,16 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     free(offsets);
     CUDA_TRY(ce);
     /* A clean symmetric region on every rank before anyone's first call. */
-    CUDA_TRY(cudaMemset(rt->sym + MM_SYM_HEAD_BYTES, 0, sym.total));
+    CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
     return MM_OK;
 }
 
 mm_status ll_setup(void **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
-                   const mm_local_weights *w)
+                   uint64_t sym_offset, const mm_local_weights *w)
 {
     ll_state *st = NULL;
-    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, w), agreed;
+    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w), agreed;
     /* every rank's region is clean before any rank's first call (the agreement is the barrier) */
     MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) {

@@ -2,7 +2,7 @@
 
 /* One entry per mode; a NULL `missing` means built. */
 static const mm_mode_ops ops[MODE_COUNT] = {
-    [MODE_FUSED] = {"not implemented", NULL, NULL, NULL, NULL, 0},
+    [MODE_FUSED] = {NULL, fused_sym_bytes, fused_setup, fused_run, fused_destroy, 1},
     [MODE_NORMAL] = {"not implemented", NULL, NULL, NULL, NULL, 0},
     [MODE_LL] = {NULL, ll_sym_bytes, ll_setup, ll_run, ll_destroy, 1},
 };

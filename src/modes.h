@@ -26,8 +26,10 @@ typedef struct {
     const char *missing; /* NULL when the mode is built; else the SKIP note */
     /* bytes needed in every rank's symmetric buffer beyond the runtime's head */
     uint64_t (*sym_bytes)(const mm_config *cfg, int ranks, int max_tokens);
+    /* the mode's region starts at byte sym_offset of every rank's symmetric buffer (the same
+     * offset on every rank; modes set up side by side get disjoint regions) */
     mm_status (*setup)(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
-                       const mm_local_weights *w);
+                       uint64_t sym_offset, const mm_local_weights *w);
     /* enqueue one call on `stream` (graph-capturable when graph_ok) */
     mm_status (*run)(void *state, const mm_mode_io *io, cudaStream_t stream);
     void (*destroy)(void *state);
@@ -39,8 +41,15 @@ const mm_mode_ops *mode_ops(mm_mode m);
 /* ll (mode_ll.c) */
 uint64_t ll_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
 mm_status ll_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
-                   const mm_local_weights *w);
+                   uint64_t sym_offset, const mm_local_weights *w);
 mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream);
 void ll_destroy(void *state);
+
+/* fused (mode_fused.c) */
+uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
+mm_status fused_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                      uint64_t sym_offset, const mm_local_weights *w);
+mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream);
+void fused_destroy(void *state);
 
 #endif

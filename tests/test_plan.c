@@ -102,6 +102,39 @@ static void layouts(void **state)
     assert_true(sym > 0 && local > 0);
 }
 
+/* The fused kernel's row-tile bound against brute force: random routings of T tokens per rank
+ * over El local experts (each token at most once per expert, K picks) never need more tiles,
+ * and the bound is reached by its worst cases. */
+static void fused_row_tiles(void **state)
+{
+    (void)state;
+    const int shapes[][4] = {{2, 1, 6, 128}, {2, 64, 6, 128}, {1, 100, 2, 4}, {4, 300, 8, 16}, {2, 8192, 6, 128}};
+    uint64_t rng = 12345;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int ranks = shapes[si][0], t = shapes[si][1], k = shapes[si][2], el = shapes[si][3];
+        mm_shape s = {4096, 2048, (int64_t)el * ranks, k, ranks, t};
+        int64_t bound = mm_fused_max_row_tiles(&s);
+        static int count[4096];
+        for (int trial = 0; trial < 50; trial++) {
+            for (int e = 0; e < el; e++) count[e] = 0;
+            for (int tok = 0; tok < ranks * t; tok++) {
+                int picks = k < el ? k : el, first = (int)((rng = rng * 6364136223846793005ull + 1) >> 33) % el;
+                /* trial 0: the same experts for every token (fewest tiles); others spread */
+                for (int p = 0; p < picks; p++) count[(trial ? first + p : p) % el]++;
+            }
+            int64_t tiles = 0;
+            for (int e = 0; e < el; e++) tiles += (count[e] + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS;
+            assert_true(tiles <= bound);
+        }
+    }
+    /* worst cases by hand: 1 token per rank, 2 ranks, top-6 of 128: 12 experts with 1 row each */
+    mm_shape one = {4096, 2048, 256, 6, 2, 1};
+    assert_true(mm_fused_max_row_tiles(&one) >= 12);
+    /* every expert full: 2 ranks * 64 tokens, 6 of 6 experts -> 6 experts * 2 tiles */
+    mm_shape full = {4096, 2048, 12, 6, 2, 64};
+    assert_int_equal(mm_fused_max_row_tiles(&full), 12);
+}
+
 int run_plan_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +142,7 @@ int run_plan_tests(void)
         cmocka_unit_test(flash_ep2),
         cmocka_unit_test(ceilings_override),
         cmocka_unit_test(layouts),
+        cmocka_unit_test(fused_row_tiles),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -1,0 +1,435 @@
+/* The fused mega-MoE kernel (`--modes fused`), version 1: ONE persistent launch per call, from
+ * this rank's BF16 tokens to its BF16 output, with no CPU sync and no other launch.
+ *
+ * Grid: every CTA resident at once (mm_fused_prepare gives the bound), 256 threads. Every CTA
+ * goes through the same phases; the hand-offs between them are counters, not grid barriers, so a
+ * CTA starts a phase's work as soon as what that work needs is there:
+ *   1 dispatch      CTAs stride over tokens: quantize the row (recipe step 2) in shared memory,
+ *                   then for each k store FP8 row + scales + meta {src rank, token, k, weight} into
+ *                   the owner's dispatch_recv[le][me][slot] over NVLink (slot from a local atomic
+ *                   per expert). The last CTA out publishes (epoch << 32) | count to each expert's
+ *                   owner with st.release.sys and clears the send counters.
+ *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
+ *                   experts and builds the row-tile schedule in shared memory (tile_start).
+ *   3 GEMM items    claimed one at a time from a local atomic, in one order: all GEMM1 items
+ *                   (row tile, 128-block of I) first, then all GEMM2 items (row tile, 128-block
+ *                   of H).
+ *                   GEMM1 item: reads its A rows in place from dispatch_recv (a row table in
+ *                   shared memory points at each row, whichever source rank sent it), runs the
+ *                   gate block then the up block through the GEMM core, and in the epilogue
+ *                   applies SwiGLU with the limit and the row's top-k weight, quantizes per 128
+ *                   (recipe steps 4-5) into act, then bumps gemm1_done[row tile].
+ *                   GEMM2 item: waits (bounded) until gemm1_done[row tile] == I/128, runs the
+ *                   tile over act, stages it as BF16 and stores each row's 256 bytes straight
+ *                   into its token's rank at combine_recv[token][k] (NVLink).
+ *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
+ *                   combine_flags[me] after a system fence.
+ *   5 combine       CTAs stride over tokens: wait (bounded) for every rank's flag, then
+ *                   y = BF16 of the FP32 sum over valid k in k order (recipe step 7).
+ *   6 exit          the last CTA out clears the counters it owns and stores the epoch, so the
+ *                   next call starts clean without a clean-up launch.
+ * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
+ * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [El][R][T] wire rows,
+ * combine_recv [T][K][H] BF16 (symmetric); act [El][R*T][I] FP8 + scales (local).
+ * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
+ * those were claimed before it (claims are in increasing order) by CTAs that wait for nothing
+ * more once they have the counts; counts and flags are written unconditionally by every rank
+ * (also with 0 tokens). Every wait is bounded anyway and records its phase on expiry; a CTA
+ * whose wait fails returns, and the others' waits see the abort flag.
+ * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv for
+ * call c+1 only after our combine flag of call c, which we publish after every GEMM1 tile (the
+ * only reader of dispatch_recv) is done; it writes our combine_recv for c+1 only after we sent
+ * it our counts of c+1, i.e. after our call c ended.
+ * Numerics: the same tile mainloop, recipe functions and k-order sum as ll, so the two modes'
+ * outputs are bit-identical. */
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "comm.cuh"
+#include "gemm_tile.cuh"
+#include "layout.h"
+#include "megamoe_kernels.h"
+#include "recipe.h"
+
+static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the GEMM core's");
+
+#define STAGING_BYTES (MM_GEMM_BM * MM_GEMM_BN * 4) /* gate block FP32, or the BF16 output tile */
+
+typedef struct {
+    int32_t src_rank, token, k;
+    float weight;
+} wire_meta;
+
+enum { DONE_DISPATCH, DONE_GEMM2, DONE_EXIT, WORK_CLAIM };
+
+__device__ __forceinline__ char *region(const mm_fused_args &a, int rank, uint64_t off)
+{
+    return a.comm.peers.base[rank] + a.mode_offset + off;
+}
+
+__device__ __forceinline__ char *state_base(const mm_fused_args &a)
+{
+    return region(a, a.comm.peers.rank, a.off_state);
+}
+
+__device__ __forceinline__ uint64_t *epoch_word(const mm_fused_args &a)
+{
+    return (uint64_t *)state_base(a);
+}
+
+__device__ __forceinline__ uint32_t *counters(const mm_fused_args &a)
+{
+    return (uint32_t *)(state_base(a) + 8);
+}
+
+__device__ __forceinline__ uint32_t *send_counters(const mm_fused_args &a)
+{
+    return (uint32_t *)(state_base(a) + 32);
+}
+
+__device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
+{
+    return send_counters(a) + a.experts;
+}
+
+/* Last-CTA election: every thread fences its (possibly remote) writes, then the CTA counts itself
+ * in. The winner fences again so what it reads next is what the others wrote. */
+__device__ __forceinline__ bool last_cta(uint32_t *counter)
+{
+    __shared__ int last;
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        if (last) __threadfence_system();
+    }
+    __syncthreads();
+    return last != 0;
+}
+
+/* Bounded wait on a local counter written by other CTAs of this launch. */
+__device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, uint32_t target,
+                                           uint32_t phase)
+{
+    uint64_t start = mm_globaltimer();
+    for (uint32_t spin = 0;; spin++) {
+        uint32_t seen = mm_ld_volatile_u32(p);
+        if (seen >= target) {
+            __threadfence();
+            return true;
+        }
+        if ((spin & 31u) == 31u) {
+            if (mm_aborted(c)) return false;
+            if (mm_globaltimer() - start > c.timeout_ns) {
+                mm_record_failure(c, phase, -1, target, seen);
+                return false;
+            }
+        }
+    }
+}
+
+/* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
+__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
+{
+    const int h = a.hidden, lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
+    const uint64_t row_bytes = a.row_bytes;
+    __shared__ int slot;
+    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+        __syncthreads(); /* the previous token's copies are done with `row` */
+        float *scales = (float *)(row + h);
+        for (int b = warp; b < h / 128; b += warps) {
+            uint2 raw = *(const uint2 *)(a.x + (size_t)t * h + b * 128 + lane * 4);
+            float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
+                          mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
+            float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
+            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            float s = mm_block_scale(amax, a.ue8m0);
+            uint32_t q = 0;
+            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
+            *(uint32_t *)(row + b * 128 + lane * 4) = q;
+            if (lane == 0) scales[b] = s;
+        }
+        for (int k = 0; k < a.topk; k++) {
+            int e = a.ids[(size_t)t * a.topk + k];
+            if (e < 0) continue;
+            __syncthreads(); /* the row is complete; the previous k's copy is done with `slot` */
+            if (threadIdx.x == 0) {
+                slot = (int)atomicAdd(&send_counters(a)[e], 1u);
+                wire_meta *m = (wire_meta *)(row + row_bytes - 16);
+                m->src_rank = me;
+                m->token = t;
+                m->k = k;
+                m->weight = a.topk_w[(size_t)t * a.topk + k];
+            }
+            __syncthreads();
+            int dest = e / el, le = e % el;
+            char *dst = region(a, dest, a.off_recv) +
+                        ((size_t)(le * a.comm.peers.ranks + me) * a.max_tokens + slot) * row_bytes;
+            for (uint64_t c = threadIdx.x; c < row_bytes / 16; c += blockDim.x)
+                ((uint4 *)dst)[c] = ((const uint4 *)row)[c];
+        }
+    }
+    if (last_cta(&counters(a)[DONE_DISPATCH])) {
+        uint64_t epoch = *epoch_word(a) + 1;
+        for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
+            uint32_t n = mm_ld_volatile_u32(&send_counters(a)[e]);
+            uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) + (size_t)(e % el) * a.comm.peers.ranks + me;
+            mm_st_release_sys(slot_p, (epoch << 32) | n);
+            send_counters(a)[e] = 0;
+        }
+        if (threadIdx.x == 0) counters(a)[DONE_DISPATCH] = 0;
+    }
+}
+
+/* The row table of row tile `rt` of local expert `le`: logical row r of the expert is the
+ * (r - prefix)-th row that source rank s sent, s the first with prefix + cnt[s] > r. */
+__device__ __forceinline__ void recv_rows(const mm_fused_args &a, const int *cnt, int le, int rt, int rows,
+                                          mm_tile_rows *tab, wire_meta *meta)
+{
+    const int ranks = a.comm.peers.ranks;
+    if (threadIdx.x < MM_GEMM_BM) {
+        int r = rt * MM_GEMM_BM + (threadIdx.x < rows ? threadIdx.x : 0), s = 0;
+        while (s < ranks - 1 && r >= cnt[le * ranks + s]) r -= cnt[le * ranks + s++];
+        const uint8_t *p = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
+                           ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
+        tab->row[threadIdx.x] = p;
+        tab->scale[threadIdx.x] = (const float *)(p + a.hidden);
+        int4 m = __ldcg((const int4 *)(p + a.row_bytes - 16));
+        meta[threadIdx.x] = *(const wire_meta *)&m;
+    }
+}
+
+__global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
+{
+    extern __shared__ __align__(128) uint8_t smem[];
+    __shared__ mm_tile_rows tab;
+    __shared__ wire_meta meta[MM_GEMM_BM];
+    __shared__ float row_amax[MM_GEMM_BM][4];
+    __shared__ int item_s, ok_s;
+    uint8_t *stages = smem;
+    float *staging = (float *)(smem + MM_TILE_SMEM_BYTES);
+    const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.experts / ranks;
+    int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
+    int *tile_start = cnt + a.experts;                              /* [El + 1] */
+    const uint64_t epoch = *epoch_word(a) + 1;
+
+    /* 1: dispatch (the stages hold the row being sent) */
+    dispatch_tokens(a, stages);
+
+    /* 2: counts of this rank's experts, then the row-tile schedule */
+    {
+        const uint64_t *slots = (const uint64_t *)region(a, me, a.off_counts);
+        int good = 1;
+        for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
+            if (!mm_wait_geq(a.comm, slots + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
+                good = 0;
+                break;
+            }
+            cnt[i] = (int)(mm_ld_acquire_sys(slots + i) & 0xffffffffu);
+        }
+        if (!__syncthreads_and(good)) return;
+        if (threadIdx.x == 0) {
+            int total = 0;
+            for (int e = 0; e < el; e++) {
+                int rows = 0;
+                for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
+                tile_start[e] = total;
+                total += mm_row_tiles(rows);
+            }
+            tile_start[el] = total;
+        }
+        __syncthreads();
+    }
+    const int tiles = tile_start[el], ib_count = a.inter / 128, hb_count = a.hidden / 128;
+    const int gemm1_items = tiles * ib_count, items = gemm1_items + tiles * hb_count;
+    const size_t rows_per_expert = (size_t)ranks * a.max_tokens;
+
+    /* 3: GEMM items, claimed in increasing order */
+    for (;;) {
+        __syncthreads(); /* everyone has read the previous item_s */
+        if (threadIdx.x == 0) item_s = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+        __syncthreads();
+        const int item = item_s;
+        if (item >= items) break;
+        const bool is_gemm1 = item < gemm1_items;
+        const int tile = is_gemm1 ? item / ib_count : (item - gemm1_items) / hb_count;
+        const int block = is_gemm1 ? item % ib_count : (item - gemm1_items) % hb_count;
+        mm_tile t = mm_tile_locate(tile_start, el, 1, tile);
+        const int le = t.expert;
+        int expert_rows = 0;
+        for (int s = 0; s < ranks; s++) expert_rows += cnt[le * ranks + s];
+        int rows = expert_rows - t.row_tile * MM_GEMM_BM;
+        rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
+        const size_t act_row0 = (size_t)le * rows_per_expert + (size_t)t.row_tile * MM_GEMM_BM;
+        float acc[2][4][4];
+
+        if (is_gemm1) {
+            recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta);
+            const int kb = a.hidden / 128, n_blocks = 2 * ib_count;
+            /* gate block, parked in shared memory in a per-thread layout (no sync needed) */
+            mm_tile_mainloop(stages, &tab, rows, a.w1 + ((size_t)le * 2 * a.inter + block * 128) * a.hidden,
+                             a.s1 + ((size_t)le * n_blocks + block) * kb, a.hidden, acc);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int v = 0; v < 4; v++) staging[((i * 4 + j) * 4 + v) * MM_TILE_THREADS + threadIdx.x] = acc[i][j][v];
+            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
+            mm_tile_mainloop(stages, &tab, rows,
+                             a.w1 + ((size_t)le * 2 * a.inter + a.inter + block * 128) * a.hidden,
+                             a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb, a.hidden, acc);
+            const int warp_n = threadIdx.x / 64, quad = threadIdx.x % 4;
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    int r = mm_tile_row(i, hf);
+                    float w = r < rows ? meta[r].weight : 0.0f, amax = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int v = 0; v < 2; v++) {
+                            float g = staging[((i * 4 + j) * 4 + 2 * hf + v) * MM_TILE_THREADS + threadIdx.x];
+                            float hv = mm_swiglu(g, acc[i][j][2 * hf + v], w, a.has_limit, a.limit);
+                            acc[i][j][2 * hf + v] = hv;
+                            amax = fmaxf(amax, mm_fabs(hv));
+                        }
+                    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+                    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+                    if (quad == 0) row_amax[r][warp_n] = amax;
+                }
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    int r = mm_tile_row(i, hf);
+                    if (r >= rows) continue;
+                    float amax = fmaxf(fmaxf(row_amax[r][0], row_amax[r][1]), fmaxf(row_amax[r][2], row_amax[r][3]));
+                    float s = mm_block_scale(amax, a.ue8m0);
+                    uint8_t *out = a.act + (act_row0 + r) * a.inter + block * 128;
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        int c = mm_tile_col(j);
+                        uint16_t q = (uint16_t)mm_quantize(acc[i][j][2 * hf], s) |
+                                     (uint16_t)((uint16_t)mm_quantize(acc[i][j][2 * hf + 1], s) << 8);
+                        *(uint16_t *)(out + c) = q;
+                    }
+                    if (threadIdx.x < 64 && quad == 0) /* the warps of column slice 0 own the scale */
+                        a.act_scales[(act_row0 + r) * ib_count + block] = s;
+                }
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
+        } else {
+            if (threadIdx.x == 0)
+                ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
+            __syncthreads();
+            if (!ok_s) return;
+            recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta); /* for the meta */
+            if (threadIdx.x < MM_GEMM_BM) {
+                size_t r = act_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
+                tab.row[threadIdx.x] = a.act + r * a.inter;
+                tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
+            }
+            mm_tile_mainloop(stages, &tab, rows, a.w2 + ((size_t)le * a.hidden + block * 128) * a.inter,
+                             a.s2 + ((size_t)le * hb_count + block) * ib_count, a.inter, acc);
+            /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
+            __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        *(__nv_bfloat162 *)(out_tile + mm_tile_row(i, hf) * MM_GEMM_BN + mm_tile_col(j)) =
+                            __floats2bfloat162_rn(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
+            __syncthreads();
+            const int lane = threadIdx.x % 32;
+            for (int r = threadIdx.x / 32; r < rows; r += MM_TILE_THREADS / 32) {
+                if (lane >= MM_GEMM_BN * 2 / 16) continue;
+                wire_meta m = meta[r];
+                uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
+                                       (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
+                dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
+            }
+        }
+    }
+
+    /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
+    if (last_cta(&counters(a)[DONE_GEMM2])) {
+        for (int r = threadIdx.x; r < ranks; r += blockDim.x)
+            mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + me, epoch);
+        if (threadIdx.x == 0) counters(a)[DONE_GEMM2] = 0;
+    }
+
+    /* 5: combine this CTA's tokens */
+    if (blockIdx.x < a.tokens) {
+        if (threadIdx.x == 0) {
+            const uint64_t *flags = (const uint64_t *)region(a, me, a.off_flags);
+            int good = 1;
+            for (int r = 0; r < ranks && good; r++)
+                good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_FUSED_COMBINE, r);
+            ok_s = good;
+        }
+        __syncthreads();
+        if (!ok_s) return;
+        const __nv_bfloat16 *home = (const __nv_bfloat16 *)region(a, me, a.off_combine);
+        for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+            const __nv_bfloat16 *in = home + (size_t)t * a.topk * a.hidden;
+            for (int c = threadIdx.x * 2; c < a.hidden; c += blockDim.x * 2) {
+                float s0 = 0.0f, s1 = 0.0f;
+                for (int k = 0; k < a.topk; k++) {
+                    if (a.ids[(size_t)t * a.topk + k] < 0) continue;
+                    __nv_bfloat162 v = *(const __nv_bfloat162 *)(in + (size_t)k * a.hidden + c);
+                    s0 = __fadd_rn(s0, __bfloat162float(v.x));
+                    s1 = __fadd_rn(s1, __bfloat162float(v.y));
+                }
+                *(__nv_bfloat162 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = __floats2bfloat162_rn(s0, s1);
+            }
+        }
+    }
+
+    /* 6: the last CTA out leaves the state clean for the next call */
+    if (last_cta(&counters(a)[DONE_EXIT])) {
+        for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
+        if (threadIdx.x == 0) {
+            counters(a)[WORK_CLAIM] = 0;
+            *epoch_word(a) = epoch;
+            __threadfence();
+            counters(a)[DONE_EXIT] = 0;
+        }
+    }
+}
+
+extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
+{
+    (void)hidden; /* the dispatch row (<= H + H/32 + 16 bytes) lives in the stages: checked below */
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 1) * 4;
+}
+
+extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)
+{
+    *max_ctas = 0;
+    size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16 + 16;
+    if (wire > MM_TILE_SMEM_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
+    size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
+    cudaError_t e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    int per_sm = 0, dev = 0, sms = 0;
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_moe_kernel, MM_TILE_THREADS, smem)) != cudaSuccess)
+        return e;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+    *max_ctas = per_sm * sms;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t stream)
+{
+    size_t smem = mm_fused_smem_bytes(a.hidden, a.experts, a.comm.peers.ranks);
+    fused_moe_kernel<<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    return cudaGetLastError();
+}

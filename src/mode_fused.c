@@ -1,0 +1,127 @@
+/* fused mode, host side: carves the symmetric and local buffers of kernels/layout.h, sizes the
+ * persistent grid (every CTA must be resident: the kernel waits across CTAs) and enqueues the
+ * one launch of kernels/fused.cu per call. Nothing is cleared between calls: the kernel's last
+ * CTA leaves its counters clean, and its slots are epoch-tagged. */
+#include <stdlib.h>
+
+#include "../kernels/layout.h"
+#include "launch.h"
+#include "modes.h"
+#include "plan.h"
+
+typedef struct {
+    mm_runtime *rt;
+    mm_fused_args args; /* everything but the call's own pointers */
+    int ctas;
+    void *local;
+} fused_state;
+
+uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
+{
+    mm_shape s = plan_shape(cfg, ranks, max_tokens > 0 ? max_tokens : 1);
+    return mm_layout_fused_sym(&s).total;
+}
+
+/* This rank's part of the setup; fused_setup makes the ranks agree on it. */
+static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                             uint64_t sym_offset, const mm_local_weights *w)
+{
+    *out = NULL;
+    mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
+    mm_layout sym = mm_layout_fused_sym(&shape), loc = mm_layout_fused_local(&shape);
+    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
+        mm_error("fused: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
+                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
+                 (unsigned long long)rt->sym_bytes);
+        return MM_RUNTIME;
+    }
+    MM_TRY(runtime_check_fit(rt, "fused mode workspace", loc.total));
+    int max_ctas = 0;
+    cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas);
+    if (ce == cudaErrorInvalidValue) {
+        mm_error("fused: hidden %d does not fit the kernel's shared-memory row buffer", cfg->hidden);
+        return MM_USAGE;
+    }
+    CUDA_TRY(ce);
+    if (max_ctas < 1) {
+        mm_error("fused: the kernel cannot be resident with %zu bytes of shared memory",
+                 mm_fused_smem_bytes(cfg->hidden, cfg->experts, rt->world));
+        return MM_RUNTIME;
+    }
+    fused_state *st = calloc(1, sizeof *st);
+    if (!st) return MM_RUNTIME;
+    *out = st; /* released by the caller on failure */
+    st->rt = rt;
+    /* one CTA per SM: the GEMM tile wants the whole SM, and every CTA must be resident */
+    st->ctas = rt->sm_count < max_ctas ? rt->sm_count : max_ctas;
+    CUDA_TRY(cudaMalloc(&st->local, loc.total));
+    char *base = st->local;
+    mm_fused_args *a = &st->args;
+    a->comm = rt->comm;
+    a->mode_offset = sym_offset;
+    a->off_state = sym.region[FUSED_STATE].offset;
+    a->off_counts = sym.region[FUSED_COUNTS].offset;
+    a->off_flags = sym.region[FUSED_COMBINE_FLAGS].offset;
+    a->off_recv = sym.region[FUSED_DISPATCH_RECV].offset;
+    a->off_combine = sym.region[FUSED_COMBINE_RECV].offset;
+    a->row_bytes = mm_ll_row_bytes(&shape);
+    a->hidden = cfg->hidden;
+    a->inter = cfg->inter;
+    a->experts = cfg->experts;
+    a->topk = cfg->topk;
+    a->max_tokens = max_tokens;
+    a->has_limit = cfg->has_swiglu_limit;
+    a->limit = (float)cfg->swiglu_limit;
+    a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    a->act = (uint8_t *)(base + loc.region[FUSED_ACT].offset);
+    a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
+    a->w1 = w->w1;
+    a->w2 = w->w2;
+    a->s1 = w->s1;
+    a->s2 = w->s2;
+    /* a clean symmetric region on every rank before anyone's first call */
+    CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
+    CUDA_TRY(cudaDeviceSynchronize());
+    return MM_OK;
+}
+
+mm_status fused_setup(void **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                      uint64_t sym_offset, const mm_local_weights *w)
+{
+    fused_state *st = NULL;
+    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w), agreed;
+    /* every rank's region is clean before any rank's first call (the agreement is the barrier) */
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) {
+        fused_destroy(st);
+        return agreed;
+    }
+    *out = st;
+    return MM_OK;
+}
+
+mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
+{
+    fused_state *st = state;
+    if (io->tokens > st->args.max_tokens) {
+        mm_error("fused: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
+        return MM_USAGE;
+    }
+    mm_fused_args a = st->args;
+    a.comm = st->rt->comm;
+    a.tokens = io->tokens;
+    a.x = io->x;
+    a.ids = io->ids;
+    a.topk_w = io->topk_w;
+    a.y = io->y;
+    CUDA_TRY(mm_launch_fused(a, st->ctas, stream));
+    return MM_OK;
+}
+
+void fused_destroy(void *state)
+{
+    fused_state *st = state;
+    if (!st) return;
+    cudaFree(st->local);
+    free(st);
+}
