@@ -1,5 +1,5 @@
 /* Grouped FP8 GEMM core, version 1: tensor cores through mma.sync (m16n8k32, e4m3 x e4m3 -> f32)
- * fed by a 3-stage cp.async pipeline. The wgmma + TMA version (issue 5's target) replaces the
+ * fed by a multi-stage cp.async pipeline (gemm_tile.cuh). The wgmma + TMA version (issue 5's target) replaces the
  * stage loader and the MMA step; the schedule, the promotion and the epilogues stay.
  *
  * out[r][n] = sum over 128-wide K blocks kb of (sa[r][kb] * sw[e][n/128][kb]) * (FP32 sum of

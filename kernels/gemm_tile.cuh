@@ -3,8 +3,9 @@
  * (fused.cu) both call mm_tile_mainloop() and differ only in where a tile's rows come from and
  * what the epilogue does with the accumulators.
  *
- * Version 1: tensor cores through mma.sync (m16n8k32, e4m3 x e4m3 -> f32) fed by a 3-stage
- * cp.async pipeline. A tile is BM (64) rows x BN (128) columns; 8 warps as 2 (rows) x 4 (columns)
+ * Version 1: tensor cores through mma.sync (m16n8k32, e4m3 x e4m3 -> f32) fed by a 5-stage
+ * cp.async pipeline (4 K blocks in flight: decode sizes are bound by the bytes in flight per SM,
+ * not by the tensor cores). A tile is BM (64) rows x BN (128) columns; 8 warps as 2 (rows) x 4 (columns)
  * warp tiles of 32 x 32. A 16-row slice of a warp tile with no valid row issues no MMA at all, so
  * a decode tile of 1-16 rows costs a quarter of a full one in tensor-core issue slots.
  *
@@ -19,7 +20,7 @@
 #include "gemm_schedule.h"
 
 #define MM_TILE_THREADS 256
-#define MM_TILE_STAGES 3
+#define MM_TILE_STAGES 5
 #define MM_TILE_ROW_BYTES (MM_GEMM_BK + 16) /* +16 B: rows 4 banks apart, fragment loads conflict-free */
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_TILE_ROW_BYTES)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_TILE_ROW_BYTES)
