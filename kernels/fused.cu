@@ -205,10 +205,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ mm_tile_rows tab;
     __shared__ wire_meta meta[MM_GEMM_BM];
-    __shared__ float row_amax[MM_GEMM_BM][4];
+    __shared__ float row_amax[MM_GEMM_BM][2];
     __shared__ int item_s, ok_s;
-    uint8_t *stages = smem;
-    float *staging = (float *)(smem + MM_TILE_SMEM_BYTES);
+    uint8_t *stages = mm_tile_stages(smem);
+    float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.experts;                              /* [El + 1] */
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         int rows = expert_rows - t.row_tile * MM_GEMM_BM;
         rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
         const size_t act_row0 = (size_t)le * rows_per_expert + (size_t)t.row_tile * MM_GEMM_BM;
-        float acc[2][4][4];
+        float acc[MM_TILE_ACC];
 
         if (is_gemm1) {
             recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta);
@@ -271,55 +271,49 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             mm_tile_mainloop(stages, &tab, rows, a.w1 + ((size_t)le * 2 * a.inter + block * 128) * a.hidden,
                              a.s1 + ((size_t)le * n_blocks + block) * kb, a.hidden, acc);
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int v = 0; v < 4; v++) staging[((i * 4 + j) * 4 + v) * MM_TILE_THREADS + threadIdx.x] = acc[i][j][v];
-            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
+            for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
+            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128
+             * columns (4 lanes of a quad, then the two warpgroups through shared memory) */
             mm_tile_mainloop(stages, &tab, rows,
                              a.w1 + ((size_t)le * 2 * a.inter + a.inter + block * 128) * a.hidden,
                              a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb, a.hidden, acc);
-            const int warp_n = threadIdx.x / 64, quad = threadIdx.x % 4;
+            const int half = threadIdx.x / 128, quad = threadIdx.x % 4;
+            float amax[2] = {0.0f, 0.0f};
+            const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+            const float w_lo = r_lo < rows ? meta[r_lo].weight : 0.0f, w_hi = r_hi < rows ? meta[r_hi].weight : 0.0f;
 #pragma unroll
-            for (int i = 0; i < 2; i++)
+            for (int i = 0; i < MM_TILE_ACC; i++) {
+                int hi = (i >> 1) & 1;
+                float hv = mm_swiglu(staging[i * MM_TILE_THREADS + threadIdx.x], acc[i], hi ? w_hi : w_lo,
+                                     a.has_limit, a.limit);
+                acc[i] = hv;
+                amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
+            }
 #pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    int r = mm_tile_row(i, hf);
-                    float w = r < rows ? meta[r].weight : 0.0f, amax = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-#pragma unroll
-                        for (int v = 0; v < 2; v++) {
-                            float g = staging[((i * 4 + j) * 4 + 2 * hf + v) * MM_TILE_THREADS + threadIdx.x];
-                            float hv = mm_swiglu(g, acc[i][j][2 * hf + v], w, a.has_limit, a.limit);
-                            acc[i][j][2 * hf + v] = hv;
-                            amax = fmaxf(amax, mm_fabs(hv));
-                        }
-                    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-                    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-                    if (quad == 0) row_amax[r][warp_n] = amax;
-                }
+            for (int hi = 0; hi < 2; hi++) {
+                amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 1));
+                amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
+            }
+            if (quad == 0) {
+                row_amax[r_lo][half] = amax[0];
+                row_amax[r_hi][half] = amax[1];
+            }
             __syncthreads();
+            float scale[2];
+            scale[0] = mm_block_scale(fmaxf(row_amax[r_lo][0], row_amax[r_lo][1]), a.ue8m0);
+            scale[1] = mm_block_scale(fmaxf(row_amax[r_hi][0], row_amax[r_hi][1]), a.ue8m0);
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    int r = mm_tile_row(i, hf);
-                    if (r >= rows) continue;
-                    float amax = fmaxf(fmaxf(row_amax[r][0], row_amax[r][1]), fmaxf(row_amax[r][2], row_amax[r][3]));
-                    float s = mm_block_scale(amax, a.ue8m0);
-                    uint8_t *out = a.act + (act_row0 + r) * a.inter + block * 128;
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        int c = mm_tile_col(j);
-                        uint16_t q = (uint16_t)mm_quantize(acc[i][j][2 * hf], s) |
-                                     (uint16_t)((uint16_t)mm_quantize(acc[i][j][2 * hf + 1], s) << 8);
-                        *(uint16_t *)(out + c) = q;
-                    }
-                    if (threadIdx.x < 64 && quad == 0) /* the warps of column slice 0 own the scale */
-                        a.act_scales[(act_row0 + r) * ib_count + block] = s;
-                }
+            for (int i = 0; i < MM_TILE_ACC; i += 2) {
+                int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
+                if (r >= rows) continue;
+                uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
+                             (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
+                *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
+            }
+            if (half == 0 && quad == 0) { /* warpgroup 0 owns the scales */
+                if (r_lo < rows) a.act_scales[(act_row0 + r_lo) * ib_count + block] = scale[0];
+                if (r_hi < rows) a.act_scales[(act_row0 + r_hi) * ib_count + block] = scale[1];
+            }
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
@@ -339,13 +333,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
             __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        *(__nv_bfloat162 *)(out_tile + mm_tile_row(i, hf) * MM_GEMM_BN + mm_tile_col(j)) =
-                            __floats2bfloat162_rn(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
+            for (int i = 0; i < MM_TILE_ACC; i += 2)
+                *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
+                    __floats2bfloat162_rn(acc[i], acc[i + 1]);
             __syncthreads();
             const int lane = threadIdx.x % 32;
             for (int r = threadIdx.x / 32; r < rows; r += MM_TILE_THREADS / 32) {
@@ -414,7 +404,7 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
 {
     *max_ctas = 0;
     size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16 + 16;
-    if (wire > MM_TILE_SMEM_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
+    if (wire > MM_TILE_SMEM_BYTES - 1024 || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
     cudaError_t e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;

@@ -1,13 +1,12 @@
-/* Grouped FP8 GEMM core, version 1: tensor cores through mma.sync (m16n8k32, e4m3 x e4m3 -> f32)
- * fed by a multi-stage cp.async pipeline (gemm_tile.cuh). The wgmma + TMA version (issue 5's target) replaces the
- * stage loader and the MMA step; the schedule, the promotion and the epilogues stay.
+/* Grouped FP8 GEMM core as a standalone launch: the tile mainloop of gemm_tile.cuh (wgmma fed by
+ * a multi-stage cp.async pipeline) driven over the grouped tile schedule of gemm_schedule.h.
  *
  * out[r][n] = sum over 128-wide K blocks kb of (sa[r][kb] * sw[e][n/128][kb]) * (FP32 sum of
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
  * accumulators, promoted with one FMA per block in K order.
  *
- * Roles: every warp of the CTA loads (cp.async) and computes; 8 warps tile a 64 x 128 output as
- * 2 (rows) x 4 (columns) warp tiles of 32 x 32. Persistent CTAs walk the flat tile list of
+ * Roles: every warp of the CTA loads (cp.async); each of the two warpgroups computes 64 of the
+ * tile's 128 columns for all 64 rows. Persistent CTAs walk the flat tile list of
  * gemm_schedule.h; a tile's rows never straddle experts. Rows past an expert's count read a valid
  * row (clamped) and are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
@@ -25,6 +24,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
 {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ mm_tile_rows a_rows;
+    uint8_t *stages = mm_tile_stages(smem);
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
 
@@ -41,30 +41,22 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
             a_rows.row[threadIdx.x] = g.a + (size_t)r * g.k;
             a_rows.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
         }
-        float acc[2][4][4];
-        mm_tile_mainloop(smem, &a_rows, rows, g.w + ((size_t)t.expert * g.n + n0) * g.k,
+        float acc[MM_TILE_ACC];
+        mm_tile_mainloop(stages, &a_rows, rows, g.w + ((size_t)t.expert * g.n + n0) * g.k,
                          g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks, g.k, acc);
 
-        /* epilogue: valid rows only */
+        /* epilogue: valid rows only, two adjacent columns at a time */
 #pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int r = mm_tile_row(i, h);
-                if (r >= rows) continue;
-                size_t orow = (size_t)(a_row0 + r) * g.n;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    int col = n0 + mm_tile_col(j);
-                    float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-                    if (g.out_fp32) {
-                        *(float2 *)((float *)g.out + orow + col) = make_float2(v0, v1);
-                    } else {
-                        __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
-                        *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + orow + col) = b;
-                    }
-                }
+        for (int i = 0; i < MM_TILE_ACC; i += 2) {
+            int r = mm_acc_row(i);
+            if (r >= rows) continue;
+            size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
+            if (g.out_fp32) {
+                *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
+            } else {
+                *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
             }
+        }
     }
 }
 
