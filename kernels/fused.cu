@@ -205,7 +205,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ mm_tile_rows tab;
     __shared__ wire_meta meta[MM_GEMM_BM];
-    __shared__ float row_amax[MM_GEMM_BM][2];
     __shared__ int item_s, ok_s;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
@@ -272,12 +271,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                              a.s1 + ((size_t)le * n_blocks + block) * kb, a.hidden, acc);
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
-            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128
-             * columns (4 lanes of a quad, then the two warpgroups through shared memory) */
+            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
             mm_tile_mainloop(stages, &tab, rows,
                              a.w1 + ((size_t)le * 2 * a.inter + a.inter + block * 128) * a.hidden,
                              a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb, a.hidden, acc);
-            const int half = threadIdx.x / 128, quad = threadIdx.x % 4;
+            /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
+            const int quad = threadIdx.x % 4;
             float amax[2] = {0.0f, 0.0f};
             const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
             const float w_lo = r_lo < rows ? meta[r_lo].weight : 0.0f, w_hi = r_hi < rows ? meta[r_hi].weight : 0.0f;
@@ -289,19 +288,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 acc[i] = hv;
                 amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
             }
+            float scale[2];
 #pragma unroll
             for (int hi = 0; hi < 2; hi++) {
                 amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 1));
                 amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
+                scale[hi] = mm_block_scale(amax[hi], a.ue8m0);
             }
-            if (quad == 0) {
-                row_amax[r_lo][half] = amax[0];
-                row_amax[r_hi][half] = amax[1];
-            }
-            __syncthreads();
-            float scale[2];
-            scale[0] = mm_block_scale(fmaxf(row_amax[r_lo][0], row_amax[r_lo][1]), a.ue8m0);
-            scale[1] = mm_block_scale(fmaxf(row_amax[r_hi][0], row_amax[r_hi][1]), a.ue8m0);
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i += 2) {
                 int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
@@ -310,7 +303,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                              (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
                 *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
             }
-            if (half == 0 && quad == 0) { /* warpgroup 0 owns the scales */
+            if (quad == 0) {
                 if (r_lo < rows) a.act_scales[(act_row0 + r_lo) * ib_count + block] = scale[0];
                 if (r_hi < rows) a.act_scales[(act_row0 + r_hi) * ib_count + block] = scale[1];
             }
@@ -318,6 +311,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             __syncthreads();
             if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
         } else {
+            const uint8_t *w2 = a.w2 + ((size_t)le * a.hidden + block * 128) * a.inter;
+            /* while its GEMM1 tiles are still running, pull this item's weights into L2 */
+            if (mm_ld_volatile_u32(&gemm1_done(a)[tile]) < (uint32_t)ib_count)
+                for (int l = threadIdx.x; l < MM_GEMM_BN * ib_count; l += MM_TILE_THREADS)
+                    mm_prefetch_l2(w2 + (size_t)(l / ib_count) * a.inter + (size_t)(l % ib_count) * 128);
             if (threadIdx.x == 0)
                 ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
             __syncthreads();
@@ -328,7 +326,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 tab.row[threadIdx.x] = a.act + r * a.inter;
                 tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
             }
-            mm_tile_mainloop(stages, &tab, rows, a.w2 + ((size_t)le * a.hidden + block * 128) * a.inter,
+            mm_tile_mainloop(stages, &tab, rows, w2,
                              a.s2 + ((size_t)le * hb_count + block) * ib_count, a.inter, acc);
             /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
             __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */

@@ -12,7 +12,7 @@
 
 #include "recipe.h" /* MM_HD */
 
-#define MM_GEMM_BM 64
+#define MM_GEMM_BM 128
 #define MM_GEMM_BN 128
 #define MM_GEMM_BK 128
 

@@ -3,13 +3,14 @@
  * (fused.cu) both call mm_tile_mainloop() and differ only in where a tile's rows come from and
  * what the epilogue does with the accumulators.
  *
- * Version 2: Hopper warpgroup MMA (wgmma.mma_async m64n64k32, e4m3 x e4m3 -> f32, both operands
- * from shared memory through descriptors) fed by a 5-stage cp.async pipeline (4 K blocks in
- * flight: decode sizes are bound by the bytes in flight per SM). A tile is BM (64) rows x BN
- * (128) columns; the CTA's two warpgroups each own 64 of the columns. Every thread loads; the
- * stage's A (64 x 128 B) and B (128 x 128 B) are stored K-major with the 128-byte swizzle that
- * the descriptors name (16-byte chunk c of row r at chunk c ^ (r % 8)), so the tensor cores read
- * them without bank conflicts.
+ * Version 3: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
+ * operands from shared memory through descriptors) fed by a 4-stage cp.async pipeline, with the
+ * weights of the next K blocks also prefetched into L2 ahead of the pipeline (decode sizes are
+ * bound by the bytes in flight per SM, not by the tensor cores). A tile is BM (128) rows x BN
+ * (128) columns; warpgroup g owns rows 64g..64g+63 and skips its MMAs when it holds no valid
+ * row. Every thread loads; the stage's A (128 x 128 B) and B (128 x 128 B) are stored K-major
+ * with the 128-byte swizzle that the descriptors name (16-byte chunk c of row r at chunk
+ * c ^ (r % 8)), so the tensor cores read them without bank conflicts.
  *
  * Numerics (recipe.md step 3): per 128-wide K block four k32 wgmmas sum into fresh FP32
  * registers (scale-d 0 on the first), then the block sum is promoted into the accumulator with
@@ -23,13 +24,14 @@
 #include "gemm_schedule.h"
 
 #define MM_TILE_THREADS 256
-#define MM_TILE_STAGES 5
+#define MM_TILE_STAGES 4
+#define MM_TILE_PREFETCH 4 /* K blocks of weights prefetched into L2 beyond the stages */
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE)
 /* + 1 KB: the stages start on a 1024-byte boundary (the swizzle pattern repeats every 8 rows) */
 #define MM_TILE_SMEM_BYTES (MM_TILE_STAGES * MM_TILE_STAGE_BYTES + 1024)
-#define MM_TILE_ACC 32 /* FP32 accumulators per thread: 64 x 64 per warpgroup / 128 threads */
+#define MM_TILE_ACC 64 /* FP32 accumulators per thread: 64 x 128 per warpgroup / 128 threads */
 
 /* Where a tile's A rows live: one FP8 row pointer and one scale pointer (K/128 floats) per row
  * of the tile, in shared memory. Rows past `rows` must still point at a readable row (the loader
@@ -47,18 +49,24 @@ __device__ __forceinline__ uint8_t *mm_tile_stages(uint8_t *smem)
 }
 
 /* This thread's place in the tile: accumulator i holds row mm_acc_row(i), column mm_acc_col(i);
- * i and i + 1 (i even) are adjacent columns of one row. Warp w of warpgroup g owns rows
- * 16(w % 4) .. +15 and columns 64g .. +63 (the wgmma D fragment). */
+ * i and i + 1 (i even) are adjacent columns of one row, and a thread holds two rows (i & 2 picks
+ * the second). Warp w of warpgroup g owns rows 64g + 16(w % 4) .. +15, all 128 columns (the
+ * wgmma D fragment); the 4 lanes of a quad share their rows. */
 __device__ __forceinline__ int mm_acc_row(int i)
 {
-    int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    return 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
+    int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = threadIdx.x / 128;
+    return 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
 }
 
 __device__ __forceinline__ int mm_acc_col(int i)
 {
-    int lane = threadIdx.x % 32, g = threadIdx.x / 128;
-    return 64 * g + 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
+    int lane = threadIdx.x % 32;
+    return 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
+}
+
+__device__ __forceinline__ void mm_prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 __device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
@@ -84,19 +92,24 @@ __device__ __forceinline__ uint64_t mm_wgmma_desc(const uint8_t *p)
     return ((a & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-/* d (+)= A[64 x 32] * B[64 x 32]^T for this warpgroup; scale_d 0 starts a fresh sum. */
-__device__ __forceinline__ void mm_wgmma_64x64x32(float *d, uint64_t a, uint64_t b, int scale_d)
+/* d (+)= A[64 x 32] * B[128 x 32]^T for this warpgroup; scale_d 0 starts a fresh sum. */
+__device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_t b, int scale_d)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                 "%32, %33, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-                   "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-                   "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
@@ -129,6 +142,7 @@ __device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, const mm_tile_
 {
     const int g = threadIdx.x / 128;
     const int kblocks = k / MM_GEMM_BK;
+    const bool live = 64 * g < rows; /* warpgroup-uniform: this warpgroup holds a valid row */
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
 
@@ -136,39 +150,51 @@ __device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, const mm_tile_
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
     const float *scale_lo = a->scale[valid_lo ? r_lo : 0], *scale_hi = a->scale[valid_hi ? r_hi : 0];
+    /* weight row this thread prefetches into L2 (threads 0..127: one 128-byte line per block) */
+    const uint8_t *pf_row = w + (size_t)(threadIdx.x % MM_GEMM_BN) * k;
 
 #pragma unroll
     for (int s = 0; s < MM_TILE_STAGES - 1; s++) {
         if (s < kblocks) mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, a, rows, w, k, s);
         mm_cp_async_commit();
     }
+    if (threadIdx.x < MM_GEMM_BN)
+        for (int p = MM_TILE_STAGES - 1; p < MM_TILE_STAGES - 1 + MM_TILE_PREFETCH && p < kblocks; p++)
+            mm_prefetch_l2(pf_row + (size_t)p * MM_GEMM_BK);
     for (int kb = 0; kb < kblocks; kb++) {
         int next = kb + MM_TILE_STAGES - 1;
         if (next < kblocks)
             mm_tile_load_stage(stages + (next % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES, a, rows, w, k, next);
         mm_cp_async_commit();
+        if (threadIdx.x < MM_GEMM_BN && next + MM_TILE_PREFETCH < kblocks)
+            mm_prefetch_l2(pf_row + (size_t)(next + MM_TILE_PREFETCH) * MM_GEMM_BK);
+        /* this block's scales, loaded before the wait so their latency hides behind it. A's
+         * scales through L2 only (__ldcg): in the fused kernel other CTAs and peers write them
+         * during the launch. */
+        float sw = __ldg(w_scale + kb);
+        float a_lo = valid_lo ? __ldcg(scale_lo + kb) : 0.0f;
+        float a_hi = valid_hi ? __ldcg(scale_hi + kb) : 0.0f;
         mm_cp_async_wait<MM_TILE_STAGES - 1>();
         /* the generic-proxy writes of cp.async, made visible to wgmma's async-proxy reads */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
-        const uint8_t *sa = stages + (kb % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES;
-        const uint8_t *sb = sa + MM_TILE_A_STAGE + g * 64 * 128;
-        float blk[MM_TILE_ACC];
+        if (live) {
+            const uint8_t *sa = stages + (kb % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES;
+            const uint8_t *sa_g = sa + g * 64 * 128, *sb = sa + MM_TILE_A_STAGE;
+            float blk[MM_TILE_ACC];
 #pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i++) blk[i] = 0.0f;
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            for (int i = 0; i < MM_TILE_ACC; i++) blk[i] = 0.0f;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
-            mm_wgmma_64x64x32(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0. A's scales through L2
-         * only (__ldcg): in the fused kernel other CTAs and peers write them during the launch. */
-        float sw = __ldg(w_scale + kb);
-        float s_lo = valid_lo ? __ldcg(scale_lo + kb) * sw : 0.0f;
-        float s_hi = valid_hi ? __ldcg(scale_hi + kb) * sw : 0.0f;
+            for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
+                mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa_g + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0 */
+            float s_lo = a_lo * sw, s_hi = a_hi * sw;
 #pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+        }
         __syncthreads(); /* this stage may be refilled by the next iteration's load */
     }
 }

@@ -149,7 +149,7 @@ static inline mm_layout mm_layout_ll_local(const mm_shape *s)
     return l;
 }
 
-#define MM_FUSED_TILE_ROWS 64 /* the GEMM core's tile height (MM_GEMM_BM) */
+#define MM_FUSED_TILE_ROWS 128 /* the GEMM core's tile height (MM_GEMM_BM) */
 
 /* Row tiles the fused kernel may have to schedule: each local expert's rows cut into tiles of
  * MM_FUSED_TILE_ROWS; an expert holds at most R*T rows and all experts together at most

@@ -6,7 +6,7 @@
 static void covers_every_tile_once(void **state)
 {
     (void)state;
-    const int32_t count[] = {0, 1, 64, 65, 0, 0, 200, 0};
+    const int32_t count[] = {0, 1, MM_GEMM_BM, MM_GEMM_BM + 1, 0, 0, 3 * MM_GEMM_BM + 8, 0};
     const int experts = 8, col_tiles = 3;
     int32_t start[9];
     int total = mm_tile_prefix(count, experts, start);
@@ -31,7 +31,7 @@ static void single_and_empty(void **state)
     const int32_t none[] = {0, 0, 0};
     int32_t start[4];
     assert_int_equal(mm_tile_prefix(none, 3, start), 0);
-    const int32_t one[] = {64};
+    const int32_t one[] = {MM_GEMM_BM};
     assert_int_equal(mm_tile_prefix(one, 1, start), 1);
     mm_tile t = mm_tile_locate(start, 1, 32, 31);
     assert_int_equal(t.expert, 0);

@@ -130,8 +130,8 @@ static void fused_row_tiles(void **state)
     /* worst cases by hand: 1 token per rank, 2 ranks, top-6 of 128: 12 experts with 1 row each */
     mm_shape one = {4096, 2048, 256, 6, 2, 1};
     assert_true(mm_fused_max_row_tiles(&one) >= 12);
-    /* every expert full: 2 ranks * 64 tokens, 6 of 6 experts -> 6 experts * 2 tiles */
-    mm_shape full = {4096, 2048, 12, 6, 2, 64};
+    /* every expert full: 2 ranks * one tile of tokens, 6 of 6 experts -> 6 experts * 2 tiles */
+    mm_shape full = {4096, 2048, 12, 6, 2, MM_FUSED_TILE_ROWS};
     assert_int_equal(mm_fused_max_row_tiles(&full), 12);
 }
 
