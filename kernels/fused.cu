@@ -204,6 +204,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ mm_tile_rows tab;
+    __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ wire_meta meta[MM_GEMM_BM];
     __shared__ int item_s, ok_s;
     uint8_t *stages = mm_tile_stages(smem);
@@ -212,9 +213,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.experts;                              /* [El + 1] */
     const uint64_t epoch = *epoch_word(a) + 1;
+    uint32_t phase = 0; /* parity bits of the stage barriers */
+    if (threadIdx.x == 0) mm_tile_pipe_init(&pipe);
 
     /* 1: dispatch (the stages hold the row being sent) */
     dispatch_tokens(a, stages);
+    /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 
     /* 2: counts of this rank's experts, then the row-tile schedule */
     {
@@ -267,14 +272,16 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta);
             const int kb = a.hidden / 128, n_blocks = 2 * ib_count;
             /* gate block, parked in shared memory in a per-thread layout (no sync needed) */
-            mm_tile_mainloop(stages, &tab, rows, a.w1 + ((size_t)le * 2 * a.inter + block * 128) * a.hidden,
-                             a.s1 + ((size_t)le * n_blocks + block) * kb, a.hidden, acc);
+            const int gate_row = le * 2 * a.inter + block * 128, up_row = gate_row + a.inter;
+            mm_tile_b gate = {a.w1_map, gate_row, a.w1 + (size_t)gate_row * a.hidden,
+                              a.s1 + ((size_t)le * n_blocks + block) * kb};
+            mm_tile_b up = {a.w1_map, up_row, a.w1 + (size_t)up_row * a.hidden,
+                            a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb};
+            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, gate, a.hidden, acc);
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
             /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
-            mm_tile_mainloop(stages, &tab, rows,
-                             a.w1 + ((size_t)le * 2 * a.inter + a.inter + block * 128) * a.hidden,
-                             a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb, a.hidden, acc);
+            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, up, a.hidden, acc);
             /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
             const int quad = threadIdx.x % 4;
             float amax[2] = {0.0f, 0.0f};
@@ -311,11 +318,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             __syncthreads();
             if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
         } else {
-            const uint8_t *w2 = a.w2 + ((size_t)le * a.hidden + block * 128) * a.inter;
-            /* while its GEMM1 tiles are still running, pull this item's weights into L2 */
-            if (mm_ld_volatile_u32(&gemm1_done(a)[tile]) < (uint32_t)ib_count)
-                for (int l = threadIdx.x; l < MM_GEMM_BN * ib_count; l += MM_TILE_THREADS)
-                    mm_prefetch_l2(w2 + (size_t)(l / ib_count) * a.inter + (size_t)(l % ib_count) * 128);
+            const int down_row = le * a.hidden + block * 128;
+            mm_tile_b down = {a.w2_map, down_row, a.w2 + (size_t)down_row * a.inter,
+                              a.s2 + ((size_t)le * hb_count + block) * ib_count};
             if (threadIdx.x == 0)
                 ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
             __syncthreads();
@@ -326,8 +331,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 tab.row[threadIdx.x] = a.act + r * a.inter;
                 tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
             }
-            mm_tile_mainloop(stages, &tab, rows, w2,
-                             a.s2 + ((size_t)le * hb_count + block) * ib_count, a.inter, acc);
+            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, down, a.inter, acc);
             /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
             __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */
 #pragma unroll

@@ -13,6 +13,8 @@
  * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
  * Synchronization: cp.async groups + __syncthreads per stage; nothing across CTAs. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -24,7 +26,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
 {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ mm_tile_rows a_rows;
+    __shared__ __align__(8) mm_tile_pipe pipe;
     uint8_t *stages = mm_tile_stages(smem);
+    uint32_t phase = 0;
+    if (threadIdx.x == 0) mm_tile_pipe_init(&pipe);
+    __syncthreads();
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
 
@@ -42,8 +48,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
             a_rows.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
         }
         float acc[MM_TILE_ACC];
-        mm_tile_mainloop(stages, &a_rows, rows, g.w + ((size_t)t.expert * g.n + n0) * g.k,
-                         g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks, g.k, acc);
+        mm_tile_b b = {g.w_map, t.expert * g.n + n0, g.w + ((size_t)t.expert * g.n + n0) * g.k,
+                       g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
+        mm_tile_mainloop(stages, &pipe, phase, &a_rows, rows, b, g.k, acc);
 
         /* epilogue: valid rows only, two adjacent columns at a time */
 #pragma unroll
@@ -65,6 +72,38 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
 __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start)
 {
     if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
+}
+
+/* A TMA descriptor for expert weights [rows][k] FP8 (row stride k bytes), box 128 rows x 128
+ * bytes with the 128-byte swizzle the GEMM core's stages use; kept in device memory. The
+ * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
+extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    *out = NULL;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
+                                                         cudaEnableDefault, &q);
+        if (e != cudaSuccess) return e;
+        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
+    }
+    if (k % MM_GEMM_BK || rows % MM_GEMM_BN || rows > 0xffffffffull) return cudaErrorInvalidValue;
+    CUtensorMap map;
+    cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
+    cuuint32_t box[2] = {MM_GEMM_BK, MM_GEMM_BN}, elem[2] = {1, 1};
+    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, dims, strides, box, elem,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    cudaError_t e = cudaMalloc(out, sizeof map);
+    if (e != cudaSuccess) return e;
+    e = cudaMemcpy(*out, &map, sizeof map, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(*out);
+        *out = NULL;
+    }
+    return e;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

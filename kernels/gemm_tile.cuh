@@ -3,10 +3,12 @@
  * (fused.cu) both call mm_tile_mainloop() and differ only in where a tile's rows come from and
  * what the epilogue does with the accumulators.
  *
- * Version 3: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
- * operands from shared memory through descriptors) fed by a 4-stage cp.async pipeline, with the
- * weights of the next K blocks also prefetched into L2 ahead of the pipeline (decode sizes are
- * bound by the bytes in flight per SM, not by the tensor cores). A tile is BM (128) rows x BN
+ * Version 4: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
+ * operands from shared memory through descriptors) fed by a 4-stage pipeline: the weight block
+ * of a stage by one TMA (cp.async.bulk.tensor, completion on the stage's mbarrier), the
+ * activation rows by cp.async (they are gathered through a row table, from wherever the
+ * dispatch left them); weights of later K blocks are also prefetched into L2 ahead of the
+ * pipeline (decode sizes are bound by the bytes in flight per SM, not by the tensor cores). A tile is BM (128) rows x BN
  * (128) columns; warpgroup g owns rows 64g..64g+63 and skips its MMAs when it holds no valid
  * row. Every thread loads; the stage's A (128 x 128 B) and B (128 x 128 B) are stored K-major
  * with the 128-byte swizzle that the descriptors name (16-byte chunk c of row r at chunk
@@ -113,9 +115,55 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
-/* One K block (128 columns) of the tile's A rows and of BN weight rows into a stage, swizzled. */
-__device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, const mm_tile_rows *a, int rows,
-                                                   const uint8_t *w, int k, int kb)
+/* The weight side of a tile: TMA copies its [BN][128] blocks; the plain pointer (the same first
+ * row) is only for L2 prefetches ahead of the pipeline. */
+typedef struct {
+    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
+    int row0;            /* the tile's first weight row in the map */
+    const uint8_t *w;    /* &weights[row0][0] */
+    const float *scale;  /* the tile's K/128 block scales */
+} mm_tile_b;
+
+/* One mbarrier per stage, completed by the TMA of that stage's weight block. */
+typedef struct {
+    uint64_t full[MM_TILE_STAGES];
+} mm_tile_pipe;
+
+/* Called by thread 0 once per kernel, before a __syncthreads. */
+__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p)
+{
+    for (int s = 0; s < MM_TILE_STAGES; s++) {
+        unsigned a = (unsigned)__cvta_generic_to_shared(&p->full[s]);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* Waits for a stage's weight block. A TMA that never lands is a kernel bug, not a peer stall:
+ * after 10 s the kernel traps (the host reports the CUDA error) rather than hang. */
+__device__ __forceinline__ void mm_tile_wait_full(mm_tile_pipe *p, int s, uint32_t parity)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(&p->full[s]);
+    uint64_t start = 0;
+    for (uint32_t spin = 0;; spin++) {
+        uint32_t done;
+        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, q;\n}\n"
+                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+        if (done) return;
+        if ((spin & 1023u) == 0) {
+            uint64_t now;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (!start) start = now;
+            else if (now - start > 10000000000ull) __trap();
+        }
+    }
+}
+
+/* One K block (128 columns) into a stage: the tile's A rows by cp.async (every thread; the rows
+ * are gathered through the row table), the weight block by one TMA (thread 0), both swizzled. */
+__device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, mm_tile_pipe *p, int s,
+                                                   const mm_tile_rows *a, int rows, const mm_tile_b &b, int kb)
 {
     uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
     int a_chunks = ((rows + 7) / 8) * 8 * 8; /* rows past the last 8-row group are never stored */
@@ -124,20 +172,26 @@ __device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, const mm_tile
         const uint8_t *src = a->row[r < rows ? r : 0];
         mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16), src + (size_t)kb * MM_GEMM_BK + part * 16);
     }
-    for (int c = threadIdx.x; c < MM_GEMM_BN * 8; c += MM_TILE_THREADS) {
-        int r = c / 8, part = c % 8;
-        mm_cp_async16(sb + r * 128 + ((part ^ (r & 7)) * 16), w + (size_t)r * k + (size_t)kb * MM_GEMM_BK + part * 16);
+    if (threadIdx.x == 0) {
+        unsigned bar = (unsigned)__cvta_generic_to_shared(&p->full[s]);
+        unsigned dst = (unsigned)__cvta_generic_to_shared(sb);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "n"(MM_TILE_B_STAGE)
+                     : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(bar)
+                     : "memory");
     }
 }
 
 /* acc = A[rows][K] x W[BN][K]^T with the recipe's per-block promotion. `stages` is
- * mm_tile_stages() of the kernel's dynamic shared memory; `w` the tile's first weight row
- * ([BN][K], row stride K), `w_scale` its K/128 block scales. Called by all 256 threads after
- * they wrote `a`; begins with a __syncthreads (publishes `a`; the stages may still hold the
- * previous tile) and ends with one (the stages are free again). Rows past `rows` hold garbage
- * in the accumulators and must not be stored. */
-__device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, const mm_tile_rows *a, int rows,
-                                                 const uint8_t *w, const float *w_scale, int k,
+ * mm_tile_stages() of the kernel's dynamic shared memory, `pipe` its stage barriers and `phase`
+ * their parity bits (kept by the caller across calls, starting at 0). Called by all 256 threads
+ * after they wrote `a`; begins with a __syncthreads (publishes `a`; the stages may still hold
+ * the previous tile) and ends with one (the stages are free again). Rows past `rows` hold
+ * garbage in the accumulators and must not be stored. */
+__device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, mm_tile_pipe *pipe, uint32_t &phase,
+                                                 const mm_tile_rows *a, int rows, const mm_tile_b &b, int k,
                                                  float acc[MM_TILE_ACC])
 {
     const int g = threadIdx.x / 128;
@@ -151,35 +205,38 @@ __device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, const mm_tile_
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
     const float *scale_lo = a->scale[valid_lo ? r_lo : 0], *scale_hi = a->scale[valid_hi ? r_hi : 0];
     /* weight row this thread prefetches into L2 (threads 0..127: one 128-byte line per block) */
-    const uint8_t *pf_row = w + (size_t)(threadIdx.x % MM_GEMM_BN) * k;
+    const uint8_t *pf_row = b.w + (size_t)(threadIdx.x % MM_GEMM_BN) * k;
 
 #pragma unroll
     for (int s = 0; s < MM_TILE_STAGES - 1; s++) {
-        if (s < kblocks) mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, a, rows, w, k, s);
+        if (s < kblocks) mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, pipe, s, a, rows, b, s);
         mm_cp_async_commit();
     }
     if (threadIdx.x < MM_GEMM_BN)
         for (int p = MM_TILE_STAGES - 1; p < MM_TILE_STAGES - 1 + MM_TILE_PREFETCH && p < kblocks; p++)
             mm_prefetch_l2(pf_row + (size_t)p * MM_GEMM_BK);
     for (int kb = 0; kb < kblocks; kb++) {
-        int next = kb + MM_TILE_STAGES - 1;
+        const int next = kb + MM_TILE_STAGES - 1, s = kb % MM_TILE_STAGES;
         if (next < kblocks)
-            mm_tile_load_stage(stages + (next % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES, a, rows, w, k, next);
+            mm_tile_load_stage(stages + (next % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES, pipe,
+                               next % MM_TILE_STAGES, a, rows, b, next);
         mm_cp_async_commit();
         if (threadIdx.x < MM_GEMM_BN && next + MM_TILE_PREFETCH < kblocks)
             mm_prefetch_l2(pf_row + (size_t)(next + MM_TILE_PREFETCH) * MM_GEMM_BK);
-        /* this block's scales, loaded before the wait so their latency hides behind it. A's
+        /* this block's scales, loaded before the waits so their latency hides behind them. A's
          * scales through L2 only (__ldcg): in the fused kernel other CTAs and peers write them
          * during the launch. */
-        float sw = __ldg(w_scale + kb);
+        float sw = __ldg(b.scale + kb);
         float a_lo = valid_lo ? __ldcg(scale_lo + kb) : 0.0f;
         float a_hi = valid_hi ? __ldcg(scale_hi + kb) : 0.0f;
         mm_cp_async_wait<MM_TILE_STAGES - 1>();
         /* the generic-proxy writes of cp.async, made visible to wgmma's async-proxy reads */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        mm_tile_wait_full(pipe, s, (phase >> s) & 1u);
+        phase ^= 1u << s;
         __syncthreads();
         if (live) {
-            const uint8_t *sa = stages + (kb % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES;
+            const uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES;
             const uint8_t *sa_g = sa + g * 64 * 128, *sb = sa + MM_TILE_A_STAGE;
             float blk[MM_TILE_ACC];
 #pragma unroll

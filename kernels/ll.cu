@@ -277,11 +277,11 @@ extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaStream_t stream)
     dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.s1, a.row_offset, a.row_count,
+    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
                                a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
     if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
     ll_act_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
-    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.s2, a.row_offset, a.row_count,
+    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
                                a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
     if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
     ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);

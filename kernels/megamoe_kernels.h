@@ -136,6 +136,7 @@ typedef struct {
     const uint8_t *a;          /* [rows][K] FP8 */
     const float *a_scale;      /* [rows][K/128] */
     const uint8_t *w;          /* [E][N][K] FP8 */
+    const void *w_map;         /* mm_weight_map_create(w, E * N, K) */
     const float *w_scale;      /* [E][N/128][K/128] */
     const int32_t *row_offset; /* [E] first row of expert e */
     const int32_t *row_count;  /* [E] rows of expert e (device memory, read on the GPU) */
@@ -145,6 +146,8 @@ typedef struct {
     int out_fp32;              /* 0: BF16, 1: FP32 */
 } mm_grouped_gemm_args;
 
+/* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8. */
+cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
@@ -174,9 +177,10 @@ typedef struct {
     float *act_scales;
     uint16_t *gemm2_out;
     int32_t *row_offset, *row_count, *tile_start;
-    /* local experts' weights */
+    /* local experts' weights, and their TMA descriptors */
     const uint8_t *w1, *w2;
     const float *s1, *s2;
+    const void *w1_map, *w2_map;
 } mm_ll_args;
 
 cudaError_t mm_launch_ll(mm_ll_args args, cudaStream_t stream);
@@ -199,9 +203,10 @@ typedef struct {
     /* local workspace (mm_layout_fused_local) */
     uint8_t *act;
     float *act_scales;
-    /* local experts' weights */
+    /* local experts' weights, and their TMA descriptors */
     const uint8_t *w1, *w2;
     const float *s1, *s2;
+    const void *w1_map, *w2_map;
 } mm_fused_args;
 
 /* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns

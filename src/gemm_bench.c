@@ -37,6 +37,7 @@ static void spread_rows(int rows, int experts, int skewed, int32_t *count)
 typedef struct {
     uint8_t *w1, *w2;
     float *s1, *s2;
+    void *w1_map, *w2_map; /* TMA descriptors of w1, w2 */
     uint16_t *x;
     uint8_t *qa;
     float *sa;
@@ -87,10 +88,11 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     CUDA_TRY(mm_launch_gen_x(xp, 0, rows, sh.k, b->x, st));
     CUDA_TRY(mm_launch_quantize_rows(b->x, rows, sh.k, ue8m0, b->qa, b->sa, st));
     const uint8_t *w = sh.gemm == 1 ? b->w1 : b->w2;
+    const void *wmap = sh.gemm == 1 ? b->w1_map : b->w2_map;
     const float *ws = sh.gemm == 1 ? b->s1 : b->s2;
     CUDA_TRY(mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st));
 
-    mm_grouped_gemm_args g = {b->qa, b->sa, w, ws, b->offset, b->count, b->tiles,
+    mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, b->out, 0};
     double calc = 0, calc32 = 0;
     MM_TRY(check_one(b, g, rows, ctas, st, &calc));
@@ -169,6 +171,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(cudaMalloc(&b.flush, b.flush_bytes));
     CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,
                                    cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
+    CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
+    CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
@@ -180,6 +184,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     for (int gi = 0; gi < 2 && s != MM_RUNTIME; gi++)
         for (int i = 0; i < o->n_rows && s != MM_RUNTIME; i++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
+    cudaFree(b.w1_map); cudaFree(b.w2_map);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.diff); cudaFree(b.flush);

@@ -79,6 +79,12 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->w2 = w->w2;
     a->s1 = w->s1;
     a->s2 = w->s2;
+    void *map = NULL;
+    uint64_t local_experts = (uint64_t)(cfg->experts / rt->world);
+    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
+    a->w1_map = map;
+    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
+    a->w2_map = map;
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -122,6 +128,8 @@ void fused_destroy(void *state)
 {
     fused_state *st = state;
     if (!st) return;
+    cudaFree((void *)st->args.w1_map);
+    cudaFree((void *)st->args.w2_map);
     cudaFree(st->local);
     free(st);
 }

@@ -75,6 +75,12 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     a->w2 = w->w2;
     a->s1 = w->s1;
     a->s2 = w->s2;
+    void *map = NULL;
+    uint64_t local_experts = (uint64_t)(cfg->experts / rt->world);
+    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
+    a->w1_map = map;
+    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
+    a->w2_map = map;
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;
@@ -127,6 +133,8 @@ void ll_destroy(void *state)
 {
     ll_state *st = state;
     if (!st) return;
+    cudaFree((void *)st->args.w1_map);
+    cudaFree((void *)st->args.w2_map);
     cudaFree(st->local);
     free(st);
 }
