@@ -53,7 +53,7 @@ endif
 CFLAGS_COMMON := -std=c11 -Wall -Wextra -ffp-contract=off $(CJSON_CFLAGS)
 CFLAGS := $(CFLAGS_COMMON) -fopenmp $(OPT) -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include $(MPI_CFLAGS) -Werror
 NVFLAGS := -gencode=arch=compute_90a,code=sm_90a -std=c++17 $(NVOPT) -Ikernels -I$(NCCL_HOME)/include \
-           -Xcompiler -Wall -Xptxas -warn-spills
+           -Xcompiler -Wall -Xptxas -warn-spills $(NVEXTRA)
 LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
           -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl $(MPI_LIBS) $(CJSON_LIBS) -lm -lstdc++ \
           -fopenmp

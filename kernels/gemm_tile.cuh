@@ -26,8 +26,12 @@
 #include "gemm_schedule.h"
 
 #define MM_TILE_THREADS 256
+#ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
 #define MM_TILE_STAGES 4
+#endif
+#ifndef MM_TILE_PREFETCH
 #define MM_TILE_PREFETCH 4 /* K blocks of weights prefetched into L2 beyond the stages */
+#endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE)
