@@ -273,10 +273,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             const int kb = a.hidden / 128, n_blocks = 2 * ib_count;
             /* gate block, parked in shared memory in a per-thread layout (no sync needed) */
             const int gate_row = le * 2 * a.inter + block * 128, up_row = gate_row + a.inter;
-            mm_tile_b gate = {a.w1_map, gate_row, a.w1 + (size_t)gate_row * a.hidden,
-                              a.s1 + ((size_t)le * n_blocks + block) * kb};
-            mm_tile_b up = {a.w1_map, up_row, a.w1 + (size_t)up_row * a.hidden,
-                            a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb};
+            mm_tile_b gate = {a.w1_map, gate_row, a.s1 + ((size_t)le * n_blocks + block) * kb};
+            mm_tile_b up = {a.w1_map, up_row, a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb};
             mm_tile_mainloop(stages, &pipe, phase, &tab, rows, gate, a.hidden, acc);
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
@@ -319,8 +317,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
         } else {
             const int down_row = le * a.hidden + block * 128;
-            mm_tile_b down = {a.w2_map, down_row, a.w2 + (size_t)down_row * a.inter,
-                              a.s2 + ((size_t)le * hb_count + block) * ib_count};
+            mm_tile_b down = {a.w2_map, down_row, a.s2 + ((size_t)le * hb_count + block) * ib_count};
             if (threadIdx.x == 0)
                 ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
             __syncthreads();
@@ -406,7 +403,7 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
 {
     *max_ctas = 0;
     size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16 + 16;
-    if (wire > MM_TILE_SMEM_BYTES - 1024 || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
+    if (wire > MM_TILE_STAGES * MM_TILE_STAGE_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
     cudaError_t e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;

@@ -48,8 +48,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_groupe
             a_rows.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
         }
         float acc[MM_TILE_ACC];
-        mm_tile_b b = {g.w_map, t.expert * g.n + n0, g.w + ((size_t)t.expert * g.n + n0) * g.k,
-                       g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
+        mm_tile_b b = {g.w_map, t.expert * g.n + n0, g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
         mm_tile_mainloop(stages, &pipe, phase, &a_rows, rows, b, g.k, acc);
 
         /* epilogue: valid rows only, two adjacent columns at a time */

@@ -3,12 +3,13 @@
  * (fused.cu) both call mm_tile_mainloop() and differ only in where a tile's rows come from and
  * what the epilogue does with the accumulators.
  *
- * Version 4: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
+ * Version 5: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
  * operands from shared memory through descriptors) fed by a 4-stage pipeline: the weight block
  * of a stage by one TMA (cp.async.bulk.tensor, completion on the stage's mbarrier), the
- * activation rows by cp.async (they are gathered through a row table, from wherever the
- * dispatch left them); weights of later K blocks are also prefetched into L2 ahead of the
- * pipeline (decode sizes are bound by the bytes in flight per SM, not by the tensor cores). A tile is BM (128) rows x BN
+ * activation rows and every scale the block's promotion needs by cp.async (rows are gathered
+ * through a row table, from wherever the dispatch left them). The MMAs of block kb run
+ * asynchronously while the threads wait for block kb+1's data, so at decode sizes (bound by
+ * HBM, measured) the tensor cores and the scale loads stay off the critical path. A tile is BM (128) rows x BN
  * (128) columns; warpgroup g owns rows 64g..64g+63 and skips its MMAs when it holds no valid
  * row. Every thread loads; the stage's A (128 x 128 B) and B (128 x 128 B) are stored K-major
  * with the 128-byte swizzle that the descriptors name (16-byte chunk c of row r at chunk
@@ -29,13 +30,13 @@
 #ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
 #define MM_TILE_STAGES 4
 #endif
-#ifndef MM_TILE_PREFETCH
-#define MM_TILE_PREFETCH 4 /* K blocks of weights prefetched into L2 beyond the stages */
-#endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
-#define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE)
-/* + 1 KB: the stages start on a 1024-byte boundary (the swizzle pattern repeats every 8 rows) */
+/* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
+ * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
+#define MM_TILE_SCALE_BYTES 1024
+#define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
+/* + 1 KB: the stages start on a 1024-byte boundary */
 #define MM_TILE_SMEM_BYTES (MM_TILE_STAGES * MM_TILE_STAGE_BYTES + 1024)
 #define MM_TILE_ACC 64 /* FP32 accumulators per thread: 64 x 128 per warpgroup / 128 threads */
 
@@ -70,9 +71,11 @@ __device__ __forceinline__ int mm_acc_col(int i)
     return 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
 }
 
-__device__ __forceinline__ void mm_prefetch_l2(const void *p)
+/* 4-byte copy (scales), tracked by the same cp.async groups as the rows. */
+__device__ __forceinline__ void mm_cp_async4(void *smem, const void *gmem)
 {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
 }
 
 __device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
@@ -119,12 +122,10 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
-/* The weight side of a tile: TMA copies its [BN][128] blocks; the plain pointer (the same first
- * row) is only for L2 prefetches ahead of the pipeline. */
+/* The weight side of a tile: TMA copies its [BN][128] blocks. */
 typedef struct {
     const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
     int row0;            /* the tile's first weight row in the map */
-    const uint8_t *w;    /* &weights[row0][0] */
     const float *scale;  /* the tile's K/128 block scales */
 } mm_tile_b;
 
@@ -164,18 +165,22 @@ __device__ __forceinline__ void mm_tile_wait_full(mm_tile_pipe *p, int s, uint32
     }
 }
 
-/* One K block (128 columns) into a stage: the tile's A rows by cp.async (every thread; the rows
- * are gathered through the row table), the weight block by one TMA (thread 0), both swizzled. */
+/* One K block (128 columns) into a stage: the tile's A rows and the block's scales by cp.async
+ * (every thread; rows are gathered through the row table), the weight block by one TMA
+ * (thread 0), both swizzled. */
 __device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, mm_tile_pipe *p, int s,
                                                    const mm_tile_rows *a, int rows, const mm_tile_b &b, int kb)
 {
     uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
+    float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
     int a_chunks = ((rows + 7) / 8) * 8 * 8; /* rows past the last 8-row group are never stored */
     for (int c = threadIdx.x; c < a_chunks; c += MM_TILE_THREADS) {
         int r = c / 8, part = c % 8;
         const uint8_t *src = a->row[r < rows ? r : 0];
         mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16), src + (size_t)kb * MM_GEMM_BK + part * 16);
     }
+    if (threadIdx.x < rows) mm_cp_async4(sc + threadIdx.x, a->scale[threadIdx.x] + kb);
+    if (threadIdx.x == MM_TILE_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     if (threadIdx.x == 0) {
         unsigned bar = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         unsigned dst = (unsigned)__cvta_generic_to_shared(sb);
@@ -188,12 +193,39 @@ __device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, mm_tile_pipe 
     }
 }
 
+/* Block kb is in its stage for every thread: this thread's cp.async group of it is complete
+ * (at most `pending` newer groups in flight), then the weight block's barrier. */
+template <int pending>
+__device__ __forceinline__ void mm_tile_wait_block(mm_tile_pipe *pipe, uint32_t &phase, int s)
+{
+    mm_cp_async_wait<pending>();
+    /* the generic-proxy writes of cp.async, made visible to wgmma's async-proxy reads */
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    mm_tile_wait_full(pipe, s, (phase >> s) & 1u);
+    phase ^= 1u << s;
+}
+
+/* Issues (does not wait for) the four k32 MMAs of one stage into blk, a fresh block sum. */
+__device__ __forceinline__ void mm_tile_issue_mma(const uint8_t *stage, float blk[MM_TILE_ACC])
+{
+    const int g = threadIdx.x / 128;
+    const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
+        mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
 /* acc = A[rows][K] x W[BN][K]^T with the recipe's per-block promotion. `stages` is
  * mm_tile_stages() of the kernel's dynamic shared memory, `pipe` its stage barriers and `phase`
  * their parity bits (kept by the caller across calls, starting at 0). Called by all 256 threads
  * after they wrote `a`; begins with a __syncthreads (publishes `a`; the stages may still hold
- * the previous tile) and ends with one (the stages are free again). Rows past `rows` hold
- * garbage in the accumulators and must not be stored. */
+ * the previous tile) and leaves every stage free. Rows past `rows` hold garbage in the
+ * accumulators and must not be stored.
+ * Iteration kb: wait for block kb+1's data while block kb's MMAs run; then promote block kb;
+ * one barrier (everyone is done with stage kb and sees block kb+1); issue block kb+1's MMAs and
+ * refill stage kb with block kb+S. */
 __device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, mm_tile_pipe *pipe, uint32_t &phase,
                                                  const mm_tile_rows *a, int rows, const mm_tile_b &b, int k,
                                                  float acc[MM_TILE_ACC])
@@ -201,62 +233,43 @@ __device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, mm_tile_pipe *
     const int g = threadIdx.x / 128;
     const int kblocks = k / MM_GEMM_BK;
     const bool live = 64 * g < rows; /* warpgroup-uniform: this warpgroup holds a valid row */
+    float blk[MM_TILE_ACC];
 #pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-
-    __syncthreads(); /* the caller's row table is written; the previous tile is done with the stages */
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = blk[i] = 0.0f;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    const float *scale_lo = a->scale[valid_lo ? r_lo : 0], *scale_hi = a->scale[valid_hi ? r_hi : 0];
-    /* weight row this thread prefetches into L2 (threads 0..127: one 128-byte line per block) */
-    const uint8_t *pf_row = b.w + (size_t)(threadIdx.x % MM_GEMM_BN) * k;
 
+    __syncthreads(); /* the caller's row table is written; the previous tile is done with the stages */
 #pragma unroll
     for (int s = 0; s < MM_TILE_STAGES - 1; s++) {
         if (s < kblocks) mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, pipe, s, a, rows, b, s);
         mm_cp_async_commit();
     }
-    if (threadIdx.x < MM_GEMM_BN)
-        for (int p = MM_TILE_STAGES - 1; p < MM_TILE_STAGES - 1 + MM_TILE_PREFETCH && p < kblocks; p++)
-            mm_prefetch_l2(pf_row + (size_t)p * MM_GEMM_BK);
+    mm_tile_wait_block<MM_TILE_STAGES - 2>(pipe, phase, 0);
+    __syncthreads();
+    if (live) mm_tile_issue_mma(stages, blk);
+    if (MM_TILE_STAGES - 1 < kblocks)
+        mm_tile_load_stage(stages + (MM_TILE_STAGES - 1) * MM_TILE_STAGE_BYTES, pipe, MM_TILE_STAGES - 1, a,
+                           rows, b, MM_TILE_STAGES - 1);
+    mm_cp_async_commit();
+
     for (int kb = 0; kb < kblocks; kb++) {
-        const int next = kb + MM_TILE_STAGES - 1, s = kb % MM_TILE_STAGES;
-        if (next < kblocks)
-            mm_tile_load_stage(stages + (next % MM_TILE_STAGES) * MM_TILE_STAGE_BYTES, pipe,
-                               next % MM_TILE_STAGES, a, rows, b, next);
-        mm_cp_async_commit();
-        if (threadIdx.x < MM_GEMM_BN && next + MM_TILE_PREFETCH < kblocks)
-            mm_prefetch_l2(pf_row + (size_t)(next + MM_TILE_PREFETCH) * MM_GEMM_BK);
-        /* this block's scales, loaded before the waits so their latency hides behind them. A's
-         * scales through L2 only (__ldcg): in the fused kernel other CTAs and peers write them
-         * during the launch. */
-        float sw = __ldg(b.scale + kb);
-        float a_lo = valid_lo ? __ldcg(scale_lo + kb) : 0.0f;
-        float a_hi = valid_hi ? __ldcg(scale_hi + kb) : 0.0f;
-        mm_cp_async_wait<MM_TILE_STAGES - 1>();
-        /* the generic-proxy writes of cp.async, made visible to wgmma's async-proxy reads */
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        mm_tile_wait_full(pipe, s, (phase >> s) & 1u);
-        phase ^= 1u << s;
-        __syncthreads();
+        const int s = kb % MM_TILE_STAGES, s_next = (kb + 1) % MM_TILE_STAGES;
+        if (kb + 1 < kblocks) mm_tile_wait_block<MM_TILE_STAGES - 2>(pipe, phase, s_next);
         if (live) {
-            const uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES;
-            const uint8_t *sa_g = sa + g * 64 * 128, *sb = sa + MM_TILE_A_STAGE;
-            float blk[MM_TILE_ACC];
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) blk[i] = 0.0f;
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
-                mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa_g + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0 */
-            float s_lo = a_lo * sw, s_hi = a_hi * sw;
+            const float *sc = (const float *)(stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+            float sw = sc[MM_GEMM_BM];
+            float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
         }
-        __syncthreads(); /* this stage may be refilled by the next iteration's load */
+        __syncthreads(); /* stage kb is free; block kb+1 is visible to every thread */
+        if (live && kb + 1 < kblocks) mm_tile_issue_mma(stages + s_next * MM_TILE_STAGE_BYTES, blk);
+        if (kb + MM_TILE_STAGES < kblocks)
+            mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, pipe, s, a, rows, b, kb + MM_TILE_STAGES);
+        mm_cp_async_commit();
     }
 }
 
