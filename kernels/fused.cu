@@ -183,9 +183,11 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 }
 
 /* The row table of row tile `rt` of local expert `le`: logical row r of the expert is the
- * (r - prefix)-th row that source rank s sent, s the first with prefix + cnt[s] > r. */
+ * (r - prefix)-th row that source rank s sent, s the first with prefix + cnt[s] > r. Thread r
+ * (< BM) also gets its row's meta into `m`, a register: the epilogue needs it, the mainloop does
+ * not, so its load latency hides behind the mainloop (store_meta publishes it). */
 __device__ __forceinline__ void recv_rows(const mm_fused_args &a, const int *cnt, int le, int rt, int rows,
-                                          mm_tile_rows *tab, wire_meta *meta)
+                                          mm_tile_rows *tab, bool set_table, int4 *m)
 {
     const int ranks = a.comm.peers.ranks;
     if (threadIdx.x < MM_GEMM_BM) {
@@ -193,11 +195,18 @@ __device__ __forceinline__ void recv_rows(const mm_fused_args &a, const int *cnt
         while (s < ranks - 1 && r >= cnt[le * ranks + s]) r -= cnt[le * ranks + s++];
         const uint8_t *p = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
                            ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
-        tab->row[threadIdx.x] = p;
-        tab->scale[threadIdx.x] = (const float *)(p + a.hidden);
-        int4 m = __ldcg((const int4 *)(p + a.row_bytes - 16));
-        meta[threadIdx.x] = *(const wire_meta *)&m;
+        if (set_table) {
+            tab->row[threadIdx.x] = p;
+            tab->scale[threadIdx.x] = (const float *)(p + a.hidden);
+        }
+        *m = __ldcg((const int4 *)(p + a.row_bytes - 16));
     }
+}
+
+/* Publishes the metas recv_rows fetched; the caller syncs before reading other rows'. */
+__device__ __forceinline__ void store_meta(wire_meta *meta, int4 m)
+{
+    if (threadIdx.x < MM_GEMM_BM) meta[threadIdx.x] = *(const wire_meta *)&m;
 }
 
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
@@ -249,13 +258,17 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     const int gemm1_items = tiles * ib_count, items = gemm1_items + tiles * hb_count;
     const size_t rows_per_expert = (size_t)ranks * a.max_tokens;
 
-    /* 3: GEMM items, claimed in increasing order */
+    /* 3: GEMM items, claimed in increasing order. Thread 0 claims the next item as soon as it has
+     * the current one, so the atomic's round trip hides behind the current item's work. */
+    int claimed = 0;
+    if (threadIdx.x == 0) claimed = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
     for (;;) {
         __syncthreads(); /* everyone has read the previous item_s */
-        if (threadIdx.x == 0) item_s = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+        if (threadIdx.x == 0) item_s = claimed;
         __syncthreads();
         const int item = item_s;
         if (item >= items) break;
+        if (threadIdx.x == 0) claimed = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
         const bool is_gemm1 = item < gemm1_items;
         const int tile = is_gemm1 ? item / ib_count : (item - gemm1_items) / hb_count;
         const int block = is_gemm1 ? item % ib_count : (item - gemm1_items) % hb_count;
@@ -267,9 +280,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
         const size_t act_row0 = (size_t)le * rows_per_expert + (size_t)t.row_tile * MM_GEMM_BM;
         float acc[MM_TILE_ACC];
+        int4 row_meta = make_int4(0, 0, 0, 0);
 
         if (is_gemm1) {
-            recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta);
+            recv_rows(a, cnt, le, t.row_tile, rows, &tab, true, &row_meta);
             const int kb = a.hidden / 128, n_blocks = 2 * ib_count;
             /* gate block, parked in shared memory in a per-thread layout (no sync needed) */
             const int gate_row = le * 2 * a.inter + block * 128, up_row = gate_row + a.inter;
@@ -280,6 +294,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
             /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
             mm_tile_mainloop(stages, &pipe, phase, &tab, rows, up, a.hidden, acc);
+            store_meta(meta, row_meta);
+            __syncthreads();
             /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
             const int quad = threadIdx.x % 4;
             float amax[2] = {0.0f, 0.0f};
@@ -322,7 +338,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
             __syncthreads();
             if (!ok_s) return;
-            recv_rows(a, cnt, le, t.row_tile, rows, &tab, meta); /* for the meta */
+            recv_rows(a, cnt, le, t.row_tile, rows, &tab, false, &row_meta); /* for the meta */
             if (threadIdx.x < MM_GEMM_BM) {
                 size_t r = act_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
                 tab.row[threadIdx.x] = a.act + r * a.inter;
@@ -335,6 +351,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             for (int i = 0; i < MM_TILE_ACC; i += 2)
                 *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
                     __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            store_meta(meta, row_meta);
             __syncthreads();
             const int lane = threadIdx.x % 32;
             for (int r = threadIdx.x / 32; r < rows; r += MM_TILE_THREADS / 32) {
