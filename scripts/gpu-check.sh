@@ -3,9 +3,10 @@
 # given as the first argument (default build/gpu-logs). Exit status: 0 when every step passed.
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
-#   3. check (every scenario) on 1 GPU and on all GPUs; the smoke scenario under
-#      compute-sanitizer memcheck and racecheck
-#   4. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, JSON kept in the log folder
+#   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
+#      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
+#   4. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 100
+#      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder
 #   5. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
 logs=${1:-build/gpu-logs}
@@ -39,6 +40,8 @@ expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --con
 expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
 expect_rc 0 check-np1 $mpi -np 1 build/megamoe check --json "$logs/check-ep1.json"
 expect_rc 0 check-np$ngpu $mpi -np "$ngpu" build/megamoe check --json "$logs/check-ep$ngpu.json"
+# the same outputs at EP1 and at EP n, bit for bit, wherever rank 0 held the same tokens
+[ "$ngpu" -gt 1 ] && expect_rc 0 ep-invariance python3 scripts/ep-invariance.py "$logs/check-ep1.json" "$logs/check-ep$ngpu.json"
 if command -v compute-sanitizer >/dev/null; then
     # NCCL's own start-up probes kernels it was not built for (API errors, not ours): not reported
     for tool in memcheck racecheck; do
@@ -51,6 +54,9 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep$ngpu-flash.json"
+expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --json "$logs/bench-ep$ngpu-pro.json"
+# stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
+expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --json "$logs/bench-ep$ngpu-graph100.json"
 expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json
 
 exit $fail

@@ -38,6 +38,7 @@ typedef struct {
     int32_t *topk_ids;
     float *topk_w;
     uint16_t *y;
+    uint16_t *y_first; /* the checked first call's output, for the replay-stability check */
     /* every expert's weights; this rank's experts are the slice at rank * local_experts */
     uint8_t *w1, *w2;
     float *w1_scale, *w2_scale;
@@ -99,6 +100,7 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
                              2 * x_bytes + 2 * k_bytes + w_bytes + ref_bytes));
     CUDA_TRY(cudaMalloc((void **)&b->x, x_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->y, x_bytes + 16));
+    CUDA_TRY(cudaMalloc((void **)&b->y_first, x_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->topk_ids, k_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->topk_w, k_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->diff, sizeof(mm_device_diff)));
@@ -162,6 +164,7 @@ static void free_inputs(bench_state *b)
     for (int m = 0; m < MODE_COUNT; m++)
         if (b->mode_state[m]) mode_ops((mm_mode)m)->destroy(b->mode_state[m]);
     cudaFree(b->y);
+    cudaFree(b->y_first);
     cudaFree(b->diff);
     cudaFree(b->ref_ws);
     cudaFree(b->y_ref);
@@ -244,6 +247,7 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
         return agreed == MM_TIMEOUT ? MM_OK : agreed;
     }
     MM_TRY(diff_acc_allreduce(&acc));
+    CUDA_TRY(cudaMemcpy(b->y_first, b->y, n * 2, cudaMemcpyDeviceToDevice));
     row->diff.has_diff = 1;
     row->diff.calc_diff = diff_acc_calc(&acc);
     row->diff.max_abs = acc.max_abs;
@@ -253,6 +257,32 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
         row->status = ROW_FAIL;
         mm_fmt(row->note, sizeof row->note, "calc_diff %.3g (bound %.0e), %lld non-finite",
                row->diff.calc_diff, MM_DEFAULT_TOL, acc.nonfinite);
+    }
+    return MM_OK;
+}
+
+/* After timing: the last replay's output must equal the checked first call's bit for bit (same
+ * inputs; a kernel that leaks state between calls, or races, shows here). Collective. */
+static mm_status check_stable(bench_state *b, const mm_config *cfg, mm_row *row)
+{
+    size_t n = (size_t)row->batch * cfg->hidden;
+    uint16_t *first = malloc(n * 2 + 2), *last = malloc(n * 2 + 2);
+    mm_status local = first && last ? MM_OK : MM_RUNTIME;
+    long long differ = 0, total = 0;
+    if (local == MM_OK && n && (cudaMemcpy(first, b->y_first, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                                cudaMemcpy(last, b->y, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess))
+        local = MM_RUNTIME;
+    for (size_t i = 0; local == MM_OK && i < n; i++) differ += first[i] != last[i];
+    free(first);
+    free(last);
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) return agreed;
+    if (MPI_Allreduce(&differ, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) return MM_RUNTIME;
+    if (total && row->status == ROW_OK) {
+        row->status = ROW_FAIL;
+        mm_fmt(row->note, sizeof row->note, "output changed across replays: %lld elements differ from the "
+               "checked first call", total);
     }
     return MM_OK;
 }
@@ -315,6 +345,9 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
                     if (!timed.note[0]) mm_fmt(timed.note, sizeof timed.note, "%s", row.note);
                     row = timed;
                     n_samples = row.n_samples;
+                    if (s == MM_OK && o->check && row.diff.has_diff &&
+                        (row.status == ROW_OK || row.status == ROW_FAIL))
+                        s = check_stable(b, cfg, &row);
                 }
             }
             if (s == MM_OK && rt->rank == 0) {

@@ -22,6 +22,10 @@ typedef struct {
     char note[160];
     double calc_diff, max_abs, ref_max_abs;
     long long nonfinite;
+    /* FNV-1a of rank 0's output bytes and its token count: rank 0 holds global tokens 0..n-1 at
+     * any EP size, so two runs at different EP sizes must agree (scripts/ep-invariance.py) */
+    unsigned long long digest;
+    int digest_tokens;
 } cell;
 
 typedef struct {
@@ -139,6 +143,22 @@ static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_
     return s;
 }
 
+static mm_status output_digest(const uint16_t *y, size_t n, cell *c)
+{
+    uint8_t *host = malloc(n * 2 + 2);
+    if (!host) return MM_RUNTIME;
+    if (n && cudaMemcpy(host, y, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(host);
+        mm_error("CUDA error copying an output for its digest");
+        return MM_RUNTIME;
+    }
+    unsigned long long d = 1469598103934665603ull;
+    for (size_t i = 0; i < n * 2; i++) d = (d ^ host[i]) * 1099511628211ull;
+    free(host);
+    c->digest = d;
+    return MM_OK;
+}
+
 /* One mode on this scenario's inputs, compared with the GPU reference. Collective. */
 static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const mm_config *cfg,
                           const gpu_buffers *b, int tokens, int max_tokens, cell *c, uint16_t **keep_y)
@@ -168,6 +188,10 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     if (state) ops->destroy(state);
     mm_status agreed;
     MM_TRY(mpi_agree(local, &agreed));
+    if (agreed == MM_OK && rt->rank == 0) {
+        MM_TRY(output_digest(y, (size_t)tokens * h, c));
+        c->digest_tokens = tokens;
+    }
     if (agreed == MM_OK && keep_y) *keep_y = y; /* the caller compares and frees it */
     else cudaFree(y);
     if (agreed == MM_TIMEOUT || agreed == MM_RUNTIME) {
@@ -352,6 +376,12 @@ static cJSON *cell_json(const cell *c)
         cJSON_AddNumberToObject(o, "max_abs", c->max_abs);
         cJSON_AddNumberToObject(o, "ref_max_abs", c->ref_max_abs);
         cJSON_AddNumberToObject(o, "nonfinite", (double)c->nonfinite);
+        if (c->digest_tokens > 0) {
+            char hex[20];
+            mm_fmt(hex, sizeof hex, "%016llx", c->digest);
+            cJSON_AddStringToObject(o, "rank0_digest", hex);
+            cJSON_AddNumberToObject(o, "rank0_tokens", c->digest_tokens);
+        }
     }
     return o;
 }
