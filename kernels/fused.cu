@@ -128,6 +128,12 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
     }
 }
 
+/* --breakdown: this CTA's time at the end of a phase. */
+__device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
+{
+    if (a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
+}
+
 /* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 {
@@ -224,11 +230,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     const uint64_t epoch = *epoch_word(a) + 1;
     uint32_t phase = 0; /* parity bits of the stage barriers */
     if (threadIdx.x == 0) mm_tile_pipe_init(&pipe);
+    stamp(a, 0);
 
     /* 1: dispatch (the stages hold the row being sent) */
     dispatch_tokens(a, stages);
     /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    stamp(a, 1);
 
     /* 2: counts of this rank's experts, then the row-tile schedule */
     {
@@ -254,6 +262,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         __syncthreads();
     }
+    stamp(a, 2);
     const int tiles = tile_start[el], ib_count = a.inter / 128, hb_count = a.hidden / 128;
     const int gemm1_items = tiles * ib_count, items = gemm1_items + tiles * hb_count;
     const size_t rows_per_expert = (size_t)ranks * a.max_tokens;
@@ -364,6 +373,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
     }
 
+    stamp(a, 3);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
     if (last_cta(&counters(a)[DONE_GEMM2])) {
         for (int r = threadIdx.x; r < ranks; r += blockDim.x)
@@ -398,6 +408,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
     }
 
+    stamp(a, 4);
     /* 6: the last CTA out leaves the state clean for the next call */
     if (last_cta(&counters(a)[DONE_EXIT])) {
         for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;

@@ -268,23 +268,37 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     }
 }
 
-extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaStream_t stream)
+#define MARK(i)                                                                                   \
+    do {                                                                                          \
+        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
+    } while (0)
+
+extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
     const int el = a.experts / a.comm.peers.ranks;
-    cudaError_t e;
+    cudaError_t e = cudaSuccess;
+    MARK(0);
     ll_begin_kernel<<<1, 1, 0, stream>>>(a);
     ll_dispatch_kernel<<<a.tokens > 0 ? a.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
+    MARK(1);
     dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    MARK(2);
     mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
                                a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
     if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
+    MARK(3);
     ll_act_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
+    MARK(4);
     mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
                                a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
     if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    MARK(5);
     ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
+    MARK(6);
     if (a.tokens > 0) ll_combine_recv_kernel<<<a.tokens, 128, 0, stream>>>(a);
-    return cudaGetLastError();
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    MARK(7);
+    return cudaSuccess;
 }

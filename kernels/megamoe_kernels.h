@@ -183,7 +183,9 @@ typedef struct {
     const void *w1_map, *w2_map;
 } mm_ll_args;
 
-cudaError_t mm_launch_ll(mm_ll_args args, cudaStream_t stream);
+/* marks: NULL, or MM_LL_MARKS events recorded around the launches (--breakdown) */
+#define MM_LL_MARKS 8
+cudaError_t mm_launch_ll(mm_ll_args args, cudaEvent_t *marks, cudaStream_t stream);
 
 /* The fused mega-MoE kernel (fused.cu): one persistent launch per call. */
 typedef struct {
@@ -207,7 +209,11 @@ typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
+    /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA (thread 0): start,
+     * dispatch sent, counts in, GEMM items done, combine done */
+    unsigned long long *stamps;
 } mm_fused_args;
+#define MM_FUSED_STAMPS 5
 
 /* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns
  * how many CTAs can be resident at once (all must be: the kernel waits across CTAs). */

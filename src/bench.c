@@ -287,6 +287,46 @@ static mm_status check_stable(bench_state *b, const mm_config *cfg, mm_row *row)
     return MM_OK;
 }
 
+/* --breakdown: the mode's stages over MM_BREAKDOWN_CALLS instrumented calls (each after a
+ * line-up barrier), median per stage, then the slowest rank's. Collective. */
+#define MM_BREAKDOWN_CALLS 9
+static mm_status breakdown_row(bench_state *b, step_ctx *ctx, mm_row *row)
+{
+    mm_runtime *rt = &b->rt;
+    const mm_mode_ops *ops = mode_ops(ctx->mode);
+    double us[MM_BREAKDOWN_CALLS][MM_MAX_STAGES], col[MM_BREAKDOWN_CALLS];
+    char names[MM_MAX_STAGES][16];
+    int n = 0;
+    char what[256] = "";
+    mm_status local = MM_OK;
+    for (int c = 0; c < MM_BREAKDOWN_CALLS && local == MM_OK; c++) {
+        local = runtime_device_barrier(rt);
+        if (local == MM_OK) local = ops->stages(b->mode_state[ctx->mode], &ctx->io, rt->stream, names, us[c], &n);
+        if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
+    }
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) {
+        if (agreed == MM_TIMEOUT) MM_TRY(runtime_reset_comm(rt));
+        mm_warn("--breakdown: %s batch %d: instrumented calls failed; no stages", mode_name(ctx->mode), row->batch);
+        return agreed == MM_RUNTIME ? MM_RUNTIME : MM_OK;
+    }
+    double med[MM_MAX_STAGES], worst[MM_MAX_STAGES];
+    for (int k = 0; k < n; k++) {
+        for (int c = 0; c < MM_BREAKDOWN_CALLS; c++) col[c] = us[c][k];
+        mm_stats st;
+        stats_compute(col, MM_BREAKDOWN_CALLS, &st);
+        med[k] = st.median;
+    }
+    if (MPI_Allreduce(med, worst, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return MM_RUNTIME;
+    row->n_stages = n;
+    for (int k = 0; k < n; k++) {
+        mm_fmt(row->stage_name[k], sizeof row->stage_name[k], "%s", names[k]);
+        row->stage_us[k] = worst[k];
+    }
+    return MM_OK;
+}
+
 static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o, mm_results *res)
 {
     mm_runtime *rt = &b->rt;
@@ -348,6 +388,8 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
                     if (s == MM_OK && o->check && row.diff.has_diff &&
                         (row.status == ROW_OK || row.status == ROW_FAIL))
                         s = check_stable(b, cfg, &row);
+                    if (s == MM_OK && o->breakdown && ops->stages && row.status == ROW_OK)
+                        s = breakdown_row(b, &ctx, &row);
                 }
             }
             if (s == MM_OK && rt->rank == 0) {
@@ -424,8 +466,7 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     }
     mm_results res;
     results_init(&res);
-    if (s == MM_OK && o->breakdown && rt->rank == 0)
-        mm_warn("--breakdown: per-stage timing is not implemented yet; rows show whole-layer times");
+    mm_status res_failed_before = MM_OK; /* worst row status of the earlier --sweeps */
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
         b->max_tokens = max_tokens;
@@ -439,7 +480,19 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
         runtime_fill_meta(rt, &res.meta);
         s = sweep(b, cfg, o, &res);
     }
-    if (s == MM_OK && rt->rank == 0) s = mm_worse(write_reports(o, &res), rows_status(&res));
+    /* --sweeps: again, from the same process and buffers; a failed row of an earlier sweep
+     * still decides the exit code */
+    for (int rep = 1; s == MM_OK && rep < o->sweeps; rep++) {
+        mm_status earlier = rt->rank == 0 ? rows_status(&res) : MM_OK;
+        mm_meta meta = res.meta;
+        results_free(&res);
+        results_init(&res);
+        res.meta = meta;
+        s = sweep(b, cfg, o, &res);
+        res_failed_before = mm_worse(res_failed_before, earlier);
+    }
+    if (s == MM_OK && rt->rank == 0)
+        s = mm_worse(mm_worse(write_reports(o, &res), rows_status(&res)), res_failed_before);
     /* Rank 0's verdict (reports, row statuses) becomes everyone's exit code. */
     if (rt->world > 0) {
         int code = (int)s;

@@ -27,7 +27,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_EP, OPT_ROWS,
-    OPT_SPREAD,
+    OPT_SPREAD, OPT_SWEEPS,
 };
 
 #define B (1u << CMD_BENCH)
@@ -61,6 +61,7 @@ static const struct {
     {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off", "flush L2 before each timed iteration (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
     {"breakdown", 0, OPT_BREAKDOWN, B, NULL, "also time each stage of the modes that have stages"},
+    {"sweeps", 1, OPT_SWEEPS, B, "N", "run the whole sweep N times in one process; reports hold the last (default 1)"},
     {"max-tokens-per-rank", 1, OPT_MAXTOK, B | P, "N",
      "size buffers for at most N tokens per rank (default: largest batch)"},
     {"ll-max", 1, OPT_LLMAX, B | C | P, "N", "ll mode's fixed max tokens per rank (default 1024)"},
@@ -120,6 +121,7 @@ static void defaults(mm_options *o)
     o->modes = (1u << MODE_COUNT) - 1;
     o->warmup = MM_DEFAULT_WARMUP;
     o->iters = MM_DEFAULT_ITERS;
+    o->sweeps = 1;
     o->routing.kind = ROUTE_UNIFORM;
     o->seed = 1;
     o->l2_flush = 1;
@@ -257,6 +259,10 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         break;
     case OPT_ROWS:
         s = parse_batch_list(v, 1, o->rows, MM_MAX_BATCHES, &o->n_rows, sub, sizeof sub);
+        break;
+    case OPT_SWEEPS:
+        s = parse_int(v, 1, 1000, &n, sub, sizeof sub);
+        o->sweeps = (int)n;
         break;
     case OPT_SPREAD:
         if (strcmp(v, "uniform") == 0) o->skewed = 0;

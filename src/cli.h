@@ -32,6 +32,7 @@ typedef struct {
     char json_path[512];
     char markdown_path[512];
     int graph, l2_flush, check, breakdown;
+    int sweeps; /* bench: complete sweeps in one process */
     int max_tokens_per_rank; /* 0 = not given */
     int ll_max;
     int comm_sms; /* 0 = default */

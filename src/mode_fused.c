@@ -124,6 +124,51 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
     return MM_OK;
 }
 
+/* One call with per-CTA timestamps: the critical path split at the phase boundaries (each
+ * boundary is the last CTA's; the kernel's start is the first CTA's). */
+mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
+                       double *us, int *n)
+{
+    static const char *const stage[MM_FUSED_STAMPS - 1] = {"dispatch", "wait-counts", "gemms", "combine"};
+    fused_state *st = state;
+    size_t count = (size_t)st->ctas * MM_FUSED_STAMPS;
+    unsigned long long *dev = NULL, *host = malloc(count * sizeof *host);
+    *n = 0;
+    if (!host) return MM_RUNTIME;
+    mm_status s = cudaMalloc((void **)&dev, count * sizeof *host) == cudaSuccess ? MM_OK : MM_RUNTIME;
+    if (s == MM_OK) {
+        mm_fused_args a = st->args;
+        a.comm = st->rt->comm;
+        a.tokens = io->tokens;
+        a.x = io->x;
+        a.ids = io->ids;
+        a.topk_w = io->topk_w;
+        a.y = io->y;
+        a.stamps = dev;
+        if (cudaMemsetAsync(dev, 0, count * sizeof *host, stream) != cudaSuccess ||
+            mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||
+            cudaMemcpy(host, dev, count * sizeof *host, cudaMemcpyDeviceToHost) != cudaSuccess)
+            s = MM_RUNTIME;
+    }
+    if (s == MM_OK) {
+        unsigned long long start = ~0ull, end[MM_FUSED_STAMPS] = {0};
+        for (int c = 0; c < st->ctas; c++) {
+            const unsigned long long *t = host + (size_t)c * MM_FUSED_STAMPS;
+            if (t[0] && t[0] < start) start = t[0];
+            for (int i = 1; i < MM_FUSED_STAMPS; i++) end[i] = t[i] > end[i] ? t[i] : end[i];
+        }
+        end[0] = start;
+        for (int i = 1; i < MM_FUSED_STAMPS; i++) {
+            mm_fmt(names[i - 1], 16, "%s", stage[i - 1]);
+            us[i - 1] = end[i] > end[i - 1] ? (double)(end[i] - end[i - 1]) / 1000.0 : 0.0;
+        }
+        *n = MM_FUSED_STAMPS - 1;
+    }
+    cudaFree(dev);
+    free(host);
+    return s;
+}
+
 void fused_destroy(void *state)
 {
     fused_state *st = state;

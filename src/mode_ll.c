@@ -125,8 +125,40 @@ mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream)
     a.ids = io->ids;
     a.topk_w = io->topk_w;
     a.y = io->y;
-    CUDA_TRY(mm_launch_ll(a, stream));
+    CUDA_TRY(mm_launch_ll(a, NULL, stream));
     return MM_OK;
+}
+
+/* One call with an event between launches: the stages as the stream sees them. */
+mm_status ll_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
+                    int *n)
+{
+    static const char *const stage[MM_LL_MARKS - 1] = {"dispatch", "receive", "gemm1", "act",
+                                                       "gemm2", "comb-send", "comb-recv"};
+    ll_state *st = state;
+    cudaEvent_t marks[MM_LL_MARKS];
+    int made = 0;
+    mm_status s = MM_OK;
+    for (; made < MM_LL_MARKS && s == MM_OK; made++)
+        if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
+    mm_ll_args a = st->args;
+    a.comm = st->rt->comm;
+    a.tokens = io->tokens;
+    a.x = io->x;
+    a.ids = io->ids;
+    a.topk_w = io->topk_w;
+    a.y = io->y;
+    if (s == MM_OK && (mm_launch_ll(a, marks, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess))
+        s = MM_RUNTIME;
+    for (int i = 0; s == MM_OK && i < MM_LL_MARKS - 1; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, marks[i], marks[i + 1]) != cudaSuccess) s = MM_RUNTIME;
+        mm_fmt(names[i], 16, "%s", stage[i]);
+        us[i] = ms * 1000.0;
+    }
+    for (int i = 0; i < made; i++) cudaEventDestroy(marks[i]);
+    *n = s == MM_OK ? MM_LL_MARKS - 1 : 0;
+    return s;
 }
 
 void ll_destroy(void *state)

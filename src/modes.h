@@ -4,6 +4,7 @@
 #define MEGAMOE_MODES_H
 
 #include "config.h"
+#include "report.h" /* MM_MAX_STAGES */
 #include "runtime.h"
 #include "sweep.h"
 
@@ -34,6 +35,10 @@ typedef struct {
     mm_status (*run)(void *state, const mm_mode_io *io, cudaStream_t stream);
     void (*destroy)(void *state);
     int graph_ok;
+    /* --breakdown (NULL: no stages): one instrumented call, synchronous; fills up to
+     * MM_MAX_STAGES stage names and durations in us and returns how many */
+    mm_status (*stages)(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
+                        double *us, int *n);
 } mm_mode_ops;
 
 const mm_mode_ops *mode_ops(mm_mode m);
@@ -44,6 +49,8 @@ mm_status ll_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_t
                    uint64_t sym_offset, const mm_local_weights *w);
 mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream);
 void ll_destroy(void *state);
+mm_status ll_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
+                    int *n);
 
 /* fused (mode_fused.c) */
 uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
@@ -51,5 +58,7 @@ mm_status fused_setup(void **state, mm_runtime *rt, const mm_config *cfg, int ma
                       uint64_t sym_offset, const mm_local_weights *w);
 mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream);
 void fused_destroy(void *state);
+mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
+                       double *us, int *n);
 
 #endif

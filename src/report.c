@@ -197,9 +197,25 @@ static void tables(FILE *f, const mm_results *r, style st)
     if (fused && !baselines) table(f, r, MODE_FUSED, MODE_COUNT, st);
 }
 
+/* --breakdown rows: one line per (mode, batch) with its stages. */
+static void stages_text(FILE *f, const mm_results *r)
+{
+    int any = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const mm_row *row = &r->rows[i];
+        if (!row->n_stages) continue;
+        if (!any) fprintf(f, "\n## stages (--breakdown: us, median of instrumented calls, slowest rank)\n");
+        any = 1;
+        fprintf(f, "%-6s %6d ", mode_name(row->mode), row->batch);
+        for (int k = 0; k < row->n_stages; k++) fprintf(f, " %s %.1f", row->stage_name[k], row->stage_us[k]);
+        fprintf(f, "\n");
+    }
+}
+
 void report_text(FILE *f, const mm_results *r)
 {
     tables(f, r, STYLE_TEXT);
+    stages_text(f, r);
 }
 
 void report_markdown(FILE *f, const mm_results *r)
@@ -301,6 +317,15 @@ static cJSON *row_json(const mm_row *row)
         }
     } else {
         cJSON_AddNullToObject(o, "diff");
+    }
+    if (row->n_stages) {
+        cJSON *st = cJSON_AddArrayToObject(o, "stages");
+        for (int k = 0; k < row->n_stages; k++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", row->stage_name[k]);
+            cJSON_AddNumberToObject(e, "us", row->stage_us[k]);
+            cJSON_AddItemToArray(st, e);
+        }
     }
     cJSON *w = cJSON_AddObjectToObject(o, "work");
     cJSON_AddNumberToObject(w, "weight_bytes", row->weight_bytes);

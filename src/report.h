@@ -11,6 +11,7 @@
 
 #define MM_RESULTS_SCHEMA "megamoe.results/1"
 #define MM_MAX_RANKS 64
+#define MM_MAX_STAGES 8
 
 typedef enum { ROW_OK = 0, ROW_FAIL, ROW_TIMEOUT, ROW_ERROR, ROW_SKIP } mm_row_status;
 const char *row_status_name(mm_row_status s);
@@ -41,6 +42,10 @@ typedef struct {
     double *samples_us; /* that rank's per-iteration times, owned by the row */
     mm_diff diff;
     double weight_bytes, nvlink_bytes, flops, floor_us; /* expected, from the plan */
+    /* --breakdown: the mode's stages, median over instrumented calls, slowest rank */
+    int n_stages;
+    char stage_name[MM_MAX_STAGES][16];
+    double stage_us[MM_MAX_STAGES];
 } mm_row;
 
 typedef struct {

@@ -24,6 +24,15 @@ static void parses(void **state)
     assert_true(o.l2_flush);
     assert_int_equal(o.routing.kind, ROUTE_HOT);
     assert_string_equal(o.json_path, "x.json");
+    assert_int_equal(o.sweeps, 1);
+    const char *sw[] = {"megamoe", "bench", "--sweeps", "3", "--breakdown"};
+    assert_int_equal(run(&o, err, 5, sw), MM_OK);
+    assert_int_equal(o.sweeps, 3);
+    assert_true(o.breakdown);
+    const char *sw0[] = {"megamoe", "bench", "--sweeps", "0"};
+    assert_int_equal(run(&o, err, 4, sw0), MM_USAGE);
+    const char *swc[] = {"megamoe", "check", "--sweeps", "2"};
+    assert_int_equal(run(&o, err, 4, swc), MM_USAGE);
     const char *p[] = {"megamoe", "plan", "--ranks", "8", "--hbm-gbps", "4000"};
     assert_int_equal(run(&o, err, 6, p), MM_OK);
     assert_int_equal(o.ranks, 8);
