@@ -309,14 +309,20 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             const int quad = threadIdx.x % 4;
             float amax[2] = {0.0f, 0.0f};
             const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
-            const float w_lo = r_lo < rows ? meta[r_lo].weight : 0.0f, w_hi = r_hi < rows ? meta[r_hi].weight : 0.0f;
+            const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
+            const float w_lo = ok_lo ? meta[r_lo].weight : 0.0f, w_hi = ok_hi ? meta[r_hi].weight : 0.0f;
+            /* SwiGLU only on valid rows: at decode sizes most of the tile is padding, and this
+             * math (exp, division) over all 128 rows cost more than the row's GEMM */
+            if (ok_lo || ok_hi) {
 #pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) {
-                int hi = (i >> 1) & 1;
-                float hv = mm_swiglu(staging[i * MM_TILE_THREADS + threadIdx.x], acc[i], hi ? w_hi : w_lo,
-                                     a.has_limit, a.limit);
-                acc[i] = hv;
-                amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
+                for (int i = 0; i < MM_TILE_ACC; i++) {
+                    int hi = (i >> 1) & 1;
+                    if (!(hi ? ok_hi : ok_lo)) continue;
+                    float hv = mm_swiglu(staging[i * MM_TILE_THREADS + threadIdx.x], acc[i], hi ? w_hi : w_lo,
+                                         a.has_limit, a.limit);
+                    acc[i] = hv;
+                    amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
+                }
             }
             float scale[2];
 #pragma unroll

@@ -47,14 +47,14 @@ if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         filter=smoke; [ $tool = memcheck ] && filter=tokens-
         expect_rc 0 sanitizer-$tool $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-            --report-api-errors no build/megamoe check --filter $filter
+            --report-api-errors no build/megamoe check --filter $filter --timeout-ms 60000
         grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool.log" ||
             { echo "  sanitizer-$tool: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
     done
 fi
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
-expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep$ngpu-flash.json"
-expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --json "$logs/bench-ep$ngpu-pro.json"
+expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
+expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
 expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --json "$logs/bench-ep$ngpu-graph100.json"
 expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json
