@@ -5,7 +5,7 @@
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
 #      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
-#   4. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 100
+#   4. bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder
 #   5. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
@@ -56,7 +56,7 @@ expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deep
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
-expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --json "$logs/bench-ep$ngpu-graph100.json"
+expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --sweeps 3 --json "$logs/bench-ep$ngpu-graph100.json"
 expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json
 
 exit $fail
