@@ -291,18 +291,47 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         float acc[MM_TILE_ACC];
         int4 row_meta = make_int4(0, 0, 0, 0);
 
-        if (is_gemm1) {
-            recv_rows(a, cnt, le, t.row_tile, rows, &tab, true, &row_meta);
-            const int kb = a.hidden / 128, n_blocks = 2 * ib_count;
-            /* gate block, parked in shared memory in a per-thread layout (no sync needed) */
-            const int gate_row = le * 2 * a.inter + block * 128, up_row = gate_row + a.inter;
-            mm_tile_b gate = {a.w1_map, gate_row, a.s1 + ((size_t)le * n_blocks + block) * kb};
-            mm_tile_b up = {a.w1_map, up_row, a.s1 + ((size_t)le * n_blocks + ib_count + block) * kb};
-            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, gate, a.hidden, acc);
+        if (!is_gemm1) { /* GEMM2 reads what the row tile's GEMM1 items wrote */
+            if (threadIdx.x == 0)
+                ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
+            __syncthreads();
+            if (!ok_s) return;
+        }
+        /* GEMM1 reads its rows in place from dispatch_recv; GEMM2 from act. Either way the
+         * row metas (for the epilogue) come from the wire rows. */
+        recv_rows(a, cnt, le, t.row_tile, rows, &tab, is_gemm1, &row_meta);
+        if (!is_gemm1 && threadIdx.x < MM_GEMM_BM) {
+            size_t r = act_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
+            tab.row[threadIdx.x] = a.act + r * a.inter;
+            tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
+        }
+        /* One call site of the mainloop for every pass (GEMM1: gate then up; GEMM2: down), so
+         * the kernel holds one copy of it. The gate block is parked in shared memory in a
+         * per-thread layout (no sync needed) while the up block runs. */
+        const int passes = is_gemm1 ? 2 : 1, kb_h = a.hidden / 128, n_blocks = 2 * ib_count;
+        for (int pass = 0; pass < passes; pass++) {
+            mm_tile_b b;
+            int k;
+            if (is_gemm1) {
+                b.map = a.w1_map;
+                b.row0 = le * 2 * a.inter + pass * a.inter + block * 128;
+                b.scale = a.s1 + ((size_t)le * n_blocks + pass * ib_count + block) * kb_h;
+                k = a.hidden;
+            } else {
+                b.map = a.w2_map;
+                b.row0 = le * a.hidden + block * 128;
+                b.scale = a.s2 + ((size_t)le * hb_count + block) * ib_count;
+                k = a.inter;
+            }
+            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, b, k, acc);
+            if (is_gemm1 && pass == 0) {
 #pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
-            /* up block, then the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
-            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, up, a.hidden, acc);
+                for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
+            }
+        }
+
+        if (is_gemm1) {
+            /* the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
             store_meta(meta, row_meta);
             __syncthreads();
             /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
@@ -347,19 +376,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             __syncthreads();
             if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
         } else {
-            const int down_row = le * a.hidden + block * 128;
-            mm_tile_b down = {a.w2_map, down_row, a.s2 + ((size_t)le * hb_count + block) * ib_count};
-            if (threadIdx.x == 0)
-                ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
-            __syncthreads();
-            if (!ok_s) return;
-            recv_rows(a, cnt, le, t.row_tile, rows, &tab, false, &row_meta); /* for the meta */
-            if (threadIdx.x < MM_GEMM_BM) {
-                size_t r = act_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
-                tab.row[threadIdx.x] = a.act + r * a.inter;
-                tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
-            }
-            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, down, a.inter, acc);
             /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
             __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */
 #pragma unroll
