@@ -75,6 +75,22 @@ __device__ __forceinline__ bool mm_wait_geq(const mm_comm &c, const uint64_t *p,
     }
 }
 
+/* Last-CTA election over a local counter: every thread fences its (possibly remote) writes, then
+ * the CTA counts itself in; the winner fences again, so what it reads next is what the others
+ * wrote (and resets the counter for the next launch). Called by every thread. */
+__device__ __forceinline__ bool mm_last_cta(uint32_t *counter)
+{
+    __shared__ int last;
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        if (last) __threadfence_system();
+    }
+    __syncthreads();
+    return last != 0;
+}
+
 /* The barrier slot that rank `src` writes in rank `dst`'s symmetric buffer. */
 __device__ __forceinline__ uint64_t *mm_barrier_slot(const mm_comm &c, int dst, int src)
 {

@@ -50,15 +50,13 @@
 #include "layout.h"
 #include "megamoe_kernels.h"
 #include "recipe.h"
+#include "token_io.cuh"
 
 static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the GEMM core's");
 
 #define STAGING_BYTES (MM_GEMM_BM * MM_GEMM_BN * 4) /* gate block FP32, or the BF16 output tile */
 
-typedef struct {
-    int32_t src_rank, token, k;
-    float weight;
-} wire_meta;
+typedef mm_wire_meta wire_meta;
 
 enum { DONE_DISPATCH, DONE_GEMM2, DONE_EXIT, WORK_CLAIM };
 
@@ -92,21 +90,6 @@ __device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
     return send_counters(a) + a.experts;
 }
 
-/* Last-CTA election: every thread fences its (possibly remote) writes, then the CTA counts itself
- * in. The winner fences again so what it reads next is what the others wrote. */
-__device__ __forceinline__ bool last_cta(uint32_t *counter)
-{
-    __shared__ int last;
-    __threadfence_system();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        last = atomicAdd(counter, 1u) == gridDim.x - 1;
-        if (last) __threadfence_system();
-    }
-    __syncthreads();
-    return last != 0;
-}
-
 /* Bounded wait on a local counter written by other CTAs of this launch. */
 __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, uint32_t target,
                                            uint32_t phase)
@@ -137,46 +120,13 @@ __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
 /* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 {
-    const int h = a.hidden, lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
-    const uint64_t row_bytes = a.row_bytes;
-    __shared__ int slot;
-    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
-        __syncthreads(); /* the previous token's copies are done with `row` */
-        float *scales = (float *)(row + h);
-        for (int b = warp; b < h / 128; b += warps) {
-            uint2 raw = *(const uint2 *)(a.x + (size_t)t * h + b * 128 + lane * 4);
-            float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
-                          mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
-            float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
-            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            float s = mm_block_scale(amax, a.ue8m0);
-            uint32_t q = 0;
-            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
-            *(uint32_t *)(row + b * 128 + lane * 4) = q;
-            if (lane == 0) scales[b] = s;
-        }
-        for (int k = 0; k < a.topk; k++) {
-            int e = a.ids[(size_t)t * a.topk + k];
-            if (e < 0) continue;
-            __syncthreads(); /* the row is complete; the previous k's copy is done with `slot` */
-            if (threadIdx.x == 0) {
-                slot = (int)atomicAdd(&send_counters(a)[e], 1u);
-                wire_meta *m = (wire_meta *)(row + row_bytes - 16);
-                m->src_rank = me;
-                m->token = t;
-                m->k = k;
-                m->weight = a.topk_w[(size_t)t * a.topk + k];
-            }
-            __syncthreads();
-            int dest = e / el, le = e % el;
-            char *dst = region(a, dest, a.off_recv) +
-                        ((size_t)(le * a.comm.peers.ranks + me) * a.max_tokens + slot) * row_bytes;
-            for (uint64_t c = threadIdx.x; c < row_bytes / 16; c += blockDim.x)
-                ((uint4 *)dst)[c] = ((const uint4 *)row)[c];
-        }
-    }
-    if (last_cta(&counters(a)[DONE_DISPATCH])) {
+    __shared__ int slots[MM_KERNEL_MAX_TOPK];
+    mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.max_tokens, el};
+    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
+        mm_dispatch_token(d, a.hidden, a.topk, a.ue8m0, a.x + (size_t)t * a.hidden, a.ids + (size_t)t * a.topk,
+                          a.topk_w + (size_t)t * a.topk, t, send_counters(a), row, slots);
+    if (mm_last_cta(&counters(a)[DONE_DISPATCH])) {
         uint64_t epoch = *epoch_word(a) + 1;
         for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
             uint32_t n = mm_ld_volatile_u32(&send_counters(a)[e]);
@@ -397,7 +347,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     stamp(a, 3);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
-    if (last_cta(&counters(a)[DONE_GEMM2])) {
+    if (mm_last_cta(&counters(a)[DONE_GEMM2])) {
         for (int r = threadIdx.x; r < ranks; r += blockDim.x)
             mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + me, epoch);
         if (threadIdx.x == 0) counters(a)[DONE_GEMM2] = 0;
@@ -415,24 +365,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         __syncthreads();
         if (!ok_s) return;
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)region(a, me, a.off_combine);
-        for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
-            const __nv_bfloat16 *in = home + (size_t)t * a.topk * a.hidden;
-            for (int c = threadIdx.x * 2; c < a.hidden; c += blockDim.x * 2) {
-                float s0 = 0.0f, s1 = 0.0f;
-                for (int k = 0; k < a.topk; k++) {
-                    if (a.ids[(size_t)t * a.topk + k] < 0) continue;
-                    __nv_bfloat162 v = *(const __nv_bfloat162 *)(in + (size_t)k * a.hidden + c);
-                    s0 = __fadd_rn(s0, __bfloat162float(v.x));
-                    s1 = __fadd_rn(s1, __bfloat162float(v.y));
-                }
-                *(__nv_bfloat162 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = __floats2bfloat162_rn(s0, s1);
-            }
-        }
+        for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
+            mm_combine_token(home + (size_t)t * a.topk * a.hidden, a.ids + (size_t)t * a.topk, a.topk, a.hidden,
+                             (__nv_bfloat16 *)a.y + (size_t)t * a.hidden);
     }
 
     stamp(a, 4);
     /* 6: the last CTA out leaves the state clean for the next call */
-    if (last_cta(&counters(a)[DONE_EXIT])) {
+    if (mm_last_cta(&counters(a)[DONE_EXIT])) {
         for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
         if (threadIdx.x == 0) {
             counters(a)[WORK_CLAIM] = 0;

@@ -34,11 +34,9 @@
 #include "gemm_schedule.h"
 #include "megamoe_kernels.h"
 #include "recipe.h"
+#include "token_io.cuh"
 
-typedef struct {
-    int32_t src_rank, token, k;
-    float weight;
-} row_meta;
+typedef mm_wire_meta row_meta;
 
 /* The state region: epoch (u64) at 0, done[2] (u32) at 8, send counters [E] (u32) at 32. */
 __device__ __forceinline__ char *state_base(const mm_ll_args &a)
@@ -71,63 +69,18 @@ __global__ void ll_begin_kernel(mm_ll_args a)
     *epoch_word(a) += 1;
 }
 
-/* Last-CTA election: every thread fences its (remote) writes, then the CTA counts itself in. */
-__device__ __forceinline__ bool last_cta(uint32_t *counter)
-{
-    __shared__ int last;
-    __threadfence_system();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        last = atomicAdd(counter, 1u) == gridDim.x - 1;
-        if (last) __threadfence_system();
-    }
-    __syncthreads();
-    return last != 0;
-}
-
 __global__ void __launch_bounds__(128) ll_dispatch_kernel(mm_ll_args a)
 {
-    extern __shared__ __align__(16) uint8_t row[]; /* FP8 row, scales, meta: one wire row */
-    const int t = blockIdx.x, h = a.hidden, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    extern __shared__ __align__(16) uint8_t row[]; /* one wire row */
+    __shared__ int slots[MM_KERNEL_MAX_TOPK];
+    const int t = blockIdx.x;
     const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
-    const uint64_t row_bytes = a.row_bytes;
-    __shared__ int slot;
     if (t < a.tokens) {
-        float *scales = (float *)(row + h);
-        for (int b = warp; b < h / 128; b += 4) {
-            const uint16_t *src = a.x + (size_t)t * h + b * 128 + lane * 4;
-            uint2 raw = *(const uint2 *)src;
-            float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
-                          mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
-            float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
-            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            float s = mm_block_scale(amax, a.ue8m0);
-            uint32_t q = 0;
-            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
-            *(uint32_t *)(row + b * 128 + lane * 4) = q;
-            if (lane == 0) scales[b] = s;
-        }
-        for (int k = 0; k < a.topk; k++) {
-            int e = a.ids[(size_t)t * a.topk + k];
-            if (e < 0) continue;
-            __syncthreads(); /* the row is complete; the previous k's copy is done with `slot` */
-            if (threadIdx.x == 0) {
-                slot = (int)atomicAdd(&send_counters(a)[e], 1u);
-                row_meta *m = (row_meta *)(row + row_bytes - 16);
-                m->src_rank = me;
-                m->token = t;
-                m->k = k;
-                m->weight = a.topk_w[(size_t)t * a.topk + k];
-            }
-            __syncthreads();
-            int dest = e / el, le = e % el;
-            char *dst = region(a, dest, a.off_recv) +
-                        ((size_t)(le * a.comm.peers.ranks + me) * a.max_tokens + slot) * row_bytes;
-            for (uint64_t c = threadIdx.x; c < row_bytes / 16; c += blockDim.x)
-                ((uint4 *)dst)[c] = ((const uint4 *)row)[c];
-        }
+        mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.max_tokens, el};
+        mm_dispatch_token(d, a.hidden, a.topk, a.ue8m0, a.x + (size_t)t * a.hidden, a.ids + (size_t)t * a.topk,
+                          a.topk_w + (size_t)t * a.topk, t, send_counters(a), row, slots);
     }
-    if (last_cta(&done_counters(a)[0])) {
+    if (mm_last_cta(&done_counters(a)[0])) {
         uint64_t epoch = *epoch_word(a);
         for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
             uint32_t n = *(volatile uint32_t *)&send_counters(a)[e];
@@ -232,7 +185,7 @@ __global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
         const uint4 *src = (const uint4 *)(a.gemm2_out + row * a.hidden);
         for (int c = lane; c < a.hidden / 8; c += 32) dst[c] = src[c];
     }
-    if (last_cta(&done_counters(a)[1])) {
+    if (mm_last_cta(&done_counters(a)[1])) {
         uint64_t epoch = *epoch_word(a);
         for (int r = threadIdx.x; r < a.comm.peers.ranks; r += blockDim.x)
             mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + a.comm.peers.rank, epoch);
@@ -256,16 +209,7 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     if (!ok) return;
     const __nv_bfloat16 *in = (const __nv_bfloat16 *)region(a, a.comm.peers.rank, a.off_combine) +
                               (size_t)t * a.topk * a.hidden;
-    for (int c = threadIdx.x * 2; c < a.hidden; c += blockDim.x * 2) {
-        float s0 = 0.0f, s1 = 0.0f;
-        for (int k = 0; k < a.topk; k++) {
-            if (a.ids[(size_t)t * a.topk + k] < 0) continue;
-            __nv_bfloat162 v = *(const __nv_bfloat162 *)(in + (size_t)k * a.hidden + c);
-            s0 = __fadd_rn(s0, __bfloat162float(v.x));
-            s1 = __fadd_rn(s1, __bfloat162float(v.y));
-        }
-        *(__nv_bfloat162 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = __floats2bfloat162_rn(s0, s1);
-    }
+    mm_combine_token(in, a.ids + (size_t)t * a.topk, a.topk, a.hidden, (__nv_bfloat16 *)a.y + (size_t)t * a.hidden);
 }
 
 #define MARK(i)                                                                                   \

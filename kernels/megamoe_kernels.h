@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 #define MM_MAX_PEERS 8 /* one NVLink domain of one node */
+#define MM_KERNEL_MAX_TOPK 16 /* per-token routing state the kernels keep (config.h MM_MAX_TOPK fits) */
 
 /* Every rank's symmetric buffer as a plain pointer in this process's address space (NVLink loads
  * and stores go straight through them). Built once from NCCL's window; kernels take it by value

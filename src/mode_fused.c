@@ -79,12 +79,7 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->w2 = w->w2;
     a->s1 = w->s1;
     a->s2 = w->s2;
-    void *map = NULL;
-    uint64_t local_experts = (uint64_t)(cfg->experts / rt->world);
-    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
-    a->w1_map = map;
-    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
-    a->w2_map = map;
+    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -95,15 +90,21 @@ mm_status fused_setup(void **out, mm_runtime *rt, const mm_config *cfg, int max_
                       uint64_t sym_offset, const mm_local_weights *w)
 {
     fused_state *st = NULL;
-    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w), agreed;
-    /* every rank's region is clean before any rank's first call (the agreement is the barrier) */
-    MM_TRY(mpi_agree(local, &agreed));
-    if (agreed != MM_OK) {
-        fused_destroy(st);
-        return agreed;
-    }
-    *out = st;
-    return MM_OK;
+    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w);
+    return modes_agree_setup(local, st, fused_destroy, out);
+}
+
+/* The setup's arguments with this call's tokens and pointers. */
+static mm_fused_args call_args(const fused_state *st, const mm_mode_io *io)
+{
+    mm_fused_args a = st->args;
+    a.comm = st->rt->comm;
+    a.tokens = io->tokens;
+    a.x = io->x;
+    a.ids = io->ids;
+    a.topk_w = io->topk_w;
+    a.y = io->y;
+    return a;
 }
 
 mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
@@ -113,13 +114,7 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
         mm_error("fused: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
         return MM_USAGE;
     }
-    mm_fused_args a = st->args;
-    a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    mm_fused_args a = call_args(st, io);
     CUDA_TRY(mm_launch_fused(a, st->ctas, stream));
     return MM_OK;
 }
@@ -137,13 +132,7 @@ mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, c
     if (!host) return MM_RUNTIME;
     mm_status s = cudaMalloc((void **)&dev, count * sizeof *host) == cudaSuccess ? MM_OK : MM_RUNTIME;
     if (s == MM_OK) {
-        mm_fused_args a = st->args;
-        a.comm = st->rt->comm;
-        a.tokens = io->tokens;
-        a.x = io->x;
-        a.ids = io->ids;
-        a.topk_w = io->topk_w;
-        a.y = io->y;
+        mm_fused_args a = call_args(st, io);
         a.stamps = dev;
         if (cudaMemsetAsync(dev, 0, count * sizeof *host, stream) != cudaSuccess ||
             mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||

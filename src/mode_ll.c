@@ -9,6 +9,8 @@
 #include "modes.h"
 #include "plan.h"
 
+_Static_assert(MM_MAX_TOPK <= MM_KERNEL_MAX_TOPK, "the kernels hold every top-k slot of a token");
+
 typedef struct {
     mm_runtime *rt;
     mm_ll_args args; /* everything but the call's own pointers */
@@ -75,12 +77,7 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     a->w2 = w->w2;
     a->s1 = w->s1;
     a->s2 = w->s2;
-    void *map = NULL;
-    uint64_t local_experts = (uint64_t)(cfg->experts / rt->world);
-    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
-    a->w1_map = map;
-    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
-    a->w2_map = map;
+    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;
@@ -100,15 +97,21 @@ mm_status ll_setup(void **out, mm_runtime *rt, const mm_config *cfg, int max_tok
                    uint64_t sym_offset, const mm_local_weights *w)
 {
     ll_state *st = NULL;
-    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w), agreed;
-    /* every rank's region is clean before any rank's first call (the agreement is the barrier) */
-    MM_TRY(mpi_agree(local, &agreed));
-    if (agreed != MM_OK) {
-        ll_destroy(st);
-        return agreed;
-    }
-    *out = st;
-    return MM_OK;
+    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w);
+    return modes_agree_setup(local, st, ll_destroy, out);
+}
+
+/* The setup's arguments with this call's tokens and pointers. */
+static mm_ll_args call_args(const ll_state *st, const mm_mode_io *io)
+{
+    mm_ll_args a = st->args;
+    a.comm = st->rt->comm;
+    a.tokens = io->tokens;
+    a.x = io->x;
+    a.ids = io->ids;
+    a.topk_w = io->topk_w;
+    a.y = io->y;
+    return a;
 }
 
 mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream)
@@ -118,13 +121,7 @@ mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream)
         mm_error("ll: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
         return MM_USAGE;
     }
-    mm_ll_args a = st->args;
-    a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    mm_ll_args a = call_args(st, io);
     CUDA_TRY(mm_launch_ll(a, NULL, stream));
     return MM_OK;
 }
@@ -141,13 +138,7 @@ mm_status ll_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char
     mm_status s = MM_OK;
     for (; made < MM_LL_MARKS && s == MM_OK; made++)
         if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
-    mm_ll_args a = st->args;
-    a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    mm_ll_args a = call_args(st, io);
     if (s == MM_OK && (mm_launch_ll(a, marks, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess))
         s = MM_RUNTIME;
     for (int i = 0; s == MM_OK && i < MM_LL_MARKS - 1; i++) {

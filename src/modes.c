@@ -1,5 +1,7 @@
 #include "modes.h"
 
+#include "launch.h"
+
 /* One entry per mode; a NULL `missing` means built. */
 static const mm_mode_ops ops[MODE_COUNT] = {
     [MODE_FUSED] = {NULL, fused_sym_bytes, fused_setup, fused_run, fused_destroy, 1, fused_stages},
@@ -10,4 +12,28 @@ static const mm_mode_ops ops[MODE_COUNT] = {
 const mm_mode_ops *mode_ops(mm_mode m)
 {
     return &ops[m];
+}
+
+mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
+                            const void **w2_map)
+{
+    uint64_t local_experts = (uint64_t)(cfg->experts / ranks);
+    void *map = NULL;
+    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
+    *w1_map = map;
+    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
+    *w2_map = map;
+    return MM_OK;
+}
+
+mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out)
+{
+    mm_status agreed;
+    MM_TRY(mpi_agree(local, &agreed));
+    if (agreed != MM_OK) {
+        destroy(state);
+        return agreed;
+    }
+    *out = state;
+    return MM_OK;
 }

@@ -43,6 +43,13 @@ typedef struct {
 
 const mm_mode_ops *mode_ops(mm_mode m);
 
+/* Helpers the modes share. TMA descriptors of this rank's local W1 and W2 (cudaFree them). */
+mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
+                            const void **w2_map);
+/* A collective setup's end: every rank agrees on `local` (the agreement is also the barrier that
+ * orders every rank's clean region before anyone's first call); on failure `state` is destroyed. */
+mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out);
+
 /* ll (mode_ll.c) */
 uint64_t ll_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
 mm_status ll_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,

@@ -1,0 +1,103 @@
+/* Per-token dispatch and combine, shared by the ll pipeline and the fused kernel (so the two
+ * modes quantize, place and sum exactly alike).
+ *
+ * Dispatch of one token (one CTA): quantize the BF16 row per 128 channels into shared memory
+ * (recipe step 2), claim one slot per valid k at once (thread k does the atomic on the local
+ * per-expert counter: one round trip per token, not one per k), then all threads copy the K wire
+ * rows to the owners' receive regions over NVLink together; each row's 16-byte meta
+ * {src rank, token, k, weight} is written from registers, so no k waits for another.
+ * Wire row: H FP8 bytes, H/128 FP32 scales padded to 16 B, 16 B meta (layout.h mm_ll_row_bytes).
+ *
+ * Combine of one token: y = BF16 of the FP32 sum, in k order, of the token's valid BF16 expert
+ * rows (recipe step 7); each thread owns 8 channels and reads them 16 bytes at a time. */
+#ifndef MEGAMOE_TOKEN_IO_CUH
+#define MEGAMOE_TOKEN_IO_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "megamoe_kernels.h"
+#include "recipe.h"
+
+typedef struct {
+    int32_t src_rank, token, k;
+    float weight;
+} mm_wire_meta;
+
+/* Where dispatched rows go: dispatch_recv at byte `recv_offset` of every rank's symmetric buffer,
+ * [El][R][max_tokens] rows of row_bytes. */
+typedef struct {
+    const mm_peers *peers;
+    uint64_t recv_offset, row_bytes;
+    int max_tokens, local_experts;
+} mm_dispatch_dest;
+
+/* Called by every thread of the CTA; `row` holds row_bytes of shared memory, `slots` topk ints.
+ * Starts and ends with a __syncthreads (row and slots are free again afterwards). */
+__device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int hidden, int topk, int ue8m0,
+                                                  const uint16_t *x_row, const int32_t *ids_row,
+                                                  const float *w_row, int t, uint32_t *send_counters,
+                                                  uint8_t *row, int *slots)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, me = d.peers->rank;
+    __syncthreads(); /* the previous token's copies are done with row and slots */
+    float *scales = (float *)(row + hidden);
+    for (int b = warp; b < hidden / 128; b += warps) {
+        uint2 raw = *(const uint2 *)(x_row + b * 128 + lane * 4);
+        float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
+                      mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
+        float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        float s = mm_block_scale(amax, ue8m0);
+        uint32_t q = 0;
+        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
+        *(uint32_t *)(row + b * 128 + lane * 4) = q;
+        if (lane == 0) scales[b] = s;
+    }
+    if (threadIdx.x < topk) {
+        int e = ids_row[threadIdx.x];
+        slots[threadIdx.x] = e >= 0 ? (int)atomicAdd(&send_counters[e], 1u) : -1;
+    }
+    __syncthreads();
+    const int body = (int)(d.row_bytes / 16) - 1; /* 16-byte chunks before the meta */
+    for (int c = threadIdx.x; c < topk * (body + 1); c += blockDim.x) {
+        int k = c / (body + 1), part = c % (body + 1);
+        if (slots[k] < 0) continue;
+        int e = ids_row[k], dest = e / d.local_experts, le = e % d.local_experts;
+        uint4 *dst = (uint4 *)(d.peers->base[dest] + d.recv_offset +
+                               ((size_t)(le * d.peers->ranks + me) * d.max_tokens + slots[k]) * d.row_bytes);
+        if (part < body) {
+            dst[part] = ((const uint4 *)row)[part];
+        } else {
+            mm_wire_meta m = {me, t, k, w_row[k]};
+            dst[part] = *(const uint4 *)&m;
+        }
+    }
+    __syncthreads();
+}
+
+/* y[t] from the token's K expert rows at `in` ([K][H] BF16); called by every thread of the CTA. */
+__device__ __forceinline__ void mm_combine_token(const __nv_bfloat16 *in, const int32_t *ids_row, int topk,
+                                                 int hidden, __nv_bfloat16 *y_row)
+{
+    for (int c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) {
+        float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        for (int k = 0; k < topk; k++) {
+            if (ids_row[k] < 0) continue;
+            uint4 v = *(const uint4 *)(in + (size_t)k * hidden + c);
+            const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                s[2 * j] = __fadd_rn(s[2 * j], __bfloat162float(p[j].x));
+                s[2 * j + 1] = __fadd_rn(s[2 * j + 1], __bfloat162float(p[j].y));
+            }
+        }
+        uint4 out;
+        __nv_bfloat162 *o = (__nv_bfloat162 *)&out;
+#pragma unroll
+        for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
+        *(uint4 *)(y_row + c) = out;
+    }
+}
+
+#endif
