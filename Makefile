@@ -140,6 +140,7 @@ test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/f
 	tests/test_cli.sh $(BUILD)/megamoe
 	tests/test_gate.sh $(BUILD)/megamoe
 	tests/test_ep_invariance.sh
+	NVCC=$(NVCC) tests/test_ptxas.sh
 	/usr/bin/python3 scripts/plot.py tests/gate/base.json $(BUILD)/plot-test
 	test -s $(BUILD)/plot-test/latency.png && test -s $(BUILD)/plot-test/speedup.png && \
 	  test -s $(BUILD)/plot-test/floor_ratio.png
