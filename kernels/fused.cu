@@ -1,19 +1,21 @@
-/* The fused mega-MoE kernel (`--modes fused`), version 1: ONE persistent launch per call, from
- * this rank's BF16 tokens to its BF16 output, with no CPU sync and no other launch.
+/* The fused mega-MoE kernel (`--modes fused`): ONE persistent launch per call, from this rank's
+ * BF16 tokens to its BF16 output, with no CPU sync and no other launch (docs/fused.md).
  *
  * Grid: every CTA resident at once (mm_fused_prepare gives the bound), 256 threads. Every CTA
  * goes through the same phases; the hand-offs between them are counters, not grid barriers, so a
  * CTA starts a phase's work as soon as what that work needs is there:
- *   1 dispatch      CTAs stride over tokens: quantize the row (recipe step 2) in shared memory,
- *                   then for each k store FP8 row + scales + meta {src rank, token, k, weight} into
- *                   the owner's dispatch_recv[le][me][slot] over NVLink (slot from a local atomic
- *                   per expert). The last CTA out publishes (epoch << 32) | count to each expert's
- *                   owner with st.release.sys and clears the send counters.
+ *   1 dispatch      CTAs stride over tokens (token_io.cuh, shared with ll): quantize the row
+ *                   (recipe step 2) in shared memory, then store FP8 row + scales + meta {src
+ *                   rank, token, k, weight} for every k into the owner's dispatch_recv[le][me][slot]
+ *                   over NVLink (slots from local atomics per expert). The last CTA out publishes
+ *                   (epoch << 32) | count to each expert's owner with st.release.sys and clears
+ *                   the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
  *                   experts and builds the row-tile schedule in shared memory (tile_start).
- *   3 GEMM items    claimed one at a time from a local atomic, in one order: all GEMM1 items
- *                   (row tile, 128-block of I) first, then all GEMM2 items (row tile, 128-block
- *                   of H).
+ *   3 GEMM items    claimed one at a time from a local atomic (the next claim is issued while the
+ *                   current item runs), in one order: all GEMM1 items (row tile of 128, 128-block
+ *                   of I) first, then all GEMM2 items (row tile, 128-block of H). One call site
+ *                   of the tile mainloop (gemm_tile.cuh) serves every pass.
  *                   GEMM1 item: reads its A rows in place from dispatch_recv (a row table in
  *                   shared memory points at each row, whichever source rank sent it), runs the
  *                   gate block then the up block through the GEMM core, and in the epilogue
