@@ -8,6 +8,8 @@
 #ifndef MEGAMOE_GEMM_SCHEDULE_H
 #define MEGAMOE_GEMM_SCHEDULE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "recipe.h" /* MM_HD */
@@ -55,6 +57,18 @@ MM_HD mm_tile mm_tile_locate(const int32_t *tile_start, int experts, int col_til
     t.expert = lo;
     t.row_tile = row - tile_start[lo];
     return t;
+}
+
+/* Row r_in_tile of flat row tile `tile_flat` (one column tile): its row index in A, or false
+ * when the tile's expert has fewer rows. */
+MM_HD bool mm_tile_row_index(const int32_t *tile_start, const int32_t *row_offset, const int32_t *row_count,
+                             int experts, int tile_flat, int r_in_tile, size_t *row)
+{
+    mm_tile t = mm_tile_locate(tile_start, experts, 1, tile_flat);
+    int local = t.row_tile * MM_GEMM_BM + r_in_tile;
+    if (local >= row_count[t.expert]) return false;
+    *row = (size_t)row_offset[t.expert] + local;
+    return true;
 }
 
 #endif

@@ -13,7 +13,8 @@
  *                  expert, then pack its rows into the masked layout [le][R*T] (A, scales, meta) at
  *                  the prefix of the counts; CTA (le, 0) writes row_count[le].
  *   GEMM1          grouped GEMM core, masked form, FP32 out [rows][2I]
- *   act            warp per (valid row, 128 block of I): SwiGLU with the limit, times the row's
+ *   act            (act.cu, shared with normal) warp per (valid row, 128 block of I): SwiGLU
+ *                  with the limit, times the row's
  *                  top-k weight (mm_swiglu), quantized per 128 (recipe steps 4-5)
  *   GEMM2          grouped GEMM core, BF16 out [rows][H]
  *   combine_send   warp per valid row: store the BF16 row into its token's rank at
@@ -132,45 +133,6 @@ __global__ void __launch_bounds__(256) ll_receive_kernel(mm_ll_args a)
     }
 }
 
-/* Warp items over valid rows of the masked layout, through the row-tile prefix of the GEMM. */
-__device__ __forceinline__ bool locate_row(const mm_ll_args &a, int el, int tile_flat, int r_in_tile,
-                                           size_t *row)
-{
-    mm_tile t = mm_tile_locate(a.tile_start, el, 1, tile_flat);
-    int local = t.row_tile * MM_GEMM_BM + r_in_tile;
-    if (local >= a.row_count[t.expert]) return false;
-    *row = (size_t)a.row_offset[t.expert] + local;
-    return true;
-}
-
-__global__ void __launch_bounds__(256) ll_act_kernel(mm_ll_args a)
-{
-    const int el = a.experts / a.comm.peers.ranks, blocks = a.inter / 128, lane = threadIdx.x % 32;
-    const long long items = (long long)a.tile_start[el] * MM_GEMM_BM * blocks;
-    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
-    for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
-        int per_tile = MM_GEMM_BM * blocks;
-        int tile_flat = (int)(w / per_tile), rem = (int)(w % per_tile);
-        size_t row;
-        if (!locate_row(a, el, tile_flat, rem / blocks, &row)) continue;
-        int b = rem % blocks;
-        float weight = ((const row_meta *)a.packed_meta)[row].weight;
-        const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
-        float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
-        float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
-        float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        float s = mm_block_scale(amax, a.ue8m0);
-        uint32_t q = 0;
-        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
-        *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
-        if (lane == 0) a.act_scales[row * blocks + b] = s;
-    }
-}
-
 __global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
 {
     const int el = a.experts / a.comm.peers.ranks, lane = threadIdx.x % 32;
@@ -178,7 +140,9 @@ __global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
     const long long warps = (long long)gridDim.x * (blockDim.x / 32);
     for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
         size_t row;
-        if (!locate_row(a, el, (int)(w / MM_GEMM_BM), (int)(w % MM_GEMM_BM), &row)) continue;
+        if (!mm_tile_row_index(a.tile_start, a.row_offset, a.row_count, el, (int)(w / MM_GEMM_BM),
+                               (int)(w % MM_GEMM_BM), &row))
+            continue;
         row_meta m = ((const row_meta *)a.packed_meta)[row];
         uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
                                ((size_t)m.token * a.topk + m.k) * a.hidden * 2u);
@@ -233,7 +197,9 @@ extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream
                                a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
     if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
     MARK(3);
-    ll_act_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
+    mm_act_args act = {el, a.inter, a.has_limit, a.ue8m0, a.limit, a.tile_start, a.row_offset, a.row_count,
+                       a.packed_meta, a.gemm1_out, a.act, a.act_scales};
+    if ((e = mm_launch_swiglu_quant(act, a.sm_count * 2, stream)) != cudaSuccess) return e;
     MARK(4);
     mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
                                a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};

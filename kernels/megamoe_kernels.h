@@ -154,6 +154,20 @@ cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
 cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
 
+/* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
+ * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */
+typedef struct {
+    int experts, inter, has_limit, ue8m0;
+    float limit;
+    const int32_t *tile_start, *row_offset, *row_count;
+    const void *meta;
+    const float *gemm1_out;
+    uint8_t *act;
+    float *act_scales;
+} mm_act_args;
+
+cudaError_t mm_launch_swiglu_quant(mm_act_args args, int ctas, cudaStream_t stream);
+
 /* One call of the low-latency pipeline (ll.cu), all launches enqueued on `stream`. */
 typedef struct {
     mm_comm comm;

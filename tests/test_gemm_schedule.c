@@ -39,11 +39,32 @@ static void single_and_empty(void **state)
     assert_int_equal(t.col_tile, 31);
 }
 
+/* Row lookup through the schedule: valid rows map into each expert's segment, padding rows of a
+ * partial tile are refused. */
+static void row_index(void **state)
+{
+    (void)state;
+    const int32_t count[] = {3, 0, MM_GEMM_BM + 2};
+    const int32_t offset[] = {0, 1000, 5000};
+    int32_t start[4];
+    assert_int_equal(mm_tile_prefix(count, 3, start), 1 + 0 + 2);
+    size_t row = 0;
+    assert_true(mm_tile_row_index(start, offset, count, 3, 0, 2, &row));
+    assert_int_equal((int)row, 2);
+    assert_false(mm_tile_row_index(start, offset, count, 3, 0, 3, &row));
+    assert_true(mm_tile_row_index(start, offset, count, 3, 1, MM_GEMM_BM - 1, &row));
+    assert_int_equal((int)row, 5000 + MM_GEMM_BM - 1);
+    assert_true(mm_tile_row_index(start, offset, count, 3, 2, 1, &row));
+    assert_int_equal((int)row, 5000 + MM_GEMM_BM + 1);
+    assert_false(mm_tile_row_index(start, offset, count, 3, 2, 2, &row));
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_every_tile_once),
         cmocka_unit_test(single_and_empty),
+        cmocka_unit_test(row_index),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }

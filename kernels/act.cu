@@ -1,0 +1,49 @@
+/* The separate activation stage of the pipelines that run GEMM1 and GEMM2 as their own launches
+ * (ll, normal): for every valid row of the grouped layout (found through the GEMM's row-tile
+ * schedule), h = SwiGLU(gate, up) with the limit, times the row's top-k weight (mm_swiglu), then
+ * FP8 quantization per 128 (recipe steps 4-5). The fused kernel does the same in GEMM1's epilogue
+ * with the same functions, so all three agree bit for bit.
+ * Roles: a warp per (valid row, 128-block of I); each lane 4 channels; amax by warp shuffles.
+ * Buffers: gemm1_out [rows][2I] FP32 (gate, then up); meta [rows] mm_wire_meta (the weight);
+ * act [rows][I] FP8, act_scales [rows][I/128]. No synchronization beyond the launch. */
+#include <stdint.h>
+
+#include "gemm_schedule.h"
+#include "megamoe_kernels.h"
+#include "recipe.h"
+#include "token_io.cuh"
+
+__global__ void __launch_bounds__(256) swiglu_quant_kernel(mm_act_args a)
+{
+    const int blocks = a.inter / 128, lane = threadIdx.x % 32;
+    const long long items = (long long)a.tile_start[a.experts] * MM_GEMM_BM * blocks;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
+        int per_tile = MM_GEMM_BM * blocks;
+        int tile_flat = (int)(w / per_tile), rem = (int)(w % per_tile);
+        size_t row;
+        if (!mm_tile_row_index(a.tile_start, a.row_offset, a.row_count, a.experts, tile_flat, rem / blocks, &row))
+            continue;
+        int b = rem % blocks;
+        float weight = ((const mm_wire_meta *)a.meta)[row].weight;
+        const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
+        float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
+        float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
+                       mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
+        float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        float s = mm_block_scale(amax, a.ue8m0);
+        uint32_t q = 0;
+        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
+        *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
+        if (lane == 0) a.act_scales[row * blocks + b] = s;
+    }
+}
+
+extern "C" cudaError_t mm_launch_swiglu_quant(mm_act_args a, int ctas, cudaStream_t stream)
+{
+    swiglu_quant_kernel<<<ctas, 256, 0, stream>>>(a);
+    return cudaGetLastError();
+}
