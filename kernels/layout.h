@@ -67,35 +67,59 @@ static inline int64_t mm_pair_capacity(const mm_shape *s)
     return s->ranks * s->max_tokens * per_token + el * (MM_GEMM_BLOCK_M - 1);
 }
 
-/* Region indices, so kernels and host name them instead of counting. */
-enum { NORMAL_SIGNALS, NORMAL_COUNTS, NORMAL_DISPATCH_RECV, NORMAL_COMBINE_RECV };
-enum { NORMAL_PERMUTED, NORMAL_GEMM1_OUT, NORMAL_ACT, NORMAL_GEMM2_OUT };
+/* One dispatched row of the normal pipeline: H FP8 bytes, H/128 FP32 scales padded to 16 B, then
+ * a header padded to 16 B: the token's top-k ids as the receiver sees them (local id or -1), its
+ * K weights, and its index on the sender. */
+static inline uint64_t mm_normal_row_bytes(const mm_shape *s)
+{
+    return (uint64_t)s->hidden + mm_align_up((uint64_t)(s->hidden / 128) * 4u, 16) +
+           mm_align_up((uint64_t)s->topk * 8u + 4u, 16);
+}
 
-/* normal, symmetric part. Every peer may send each of its T tokens once. */
+/* Region indices, so kernels and host name them instead of counting. */
+enum { NORMAL_COUNTS, NORMAL_DISPATCH_RECV, NORMAL_COMBINE_RECV };
+enum { NORMAL_XQ, NORMAL_XQ_SCALES, NORMAL_TOKEN_SLOT, NORMAL_COUNTERS, NORMAL_SCHEDULE, NORMAL_PACKED_X,
+       NORMAL_PACKED_SCALES, NORMAL_PACKED_META, NORMAL_GEMM1_OUT, NORMAL_ACT, NORMAL_ACT_SCALES,
+       NORMAL_GEMM2_OUT };
+
+/* normal, symmetric part. Every peer may send each of its T tokens once; the waits are the
+ * runtime's device barriers between stages, so there are no signal words here. */
 static inline mm_layout mm_layout_normal_sym(const mm_shape *s)
 {
     mm_layout l = {0};
     int64_t el = mm_local_experts(s);
-    mm_layout_add(&l, "signals", MM_SIGNAL_WORDS * 8);
-    /* [R][R + El] int32: each sender's per-rank and per-expert counts */
-    mm_layout_add(&l, "counts", (uint64_t)(s->ranks * (s->ranks + el)) * 4u);
-    /* [R][T] rows: FP8 row + scales + K (local expert id, weight) pairs */
-    mm_layout_add(&l, "dispatch_recv",
-                  (uint64_t)(s->ranks * s->max_tokens) *
-                      (mm_fp8_row_bytes(s->hidden) + (uint64_t)s->topk * 8u));
-    /* [R][T][H] BF16: each rank's pre-reduced partial row for each of my tokens */
+    /* [R][1 + El] int32: sender s's rows for this rank, then per local expert */
+    mm_layout_add(&l, "counts", (uint64_t)(s->ranks * (1 + el)) * 4u);
+    /* [R][T] rows of mm_normal_row_bytes, sender s's block at the prefix of the counts */
+    mm_layout_add(&l, "dispatch_recv", (uint64_t)(s->ranks * s->max_tokens) * mm_normal_row_bytes(s));
+    /* [R][T][H] BF16: each rank's partial sum (its experts) of each of my tokens */
     mm_layout_add(&l, "combine_recv", (uint64_t)(s->ranks * s->max_tokens * s->hidden) * 2u);
     return l;
 }
 
-/* normal, local workspace: the expert-contiguous pipeline between dispatch and combine. */
+/* normal, local workspace: the quantized tokens, the layout, and the expert-contiguous pipeline
+ * between dispatch and combine (each expert's rows padded to the tile height). */
 static inline mm_layout mm_layout_normal_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    uint64_t rows = (uint64_t)mm_pair_capacity(s);
-    mm_layout_add(&l, "permuted_x", rows * (mm_fp8_row_bytes(s->hidden) + MM_ROW_META_BYTES));
+    int64_t el = mm_local_experts(s);
+    uint64_t rows = (uint64_t)mm_pair_capacity(s), t = (uint64_t)s->max_tokens;
+    mm_layout_add(&l, "x_fp8", t * (uint64_t)s->hidden);
+    mm_layout_add(&l, "x_scales", t * (uint64_t)(s->hidden / 128) * 4u);
+    /* [T][R] int32: the token's slot in its block at rank r, -1 when it does not go there */
+    mm_layout_add(&l, "token_slot", t * (uint64_t)s->ranks * 4u);
+    /* zeroed each call: send count [R], expert count [E], permute fill [El]; then send offset
+     * [R], receive base [R + 1] */
+    mm_layout_add(&l, "counters", (uint64_t)(s->ranks + s->experts + el + s->ranks + s->ranks + 1) * 4u);
+    /* row_offset [El + 1], row_count [El], tile_start [El + 1] */
+    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 2) * 4u);
+    mm_layout_add(&l, "permuted_x", rows * (uint64_t)s->hidden);
+    mm_layout_add(&l, "permuted_scales", rows * (uint64_t)(s->hidden / 128) * 4u);
+    /* 16 B per row: receive row, token, k, weight; then perm_index [R*T][K] int32 */
+    mm_layout_add(&l, "permuted_meta", rows * MM_ROW_META_BYTES + (uint64_t)(s->ranks * s->max_tokens * s->topk) * 4u);
     mm_layout_add(&l, "gemm1_out_f32", rows * (uint64_t)s->inter * 2u * 4u);
-    mm_layout_add(&l, "act_fp8", rows * mm_fp8_row_bytes(s->inter));
+    mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
+    mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     mm_layout_add(&l, "gemm2_out_bf16", rows * (uint64_t)s->hidden * 2u);
     return l;
 }

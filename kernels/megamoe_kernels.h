@@ -202,6 +202,52 @@ typedef struct {
 #define MM_LL_MARKS 8
 cudaError_t mm_launch_ll(mm_ll_args args, cudaEvent_t *marks, cudaStream_t stream);
 
+/* The normal (high-throughput) pipeline (normal.cu): a launch per stage, one host sync. */
+typedef struct {
+    mm_comm comm;
+    /* byte offsets of the regions in every rank's symmetric buffer (mode offset included) */
+    uint64_t off_counts, off_recv, off_combine;
+    uint64_t row_bytes; /* mm_normal_row_bytes */
+    int hidden, inter, experts, topk, max_tokens;
+    int has_limit, ue8m0, sm_count;
+    float limit;
+    /* this call */
+    int tokens;
+    const uint16_t *x;
+    const int32_t *ids;
+    const float *topk_w;
+    uint16_t *y;
+    int recv_rows; /* rows this rank received: known on the host after the count exchange */
+    /* local workspace (mm_layout_normal_local) */
+    uint8_t *xq;
+    float *xq_scales;
+    int32_t *token_slot;   /* [T][R] */
+    int32_t *send_count;   /* [R], then expert_count [E], fill [El] (zeroed each call) */
+    int32_t *expert_count;
+    int32_t *fill;
+    int32_t *send_offset;  /* [R] */
+    int32_t *recv_base;    /* [R + 1] */
+    int32_t *row_offset, *row_count, *tile_start;
+    uint8_t *packed_x;
+    float *packed_scales;
+    void *packed_meta;     /* [rows] mm_wire_meta-shaped {receive row, token, k, weight} */
+    int32_t *perm_index;   /* [R*T][K] */
+    float *gemm1_out;
+    uint8_t *act;
+    float *act_scales;
+    uint16_t *gemm2_out;
+    int32_t *host_totals;  /* host-mapped: [0] rows received, [1] padded expert rows */
+    const uint8_t *w1, *w2;
+    const float *s1, *s2;
+    const void *w1_map, *w2_map;
+} mm_normal_args;
+
+/* The stages before the CPU sync (quantize, layout, notify, barrier, offsets), and the ones after
+ * it (dispatch ... combine, a.recv_rows set). marks: NULL or MM_NORMAL_MARKS events. */
+#define MM_NORMAL_MARKS 9
+cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
+cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
+
 /* The fused mega-MoE kernel (fused.cu): one persistent launch per call. */
 typedef struct {
     mm_comm comm;

@@ -5,7 +5,7 @@
 /* One entry per mode; a NULL `missing` means built. */
 static const mm_mode_ops ops[MODE_COUNT] = {
     [MODE_FUSED] = {NULL, fused_sym_bytes, fused_setup, fused_run, fused_destroy, 1, fused_stages},
-    [MODE_NORMAL] = {"not implemented", NULL, NULL, NULL, NULL, 0, NULL},
+    [MODE_NORMAL] = {NULL, normal_sym_bytes, normal_setup, normal_run, normal_destroy, 0, normal_stages},
     [MODE_LL] = {NULL, ll_sym_bytes, ll_setup, ll_run, ll_destroy, 1, ll_stages},
 };
 

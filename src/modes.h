@@ -59,6 +59,15 @@ void ll_destroy(void *state);
 mm_status ll_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
                     int *n);
 
+/* normal (mode_normal.c) */
+uint64_t normal_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
+mm_status normal_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                       uint64_t sym_offset, const mm_local_weights *w);
+mm_status normal_run(void *state, const mm_mode_io *io, cudaStream_t stream);
+void normal_destroy(void *state);
+mm_status normal_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
+                        double *us, int *n);
+
 /* fused (mode_fused.c) */
 uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens);
 mm_status fused_setup(void **state, mm_runtime *rt, const mm_config *cfg, int max_tokens,

@@ -1,0 +1,294 @@
+/* Normal (high-throughput) pipeline (`--modes normal`), DeepEP-style: one launch per stage and one
+ * CPU sync per call, as engines built on DeepEP's normal mode run it. Not graph-capturable.
+ *
+ * Launches of one call (marks for --breakdown between them):
+ *   quantize      x -> FP8 + per-128 scales (recipe step 2), local
+ *   layout        thread per token: its rank mask (once per rank however many of its experts live
+ *                 there), a slot in each destination's block (atomic per rank), and the count per
+ *                 expert (atomic)
+ *   notify        one CTA writes this rank's row of counts {tokens, per local expert} into every
+ *                 rank's counts[me] (plain NVLink stores)
+ *   barrier A     the runtime's device barrier (release/acquire, bounded): every row is in
+ *   offsets       one CTA: where each sender's block starts here (prefix of the counts), where this
+ *                 rank's block starts at each receiver (read from the receiver's counts), each
+ *                 local expert's rows and its segment padded to the tile height, and the totals
+ *                 into host-mapped memory
+ *   -- the host waits for the stream and reads the totals (the CPU sync this mode is known for)
+ *   dispatch      CTA per token: its FP8 row, scales and header {ids as the receiver sees them
+ *                 (local id or -1), weights, token} to each destination at offset + slot
+ *   barrier B     every row has arrived
+ *   permute       CTA per received row: one copy per local expert of the row into that expert's
+ *                 segment (slot from an atomic per expert), with {row, token, k, weight} and the
+ *                 position in perm_index[row][k]
+ *   GEMM1         grouped GEMM core, contiguous form, FP32 out
+ *   act           SwiGLU x weight + FP8 quantization (act.cu, shared with ll)
+ *   GEMM2         grouped GEMM core, BF16 out
+ *   reduce-send   CTA per received row: the FP32 sum of its local experts' BF16 rows in k order,
+ *                 rounded to BF16, stored at the sender's combine_recv[me][token] (NVLink)
+ *   barrier C     every partial row has arrived
+ *   combine       CTA per token: y = BF16 of the FP32 sum of the partial rows of the ranks it
+ *                 went to, in rank order
+ * Buffers: layout.h mm_layout_normal_sym (counts, dispatch_recv, combine_recv) and _local.
+ * Reuse across calls without clearing: a peer writes our counts for call c+1 after barrier C of
+ * call c (we read ours before barrier B), our dispatch_recv after barrier A of c+1 (we read it
+ * before C of c), our combine_recv after B of c+1 (we read it after C of c, before A of c+1).
+ * Numerics: the recipe up to the combine; the per-rank BF16 partial sum is this pipeline's own
+ * extra rounding (at EP1 it is the recipe exactly). */
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "comm.cuh"
+#include "gemm_schedule.h"
+#include "layout.h"
+#include "megamoe_kernels.h"
+#include "normal_layout.h"
+#include "token_io.cuh"
+
+#define MAX_K MM_KERNEL_MAX_TOPK
+
+__device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t off)
+{
+    return a.comm.peers.base[rank] + off;
+}
+
+/* The header after a dispatched row's FP8 bytes and scales. */
+__device__ __forceinline__ uint64_t header_offset(const mm_normal_args &a)
+{
+    return (uint64_t)a.hidden + (((uint64_t)a.hidden / 128 * 4 + 15) / 16) * 16;
+}
+
+__global__ void normal_layout_kernel(mm_normal_args a)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x, ranks = a.comm.peers.ranks;
+    const int el = a.experts / ranks;
+    if (t >= a.tokens) return;
+    const int32_t *ids = a.ids + (size_t)t * a.topk;
+    uint32_t mask = mm_token_rank_mask(ids, a.topk, el);
+    for (int r = 0; r < ranks; r++)
+        a.token_slot[(size_t)t * ranks + r] = (mask >> r) & 1u ? atomicAdd(&a.send_count[r], 1) : -1;
+    for (int k = 0; k < a.topk; k++)
+        if (ids[k] >= 0) atomicAdd(&a.expert_count[ids[k]], 1);
+}
+
+__global__ void normal_notify_kernel(mm_normal_args a)
+{
+    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    for (int i = threadIdx.x; i < ranks * (1 + el); i += blockDim.x) {
+        int r = i / (1 + el), j = i % (1 + el);
+        int32_t *row = (int32_t *)sym(a, r, a.off_counts) + (size_t)me * (1 + el);
+        row[j] = j == 0 ? a.send_count[r] : a.expert_count[r * el + j - 1];
+    }
+}
+
+__global__ void normal_offsets_kernel(mm_normal_args a)
+{
+    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    const volatile int32_t *mine = (const volatile int32_t *)sym(a, me, a.off_counts);
+    if (threadIdx.x < ranks) { /* my block's start at receiver r: rows senders before me send there */
+        const volatile int32_t *theirs = (const volatile int32_t *)sym(a, threadIdx.x, a.off_counts);
+        int off = 0;
+        for (int s = 0; s < me; s++) off += theirs[(size_t)s * (1 + el)];
+        a.send_offset[threadIdx.x] = off;
+    }
+    for (int e = threadIdx.x; e < el; e += blockDim.x) {
+        int rows = 0;
+        for (int s = 0; s < ranks; s++) rows += mine[(size_t)s * (1 + el) + 1 + e];
+        a.row_count[e] = rows;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int total = 0;
+        for (int s = 0; s < ranks; s++) {
+            a.recv_base[s] = total;
+            total += mine[(size_t)s * (1 + el)];
+        }
+        a.recv_base[ranks] = total;
+        int padded = mm_padded_segments(a.row_count, el, MM_GEMM_BM, a.row_offset);
+        mm_tile_prefix(a.row_count, el, a.tile_start);
+        volatile int32_t *host = a.host_totals;
+        host[0] = total;
+        host[1] = padded;
+        __threadfence_system();
+    }
+}
+
+__global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
+{
+    const int ranks = a.comm.peers.ranks, el = a.experts / ranks;
+    const int sblocks = a.hidden / 128;
+    __shared__ int32_t local_ids[MAX_K];
+    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+        const int32_t *ids = a.ids + (size_t)t * a.topk;
+        for (int r = 0; r < ranks; r++) {
+            int slot = a.token_slot[(size_t)t * ranks + r];
+            if (slot < 0) continue;
+            __syncthreads(); /* the previous destination's header is written */
+            if (threadIdx.x == 0) mm_token_local_ids(ids, a.topk, el, r, local_ids);
+            __syncthreads();
+            char *dst = sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes;
+            const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.hidden);
+            for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x) ((uint4 *)dst)[c] = q[c];
+            for (int c = threadIdx.x; c < sblocks; c += blockDim.x)
+                ((float *)(dst + a.hidden))[c] = a.xq_scales[(size_t)t * sblocks + c];
+            int32_t *hdr = (int32_t *)(dst + header_offset(a));
+            for (int k = threadIdx.x; k < a.topk; k += blockDim.x) {
+                hdr[k] = local_ids[k];
+                ((float *)hdr)[a.topk + k] = a.topk_w[(size_t)t * a.topk + k];
+            }
+            if (threadIdx.x == 0) hdr[2 * a.topk] = t;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
+{
+    const int sblocks = a.hidden / 128;
+    __shared__ int dst_row[MAX_K];
+    for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
+        const char *src = sym(a, a.comm.peers.rank, a.off_recv) + (size_t)j * a.row_bytes;
+        const int32_t *hdr = (const int32_t *)(src + header_offset(a));
+        __syncthreads(); /* the previous row's copies are done with dst_row */
+        if (threadIdx.x < a.topk) {
+            int lid = hdr[threadIdx.x], at = -1;
+            if (lid >= 0) {
+                at = a.row_offset[lid] + atomicAdd(&a.fill[lid], 1);
+                mm_wire_meta m = {j, hdr[2 * a.topk], (int)threadIdx.x, ((const float *)hdr)[a.topk + threadIdx.x]};
+                ((mm_wire_meta *)a.packed_meta)[at] = m;
+            }
+            dst_row[threadIdx.x] = at;
+            a.perm_index[(size_t)j * a.topk + threadIdx.x] = at;
+        }
+        __syncthreads();
+        for (int k = 0; k < a.topk; k++) {
+            int at = dst_row[k];
+            if (at < 0) continue;
+            for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x)
+                ((uint4 *)(a.packed_x + (size_t)at * a.hidden))[c] = ((const uint4 *)src)[c];
+            for (int c = threadIdx.x; c < sblocks; c += blockDim.x)
+                a.packed_scales[(size_t)at * sblocks + c] = ((const float *)(src + a.hidden))[c];
+        }
+    }
+}
+
+__global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args a)
+{
+    const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank;
+    __shared__ int rows[MAX_K];
+    for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
+        int sender = 0;
+        while (sender < ranks - 1 && j >= a.recv_base[sender + 1]) sender++;
+        const char *src = sym(a, me, a.off_recv) + (size_t)j * a.row_bytes;
+        const int token = ((const int32_t *)(src + header_offset(a)))[2 * a.topk];
+        __syncthreads();
+        if (threadIdx.x < a.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.topk + threadIdx.x];
+        __syncthreads();
+        __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) +
+                             ((size_t)me * a.max_tokens + token) * a.hidden;
+        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) {
+            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            for (int k = 0; k < a.topk; k++) {
+                if (rows[k] < 0) continue;
+                uint4 v = *(const uint4 *)(a.gemm2_out + (size_t)rows[k] * a.hidden + c);
+                const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    s[2 * i] = __fadd_rn(s[2 * i], __bfloat162float(p[i].x));
+                    s[2 * i + 1] = __fadd_rn(s[2 * i + 1], __bfloat162float(p[i].y));
+                }
+            }
+            uint4 packed;
+            __nv_bfloat162 *o = (__nv_bfloat162 *)&packed;
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[i] = __floats2bfloat162_rn(s[2 * i], s[2 * i + 1]);
+            *(uint4 *)(out + c) = packed;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
+{
+    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
+    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+        uint32_t mask = mm_token_rank_mask(a.ids + (size_t)t * a.topk, a.topk, el);
+        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) {
+            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            for (int r = 0; r < ranks; r++) {
+                if (!((mask >> r) & 1u)) continue;
+                uint4 v = *(const uint4 *)(home + ((size_t)r * a.max_tokens + t) * a.hidden + c);
+                const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    s[2 * i] = __fadd_rn(s[2 * i], __bfloat162float(p[i].x));
+                    s[2 * i + 1] = __fadd_rn(s[2 * i + 1], __bfloat162float(p[i].y));
+                }
+            }
+            uint4 packed;
+            __nv_bfloat162 *o = (__nv_bfloat162 *)&packed;
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[i] = __floats2bfloat162_rn(s[2 * i], s[2 * i + 1]);
+            *(uint4 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = packed;
+        }
+    }
+}
+
+#define MARK(i)                                                                                   \
+    do {                                                                                          \
+        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
+    } while (0)
+
+static int grid_for(int items, int cap)
+{
+    return items < 1 ? 1 : (items < cap ? items : cap);
+}
+
+extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
+{
+    const int el = a.experts / a.comm.peers.ranks;
+    cudaError_t e = cudaSuccess;
+    MARK(0);
+    /* send count [R], expert count [E], fill [El] are contiguous */
+    if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el) * 4, stream)) != cudaSuccess)
+        return e;
+    if (a.tokens > 0) {
+        if ((e = mm_launch_quantize_rows(a.x, a.tokens, a.hidden, a.ue8m0, a.xq, a.xq_scales, stream)) != cudaSuccess)
+            return e;
+        normal_layout_kernel<<<(a.tokens + 255) / 256, 256, 0, stream>>>(a);
+    }
+    MARK(1);
+    normal_notify_kernel<<<1, 256, 0, stream>>>(a);
+    if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    normal_offsets_kernel<<<1, 256, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
+{
+    const int el = a.experts / a.comm.peers.ranks, comm_ctas = a.sm_count * 4;
+    cudaError_t e = cudaSuccess;
+    MARK(2);
+    normal_dispatch_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
+    if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    MARK(3);
+    normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    MARK(4);
+    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
+                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
+    if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
+    MARK(5);
+    mm_act_args act = {el, a.inter, a.has_limit, a.ue8m0, a.limit, a.tile_start, a.row_offset, a.row_count,
+                       a.packed_meta, a.gemm1_out, a.act, a.act_scales};
+    if ((e = mm_launch_swiglu_quant(act, a.sm_count * 2, stream)) != cudaSuccess) return e;
+    MARK(6);
+    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
+                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
+    if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    MARK(7);
+    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
+    if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    normal_combine_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    MARK(8);
+    return cudaSuccess;
+}

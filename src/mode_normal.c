@@ -1,0 +1,182 @@
+/* normal mode, host side: carves the buffers of kernels/layout.h and runs one call of
+ * kernels/normal.cu as its engines do: the stages up to the count exchange, then the CPU sync
+ * (wait for the stream, read the received totals from host-mapped memory), then the rest.
+ * Buffers are sized once for max_tokens per rank and reused by every call. */
+#include <stdlib.h>
+
+#include "../kernels/layout.h"
+#include "launch.h"
+#include "modes.h"
+#include "plan.h"
+
+typedef struct {
+    mm_runtime *rt;
+    mm_normal_args args; /* everything but the call's own pointers */
+    void *local;
+    int32_t *host_totals; /* host-mapped */
+    int pair_capacity;
+} normal_state;
+
+uint64_t normal_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
+{
+    mm_shape s = plan_shape(cfg, ranks, max_tokens > 0 ? max_tokens : 1);
+    return mm_layout_normal_sym(&s).total;
+}
+
+static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
+                             uint64_t sym_offset, const mm_local_weights *w)
+{
+    *out = NULL;
+    mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
+    mm_layout sym = mm_layout_normal_sym(&shape), loc = mm_layout_normal_local(&shape);
+    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
+        mm_error("normal: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
+                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
+                 (unsigned long long)rt->sym_bytes);
+        return MM_RUNTIME;
+    }
+    if (rt->world > 32) {
+        mm_error("normal: at most 32 ranks (a token's destinations are a 32-bit mask)");
+        return MM_USAGE;
+    }
+    MM_TRY(runtime_check_fit(rt, "normal mode workspace", loc.total));
+    CUDA_TRY(mm_grouped_gemm_prepare());
+    normal_state *st = calloc(1, sizeof *st);
+    if (!st) return MM_RUNTIME;
+    *out = st; /* released by the caller on failure */
+    st->rt = rt;
+    st->pair_capacity = (int)mm_pair_capacity(&shape);
+    CUDA_TRY(cudaMalloc(&st->local, loc.total));
+    CUDA_TRY(cudaHostAlloc((void **)&st->host_totals, 4 * sizeof(int32_t), cudaHostAllocMapped));
+    char *base = st->local;
+    int el = cfg->experts / rt->world;
+    mm_normal_args *a = &st->args;
+    a->comm = rt->comm;
+    a->off_counts = sym_offset + sym.region[NORMAL_COUNTS].offset;
+    a->off_recv = sym_offset + sym.region[NORMAL_DISPATCH_RECV].offset;
+    a->off_combine = sym_offset + sym.region[NORMAL_COMBINE_RECV].offset;
+    a->row_bytes = mm_normal_row_bytes(&shape);
+    a->hidden = cfg->hidden;
+    a->inter = cfg->inter;
+    a->experts = cfg->experts;
+    a->topk = cfg->topk;
+    a->max_tokens = max_tokens;
+    a->has_limit = cfg->has_swiglu_limit;
+    a->limit = (float)cfg->swiglu_limit;
+    a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    a->sm_count = rt->sm_count;
+    a->xq = (uint8_t *)(base + loc.region[NORMAL_XQ].offset);
+    a->xq_scales = (float *)(base + loc.region[NORMAL_XQ_SCALES].offset);
+    a->token_slot = (int32_t *)(base + loc.region[NORMAL_TOKEN_SLOT].offset);
+    a->send_count = (int32_t *)(base + loc.region[NORMAL_COUNTERS].offset);
+    a->expert_count = a->send_count + rt->world;
+    a->fill = a->expert_count + cfg->experts;
+    a->send_offset = a->fill + el;
+    a->recv_base = a->send_offset + rt->world;
+    a->row_offset = (int32_t *)(base + loc.region[NORMAL_SCHEDULE].offset);
+    a->row_count = a->row_offset + el + 1;
+    a->tile_start = a->row_count + el;
+    a->packed_x = (uint8_t *)(base + loc.region[NORMAL_PACKED_X].offset);
+    a->packed_scales = (float *)(base + loc.region[NORMAL_PACKED_SCALES].offset);
+    a->packed_meta = base + loc.region[NORMAL_PACKED_META].offset;
+    a->perm_index = (int32_t *)((char *)a->packed_meta + (size_t)st->pair_capacity * MM_ROW_META_BYTES);
+    a->gemm1_out = (float *)(base + loc.region[NORMAL_GEMM1_OUT].offset);
+    a->act = (uint8_t *)(base + loc.region[NORMAL_ACT].offset);
+    a->act_scales = (float *)(base + loc.region[NORMAL_ACT_SCALES].offset);
+    a->gemm2_out = (uint16_t *)(base + loc.region[NORMAL_GEMM2_OUT].offset);
+    void *dev_totals = NULL;
+    CUDA_TRY(cudaHostGetDevicePointer(&dev_totals, st->host_totals, 0));
+    a->host_totals = dev_totals;
+    a->w1 = w->w1;
+    a->w2 = w->w2;
+    a->s1 = w->s1;
+    a->s2 = w->s2;
+    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
+    CUDA_TRY(cudaMemset(st->local, 0, loc.total));
+    CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
+    CUDA_TRY(cudaDeviceSynchronize());
+    return MM_OK;
+}
+
+mm_status normal_setup(void **out, mm_runtime *rt, const mm_config *cfg, int max_tokens, uint64_t sym_offset,
+                       const mm_local_weights *w)
+{
+    normal_state *st = NULL;
+    mm_status local = setup_local(&st, rt, cfg, max_tokens < 1 ? 1 : max_tokens, sym_offset, w);
+    return modes_agree_setup(local, st, normal_destroy, out);
+}
+
+static mm_normal_args call_args(const normal_state *st, const mm_mode_io *io)
+{
+    mm_normal_args a = st->args;
+    a.comm = st->rt->comm;
+    a.tokens = io->tokens;
+    a.x = io->x;
+    a.ids = io->ids;
+    a.topk_w = io->topk_w;
+    a.y = io->y;
+    return a;
+}
+
+/* One call; marks (NULL or MM_NORMAL_MARKS events) for --breakdown. */
+static mm_status run_call(normal_state *st, const mm_mode_io *io, cudaStream_t stream, cudaEvent_t *marks)
+{
+    if (io->tokens > st->args.max_tokens) {
+        mm_error("normal: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
+        return MM_USAGE;
+    }
+    mm_normal_args a = call_args(st, io);
+    CUDA_TRY(mm_launch_normal_notify(a, marks, stream));
+    /* the CPU sync: the received totals size the launches that follow */
+    CUDA_TRY(cudaStreamSynchronize(stream));
+    a.recv_rows = ((volatile int32_t *)st->host_totals)[0];
+    int padded = ((volatile int32_t *)st->host_totals)[1];
+    if (a.recv_rows < 0 || a.recv_rows > st->rt->world * st->args.max_tokens || padded < 0 ||
+        padded > st->pair_capacity) {
+        mm_error("normal: count exchange gave %d rows (%d padded), beyond the buffers (%d, %d)", a.recv_rows,
+                 padded, st->rt->world * st->args.max_tokens, st->pair_capacity);
+        return MM_RUNTIME;
+    }
+    CUDA_TRY(mm_launch_normal_rest(a, marks, stream));
+    return MM_OK;
+}
+
+mm_status normal_run(void *state, const mm_mode_io *io, cudaStream_t stream)
+{
+    return run_call(state, io, stream, NULL);
+}
+
+mm_status normal_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
+                        int *n)
+{
+    static const char *const stage[MM_NORMAL_MARKS - 1] = {"quant-layout", "notify-sync", "dispatch", "permute",
+                                                           "gemm1", "act", "gemm2", "combine"};
+    cudaEvent_t marks[MM_NORMAL_MARKS];
+    int made = 0;
+    mm_status s = MM_OK;
+    *n = 0;
+    for (; made < MM_NORMAL_MARKS && s == MM_OK; made++)
+        if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
+    if (s == MM_OK) s = run_call(state, io, stream, marks);
+    if (s == MM_OK && cudaStreamSynchronize(stream) != cudaSuccess) s = MM_RUNTIME;
+    for (int i = 0; s == MM_OK && i < MM_NORMAL_MARKS - 1; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, marks[i], marks[i + 1]) != cudaSuccess) s = MM_RUNTIME;
+        mm_fmt(names[i], 16, "%s", stage[i]);
+        us[i] = ms * 1000.0;
+    }
+    for (int i = 0; i < made; i++) cudaEventDestroy(marks[i]);
+    if (s == MM_OK) *n = MM_NORMAL_MARKS - 1;
+    return s;
+}
+
+void normal_destroy(void *state)
+{
+    normal_state *st = state;
+    if (!st) return;
+    cudaFree((void *)st->args.w1_map);
+    cudaFree((void *)st->args.w2_map);
+    cudaFreeHost(st->host_totals);
+    cudaFree(st->local);
+    free(st);
+}
