@@ -2,7 +2,7 @@
  * CPU sync per call, as engines built on DeepEP's normal mode run it. Not graph-capturable.
  *
  * Launches of one call (marks for --breakdown between them):
- *   quantize      CTA per token: x -> FP8 + per-128 scales (recipe step 2, token_io.cuh), local
+ *   quantize      x -> FP8 + per-128 scales (recipe step 2), local
  *   layout        thread per token: its rank mask (once per rank however many of its experts live
  *                 there), a slot in each destination's block (atomic per rank), and the count per
  *                 expert (atomic)
@@ -46,11 +46,6 @@
 
 #define MAX_K MM_KERNEL_MAX_TOPK
 
-static int grid_for(int items, int cap)
-{
-    return items < 1 ? 1 : (items < cap ? items : cap);
-}
-
 __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t off)
 {
     return a.comm.peers.base[rank] + off;
@@ -60,14 +55,6 @@ __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t
 __device__ __forceinline__ uint64_t header_offset(const mm_normal_args &a)
 {
     return (uint64_t)a.hidden + (((uint64_t)a.hidden / 128 * 4 + 15) / 16) * 16;
-}
-
-__global__ void __launch_bounds__(128) normal_quantize_kernel(mm_normal_args a)
-{
-    const int sblocks = a.hidden / 128;
-    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
-        mm_quantize_token(a.x + (size_t)t * a.hidden, a.hidden, a.ue8m0, a.xq + (size_t)t * a.hidden,
-                          a.xq_scales + (size_t)t * sblocks);
 }
 
 __global__ void normal_layout_kernel(mm_normal_args a)
@@ -250,6 +237,11 @@ __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
         if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
     } while (0)
 
+static int grid_for(int items, int cap)
+{
+    return items < 1 ? 1 : (items < cap ? items : cap);
+}
+
 extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
     const int el = a.experts / a.comm.peers.ranks;
@@ -259,7 +251,8 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
     if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el) * 4, stream)) != cudaSuccess)
         return e;
     if (a.tokens > 0) {
-        normal_quantize_kernel<<<grid_for(a.tokens, a.sm_count * 4), 128, 0, stream>>>(a);
+        if ((e = mm_launch_quantize_rows(a.x, a.tokens, a.hidden, a.ue8m0, a.xq, a.xq_scales, stream)) != cudaSuccess)
+            return e;
         normal_layout_kernel<<<(a.tokens + 255) / 256, 256, 0, stream>>>(a);
     }
     MARK(1);
