@@ -100,6 +100,17 @@ static void layouts(void **state)
     uint64_t sym, local;
     plan_mode_bytes(MODE_FUSED, &s, &sym, &local);
     assert_true(sym > 0 && local > 0);
+    /* normal's wire row: 4096 FP8 + 32 scales (128 B) + header of 6 ids, 6 weights, a token
+     * index (52 B, padded to 64) */
+    assert_int_equal((int)mm_normal_row_bytes(&s), 4096 + 128 + 64);
+    mm_layout n = mm_layout_normal_sym(&s);
+    assert_true(n.region[NORMAL_COUNTS].bytes == 2ull * (1 + 128) * 4);
+    assert_true(n.region[NORMAL_DISPATCH_RECV].bytes == 2ull * 1024 * (4096 + 128 + 64));
+    assert_true(n.region[NORMAL_COMBINE_RECV].bytes == 2ull * 1024 * 4096 * 2);
+    mm_layout nl = mm_layout_normal_local(&s);
+    for (int i = 0; i < nl.count; i++) assert_int_equal(nl.region[i].offset % MM_LAYOUT_ALIGN, 0);
+    /* counters: send [2] + experts [256] + fill [128] + send offsets [2] + receive bases [3] */
+    assert_true(nl.region[NORMAL_COUNTERS].bytes == (2ull + 256 + 128 + 2 + 3) * 4);
 }
 
 /* The fused kernel's row-tile bound against brute force: random routings of T tokens per rank
