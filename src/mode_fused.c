@@ -29,12 +29,7 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     *out = NULL;
     mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
     mm_layout sym = mm_layout_fused_sym(&shape), loc = mm_layout_fused_local(&shape);
-    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
-        mm_error("fused: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
-                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
-                 (unsigned long long)rt->sym_bytes);
-        return MM_RUNTIME;
-    }
+    MM_TRY(modes_check_region("fused", rt, sym_offset, sym.total));
     MM_TRY(runtime_check_fit(rt, "fused mode workspace", loc.total));
     int max_ctas = 0;
     cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas);

@@ -30,12 +30,7 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     *out = NULL;
     mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
     mm_layout sym = mm_layout_ll_sym(&shape), loc = mm_layout_ll_local(&shape);
-    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
-        mm_error("ll: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
-                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
-                 (unsigned long long)rt->sym_bytes);
-        return MM_RUNTIME;
-    }
+    MM_TRY(modes_check_region("ll", rt, sym_offset, sym.total));
     MM_TRY(runtime_check_fit(rt, "ll mode workspace", loc.total));
     CUDA_TRY(mm_grouped_gemm_prepare());
     ll_state *st = calloc(1, sizeof *st);

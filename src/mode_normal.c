@@ -29,12 +29,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     *out = NULL;
     mm_shape shape = plan_shape(cfg, rt->world, max_tokens);
     mm_layout sym = mm_layout_normal_sym(&shape), loc = mm_layout_normal_local(&shape);
-    if (sym_offset < MM_SYM_HEAD_BYTES || sym_offset + sym.total > rt->sym_bytes) {
-        mm_error("normal: needs bytes %llu..%llu of symmetric memory, the runtime has %llu",
-                 (unsigned long long)sym_offset, (unsigned long long)(sym_offset + sym.total),
-                 (unsigned long long)rt->sym_bytes);
-        return MM_RUNTIME;
-    }
+    MM_TRY(modes_check_region("normal", rt, sym_offset, sym.total));
     if (rt->world > 32) {
         mm_error("normal: at most 32 ranks (a token's destinations are a 32-bit mask)");
         return MM_USAGE;

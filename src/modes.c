@@ -37,3 +37,11 @@ mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *
     *out = state;
     return MM_OK;
 }
+
+mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes)
+{
+    if (offset >= MM_SYM_HEAD_BYTES && offset + bytes <= rt->sym_bytes) return MM_OK;
+    mm_error("%s: needs bytes %llu..%llu of symmetric memory, the runtime has %llu", mode, (unsigned long long)offset,
+             (unsigned long long)(offset + bytes), (unsigned long long)rt->sym_bytes);
+    return MM_RUNTIME;
+}

@@ -46,6 +46,8 @@ const mm_mode_ops *mode_ops(mm_mode m);
 /* Helpers the modes share. TMA descriptors of this rank's local W1 and W2 (cudaFree them). */
 mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
                             const void **w2_map);
+/* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
+mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
 /* A collective setup's end: every rank agrees on `local` (the agreement is also the barrier that
  * orders every rank's clean region before anyone's first call); on failure `state` is destroyed. */
 mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out);
