@@ -8,6 +8,7 @@
 #include "launch.h"
 #include "modes.h"
 #include "plan.h"
+#include "stats.h"
 
 typedef struct {
     mm_runtime *rt;
@@ -135,17 +136,8 @@ mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, c
             s = MM_RUNTIME;
     }
     if (s == MM_OK) {
-        unsigned long long start = ~0ull, end[MM_FUSED_STAMPS] = {0};
-        for (int c = 0; c < st->ctas; c++) {
-            const unsigned long long *t = host + (size_t)c * MM_FUSED_STAMPS;
-            if (t[0] && t[0] < start) start = t[0];
-            for (int i = 1; i < MM_FUSED_STAMPS; i++) end[i] = t[i] > end[i] ? t[i] : end[i];
-        }
-        end[0] = start;
-        for (int i = 1; i < MM_FUSED_STAMPS; i++) {
-            mm_fmt(names[i - 1], 16, "%s", stage[i - 1]);
-            us[i - 1] = end[i] > end[i - 1] ? (double)(end[i] - end[i - 1]) / 1000.0 : 0.0;
-        }
+        stats_phase_path(host, st->ctas, MM_FUSED_STAMPS, us);
+        for (int i = 0; i < MM_FUSED_STAMPS - 1; i++) mm_fmt(names[i], 16, "%s", stage[i]);
         *n = MM_FUSED_STAMPS - 1;
     }
     cudaFree(dev);

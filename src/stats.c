@@ -40,3 +40,22 @@ void stats_compute(const double *v, int n, mm_stats *out)
     out->stdev = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
     free(s);
 }
+
+void stats_phase_path(const unsigned long long *stamps_ns, int ctas, int n, double *us)
+{
+    unsigned long long prev = ~0ull;
+    for (int c = 0; c < ctas; c++) {
+        unsigned long long t = stamps_ns[(size_t)c * n];
+        if (t && t < prev) prev = t;
+    }
+    if (prev == ~0ull) prev = 0;
+    for (int i = 1; i < n; i++) {
+        unsigned long long end = 0;
+        for (int c = 0; c < ctas; c++) {
+            unsigned long long t = stamps_ns[(size_t)c * n + i];
+            end = t > end ? t : end;
+        }
+        us[i - 1] = end > prev ? (double)(end - prev) / 1000.0 : 0.0;
+        if (end > prev) prev = end;
+    }
+}

@@ -125,12 +125,56 @@ static void statuses(void **state)
     assert_string_equal(row_status_name(ROW_ERROR), "ERROR");
 }
 
+/* --breakdown rows: a `## stages` section in the text and a `stages` array in the JSON. */
+static void stages(void **state)
+{
+    (void)state;
+    mm_results r;
+    fill(&r);
+    r.rows[0].n_stages = 2;
+    mm_fmt(r.rows[0].stage_name[0], sizeof r.rows[0].stage_name[0], "dispatch");
+    r.rows[0].stage_us[0] = 12.5;
+    mm_fmt(r.rows[0].stage_name[1], sizeof r.rows[0].stage_name[1], "gemms");
+    r.rows[0].stage_us[1] = 99.0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    report_text(f, &r);
+    fclose(f);
+    assert_non_null(strstr(text, "## stages"));
+    assert_non_null(strstr(text, "fused       8  dispatch 12.5 gemms 99.0"));
+    free(text);
+    char path[] = "/tmp/megamoe-stages-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(report_json_write(path, &r), MM_OK);
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, in);
+    buf[n] = 0;
+    fclose(in);
+    unlink(path);
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    cJSON *rows = cJSON_GetObjectItem(root, "results");
+    cJSON *st = cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "stages");
+    assert_int_equal(cJSON_GetArraySize(st), 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "name")->valuestring, "gemms");
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "us")->valuedouble == 99.0);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 1), "stages"));
+    cJSON_Delete(root);
+    results_free(&r);
+}
+
 int run_report_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_tables),
         cmocka_unit_test(json_round_trip),
         cmocka_unit_test(statuses),
+        cmocka_unit_test(stages),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }
