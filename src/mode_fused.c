@@ -106,10 +106,7 @@ static mm_fused_args call_args(const fused_state *st, const mm_mode_io *io)
 mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 {
     fused_state *st = state;
-    if (io->tokens > st->args.max_tokens) {
-        mm_error("fused: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
-        return MM_USAGE;
-    }
+    MM_TRY(modes_check_tokens("fused", io->tokens, st->args.max_tokens));
     mm_fused_args a = call_args(st, io);
     CUDA_TRY(mm_launch_fused(a, st->ctas, stream));
     return MM_OK;

@@ -112,10 +112,7 @@ static mm_ll_args call_args(const ll_state *st, const mm_mode_io *io)
 mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 {
     ll_state *st = state;
-    if (io->tokens > st->args.max_tokens) {
-        mm_error("ll: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
-        return MM_USAGE;
-    }
+    MM_TRY(modes_check_tokens("ll", io->tokens, st->args.max_tokens));
     mm_ll_args a = call_args(st, io);
     CUDA_TRY(mm_launch_ll(a, NULL, stream));
     return MM_OK;

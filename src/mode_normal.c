@@ -116,10 +116,7 @@ static mm_normal_args call_args(const normal_state *st, const mm_mode_io *io)
 /* One call; marks (NULL or MM_NORMAL_MARKS events) for --breakdown. */
 static mm_status run_call(normal_state *st, const mm_mode_io *io, cudaStream_t stream, cudaEvent_t *marks)
 {
-    if (io->tokens > st->args.max_tokens) {
-        mm_error("normal: %d tokens exceed the %d the buffers hold", io->tokens, st->args.max_tokens);
-        return MM_USAGE;
-    }
+    MM_TRY(modes_check_tokens("normal", io->tokens, st->args.max_tokens));
     mm_normal_args a = call_args(st, io);
     CUDA_TRY(mm_launch_normal_notify(a, marks, stream));
     /* the CPU sync: the received totals size the launches that follow */

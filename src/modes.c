@@ -45,3 +45,10 @@ mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t of
              (unsigned long long)(offset + bytes), (unsigned long long)rt->sym_bytes);
     return MM_RUNTIME;
 }
+
+mm_status modes_check_tokens(const char *mode, int tokens, int max_tokens)
+{
+    if (tokens <= max_tokens) return MM_OK;
+    mm_error("%s: %d tokens exceed the %d the buffers hold", mode, tokens, max_tokens);
+    return MM_USAGE;
+}

@@ -48,6 +48,8 @@ mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weig
                             const void **w2_map);
 /* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
 mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
+/* A call's tokens fit the buffers the mode was set up for (MM_USAGE with a message if not). */
+mm_status modes_check_tokens(const char *mode, int tokens, int max_tokens);
 /* A collective setup's end: every rank agrees on `local` (the agreement is also the barrier that
  * orders every rank's clean region before anyone's first call); on failure `state` is destroyed. */
 mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out);
