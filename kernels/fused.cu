@@ -140,51 +140,236 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
     }
 }
 
-/* The row table of row tile `rt` of local expert `le`: logical row r of the expert is the
- * (r - prefix)-th row that source rank s sent, s the first with prefix + cnt[s] > r. Thread r
- * (< BM) also gets its row's meta into `m`, a register: the epilogue needs it, the mainloop does
- * not, so its load latency hides behind the mainloop (store_meta publishes it). */
-__device__ __forceinline__ void recv_rows(const mm_fused_args &a, const int *cnt, int le, int rt, int rows,
-                                          mm_tile_rows *tab, bool set_table, int4 *m)
+/* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
+typedef struct {
+    mm_tile_rows tab;            /* where the A rows are (producer only) */
+    wire_meta meta[MM_GEMM_BM];  /* each row's {src rank, token, k, weight}, for the epilogue */
+    int item;                    /* ITEM_END / ITEM_ABORT, or the item */
+    int rows, tile, block, is_gemm1;
+    size_t act_row0;
+} fused_item;
+
+enum { ITEM_END = -1, ITEM_ABORT = -2 };
+
+/* The schedule both roles read: counts, row tiles, item split. */
+typedef struct {
+    const int *cnt, *tile_start;
+    int tiles, ib_count, hb_count, gemm1_items, items;
+} fused_schedule;
+
+/* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
+ * Logical row r of expert le is the (r - prefix)-th row that source rank s sent, s the first with
+ * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. */
+__device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
+                                              fused_item *it, mm_tile_b *b, int *k)
 {
-    const int ranks = a.comm.peers.ranks;
-    if (threadIdx.x < MM_GEMM_BM) {
-        int r = rt * MM_GEMM_BM + (threadIdx.x < rows ? threadIdx.x : 0), s = 0;
-        while (s < ranks - 1 && r >= cnt[le * ranks + s]) r -= cnt[le * ranks + s++];
-        const uint8_t *p = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
-                           ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
-        if (set_table) {
-            tab->row[threadIdx.x] = p;
-            tab->scale[threadIdx.x] = (const float *)(p + a.hidden);
-        }
-        *m = __ldcg((const int4 *)(p + a.row_bytes - 16));
+    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, pt = threadIdx.x;
+    const bool is_gemm1 = item < sc.gemm1_items;
+    const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.hb_count;
+    const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.hb_count;
+    mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
+    const int le = t.expert;
+    int expert_rows = 0;
+    for (int s = 0; s < ranks; s++) expert_rows += sc.cnt[le * ranks + s];
+    int rows = expert_rows - t.row_tile * MM_GEMM_BM;
+    rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
+    const size_t act_row0 = (size_t)le * ranks * a.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
+
+    int r = t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), s = 0;
+    while (s < ranks - 1 && r >= sc.cnt[le * ranks + s]) r -= sc.cnt[le * ranks + s++];
+    const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
+                          ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
+    int4 m = __ldcg((const int4 *)(wire + a.row_bytes - 16));
+    it->meta[pt] = *(const wire_meta *)&m;
+    if (is_gemm1) {
+        it->tab.row[pt] = wire;
+        it->tab.scale[pt] = (const float *)(wire + a.hidden);
+        b->map = a.w1_map;
+        b->row0 = le * 2 * a.inter + block * 128; /* the gate rows; up is a.inter further */
+        b->scale = a.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.hidden / 128);
+        *k = a.hidden;
+    } else {
+        size_t ar = act_row0 + (pt < rows ? pt : 0);
+        it->tab.row[pt] = a.act + ar * a.inter;
+        it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
+        b->map = a.w2_map;
+        b->row0 = le * a.hidden + block * 128;
+        b->scale = a.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        *k = a.inter;
+    }
+    if (pt == 0) {
+        it->item = item;
+        it->rows = rows;
+        it->tile = tile;
+        it->block = block;
+        it->is_gemm1 = is_gemm1;
+        it->act_row0 = act_row0;
     }
 }
 
-/* Publishes the metas recv_rows fetched; the caller syncs before reading other rows'. */
-__device__ __forceinline__ void store_meta(wire_meta *meta, int4 m)
+/* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
+ * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
+ * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
+ * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
+__device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
+                              mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
-    if (threadIdx.x < MM_GEMM_BM) meta[threadIdx.x] = *(const wire_meta *)&m;
+    mm_ring ring = {0, 0};
+    for (uint32_t n = 0;; n++) {
+        fused_item *it = &slots[n & 1];
+        mm_item_wait_free(ring_items, n);
+        if (threadIdx.x == 0) {
+            int item = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+            if (item >= sc.gemm1_items && item < sc.items) {
+                int tile = (item - sc.gemm1_items) / sc.hb_count;
+                if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
+                    item = ITEM_ABORT;
+            }
+            *claim_s = item;
+        }
+        mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+        const int item = *claim_s;
+        if (item >= sc.items || item == ITEM_ABORT) {
+            if (threadIdx.x == 0) it->item = item == ITEM_ABORT ? ITEM_ABORT : ITEM_END;
+            mm_item_publish(ring_items, n);
+            return;
+        }
+        mm_tile_b b;
+        int k;
+        describe_item(a, sc, item, it, &b, &k);
+        mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
+        mm_item_publish(ring_items, n);
+        const int rows = it->rows;
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k);
+        if (item < sc.gemm1_items) {
+            b.row0 += a.inter;
+            b.scale += (size_t)sc.ib_count * (a.hidden / 128);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k);
+        }
+    }
+}
+
+/* GEMM1 epilogue (math threads): h = swiglu(gate, up) * w per row, quantized per 128 (recipe
+ * steps 4-5) into act. `gate` is this thread's parked gate accumulators, `acc` the up block. */
+__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc,
+                                               const fused_item *it, const float *gate, float acc[MM_TILE_ACC])
+{
+    const int mt = mm_math_thread(), rows = it->rows, block = it->block;
+    const size_t act_row0 = it->act_row0;
+    float amax[2] = {0.0f, 0.0f};
+    const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+    const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
+    const float w_lo = ok_lo ? it->meta[r_lo].weight : 0.0f, w_hi = ok_hi ? it->meta[r_hi].weight : 0.0f;
+    /* SwiGLU only on valid rows: at decode sizes most of the tile is padding, and this math
+     * (exp, division) over all 128 rows cost more than the row's GEMM */
+    if (ok_lo || ok_hi) {
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC; i++) {
+            int hi = (i >> 1) & 1;
+            if (!(hi ? ok_hi : ok_lo)) continue;
+            float hv = mm_swiglu(gate[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.has_limit, a.limit);
+            acc[i] = hv;
+            amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
+        }
+    }
+    /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
+    float scale[2];
+#pragma unroll
+    for (int hi = 0; hi < 2; hi++) {
+        amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 1));
+        amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
+        scale[hi] = mm_block_scale(amax[hi], a.ue8m0);
+    }
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
+        if (r >= rows) continue;
+        uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
+                     (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
+        *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
+    }
+    if (threadIdx.x % 4 == 0) {
+        if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
+        if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
+    }
+    __threadfence();
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    if (mt == 0) atomicAdd(&gemm1_done(a)[it->tile], 1u);
+}
+
+/* GEMM2 epilogue (math threads): stage the BF16 tile, then each row's 256 bytes go home to its
+ * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). */
+__device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
+                                               const float acc[MM_TILE_ACC])
+{
+    const int mt = mm_math_thread(), rows = it->rows, block = it->block, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2)
+        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
+            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
+        if (lane >= MM_GEMM_BN * 2 / 16) continue;
+        wire_meta m = it->meta[r];
+        uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
+                               (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
+        dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
+    }
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* out_tile is free for the next item */
+}
+
+/* Warpgroups 1 and 2: the items in the producer's order. GEMM1 parks the gate pass's
+ * accumulators in `staging` (each thread its own, no sync) while the up pass runs. Returns false
+ * when the producer aborted. */
+__device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
+                              mm_item_ring *ring_items, const fused_item *slots, float *staging)
+{
+    mm_ring ring = {0, 0};
+    const int mt = mm_math_thread();
+    const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
+    for (uint32_t n = 0;; n++) {
+        const fused_item *it = &slots[n & 1];
+        if (!mm_item_wait_ready(ring_items, n, limit)) return false;
+        const int item = it->item;
+        if (item < 0) return item == ITEM_END;
+        float acc[MM_TILE_ACC];
+        /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
+        const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
+        for (int pass = 0; pass < passes; pass++) {
+            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, acc);
+            if (is_gemm1 && pass == 0) {
+#pragma unroll
+                for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_CONSUMER_THREADS + mt] = acc[i];
+            }
+        }
+        if (is_gemm1) gemm1_epilogue(a, sc, it, staging, acc);
+        else gemm2_epilogue(a, it, (__nv_bfloat16 *)staging, acc);
+        mm_item_release(ring_items, n);
+    }
 }
 
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
     extern __shared__ __align__(128) uint8_t smem[];
-    __shared__ mm_tile_rows tab;
+    __shared__ fused_item slots[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
-    __shared__ wire_meta meta[MM_GEMM_BM];
-    __shared__ int item_s, ok_s;
+    __shared__ __align__(8) mm_item_ring ring_items;
+    __shared__ int claim_s, ok_s;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.experts;                              /* [El + 1] */
     const uint64_t epoch = *epoch_word(a) + 1;
-    uint32_t phase = 0; /* parity bits of the stage barriers */
-    if (threadIdx.x == 0) mm_tile_pipe_init(&pipe);
+    if (threadIdx.x == 0) {
+        mm_tile_pipe_init(&pipe);
+        mm_item_ring_init(&ring_items);
+        ok_s = 1;
+    }
     stamp(a, 0);
 
-    /* 1: dispatch (the stages hold the row being sent) */
+    /* 1: dispatch (the stages hold the row being sent; the first __syncthreads in it also
+     * publishes the barrier inits) */
     dispatch_tokens(a, stages);
     /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -192,14 +377,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 2: counts of this rank's experts, then the row-tile schedule */
     {
-        const uint64_t *slots = (const uint64_t *)region(a, me, a.off_counts);
+        const uint64_t *slot_words = (const uint64_t *)region(a, me, a.off_counts);
         int good = 1;
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
-            if (!mm_wait_geq(a.comm, slots + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
+            if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
                 break;
             }
-            cnt[i] = (int)(mm_ld_acquire_sys(slots + i) & 0xffffffffu);
+            cnt[i] = (int)(mm_ld_acquire_sys(slot_words + i) & 0xffffffffu);
         }
         if (!__syncthreads_and(good)) return;
         if (threadIdx.x == 0) {
@@ -215,137 +400,22 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         __syncthreads();
     }
     stamp(a, 2);
-    const int tiles = tile_start[el], ib_count = a.inter / 128, hb_count = a.hidden / 128;
-    const int gemm1_items = tiles * ib_count, items = gemm1_items + tiles * hb_count;
-    const size_t rows_per_expert = (size_t)ranks * a.max_tokens;
+    fused_schedule sc;
+    sc.cnt = cnt;
+    sc.tile_start = tile_start;
+    sc.tiles = tile_start[el];
+    sc.ib_count = a.inter / 128;
+    sc.hb_count = a.hidden / 128;
+    sc.gemm1_items = sc.tiles * sc.ib_count;
+    sc.items = sc.gemm1_items + sc.tiles * sc.hb_count;
 
-    /* 3: GEMM items, claimed in increasing order. Thread 0 claims the next item as soon as it has
-     * the current one, so the atomic's round trip hides behind the current item's work. */
-    int claimed = 0;
-    if (threadIdx.x == 0) claimed = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
-    for (;;) {
-        __syncthreads(); /* everyone has read the previous item_s */
-        if (threadIdx.x == 0) item_s = claimed;
-        __syncthreads();
-        const int item = item_s;
-        if (item >= items) break;
-        if (threadIdx.x == 0) claimed = mm_aborted(a.comm) ? items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
-        const bool is_gemm1 = item < gemm1_items;
-        const int tile = is_gemm1 ? item / ib_count : (item - gemm1_items) / hb_count;
-        const int block = is_gemm1 ? item % ib_count : (item - gemm1_items) % hb_count;
-        mm_tile t = mm_tile_locate(tile_start, el, 1, tile);
-        const int le = t.expert;
-        int expert_rows = 0;
-        for (int s = 0; s < ranks; s++) expert_rows += cnt[le * ranks + s];
-        int rows = expert_rows - t.row_tile * MM_GEMM_BM;
-        rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-        const size_t act_row0 = (size_t)le * rows_per_expert + (size_t)t.row_tile * MM_GEMM_BM;
-        float acc[MM_TILE_ACC];
-        int4 row_meta = make_int4(0, 0, 0, 0);
-
-        if (!is_gemm1) { /* GEMM2 reads what the row tile's GEMM1 items wrote */
-            if (threadIdx.x == 0)
-                ok_s = wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)ib_count, MM_PHASE_FUSED_GEMM1);
-            __syncthreads();
-            if (!ok_s) return;
-        }
-        /* GEMM1 reads its rows in place from dispatch_recv; GEMM2 from act. Either way the
-         * row metas (for the epilogue) come from the wire rows. */
-        recv_rows(a, cnt, le, t.row_tile, rows, &tab, is_gemm1, &row_meta);
-        if (!is_gemm1 && threadIdx.x < MM_GEMM_BM) {
-            size_t r = act_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
-            tab.row[threadIdx.x] = a.act + r * a.inter;
-            tab.scale[threadIdx.x] = a.act_scales + r * ib_count;
-        }
-        /* One call site of the mainloop for every pass (GEMM1: gate then up; GEMM2: down), so
-         * the kernel holds one copy of it. The gate block is parked in shared memory in a
-         * per-thread layout (no sync needed) while the up block runs. */
-        const int passes = is_gemm1 ? 2 : 1, kb_h = a.hidden / 128, n_blocks = 2 * ib_count;
-        for (int pass = 0; pass < passes; pass++) {
-            mm_tile_b b;
-            int k;
-            if (is_gemm1) {
-                b.map = a.w1_map;
-                b.row0 = le * 2 * a.inter + pass * a.inter + block * 128;
-                b.scale = a.s1 + ((size_t)le * n_blocks + pass * ib_count + block) * kb_h;
-                k = a.hidden;
-            } else {
-                b.map = a.w2_map;
-                b.row0 = le * a.hidden + block * 128;
-                b.scale = a.s2 + ((size_t)le * hb_count + block) * ib_count;
-                k = a.inter;
-            }
-            mm_tile_mainloop(stages, &pipe, phase, &tab, rows, b, k, acc);
-            if (is_gemm1 && pass == 0) {
-#pragma unroll
-                for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_TILE_THREADS + threadIdx.x] = acc[i];
-            }
-        }
-
-        if (is_gemm1) {
-            /* the epilogue: h = swiglu(gate, up) * w, per-row amax over the 128 */
-            store_meta(meta, row_meta);
-            __syncthreads();
-            /* a quad holds all 128 columns of its two rows: the row amax is 2 shuffles away */
-            const int quad = threadIdx.x % 4;
-            float amax[2] = {0.0f, 0.0f};
-            const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
-            const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
-            const float w_lo = ok_lo ? meta[r_lo].weight : 0.0f, w_hi = ok_hi ? meta[r_hi].weight : 0.0f;
-            /* SwiGLU only on valid rows: at decode sizes most of the tile is padding, and this
-             * math (exp, division) over all 128 rows cost more than the row's GEMM */
-            if (ok_lo || ok_hi) {
-#pragma unroll
-                for (int i = 0; i < MM_TILE_ACC; i++) {
-                    int hi = (i >> 1) & 1;
-                    if (!(hi ? ok_hi : ok_lo)) continue;
-                    float hv = mm_swiglu(staging[i * MM_TILE_THREADS + threadIdx.x], acc[i], hi ? w_hi : w_lo,
-                                         a.has_limit, a.limit);
-                    acc[i] = hv;
-                    amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
-                }
-            }
-            float scale[2];
-#pragma unroll
-            for (int hi = 0; hi < 2; hi++) {
-                amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 1));
-                amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
-                scale[hi] = mm_block_scale(amax[hi], a.ue8m0);
-            }
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i += 2) {
-                int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
-                if (r >= rows) continue;
-                uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
-                             (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
-                *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
-            }
-            if (quad == 0) {
-                if (r_lo < rows) a.act_scales[(act_row0 + r_lo) * ib_count + block] = scale[0];
-                if (r_hi < rows) a.act_scales[(act_row0 + r_hi) * ib_count + block] = scale[1];
-            }
-            __threadfence();
-            __syncthreads();
-            if (threadIdx.x == 0) atomicAdd(&gemm1_done(a)[tile], 1u);
-        } else {
-            /* stage the BF16 tile, then each row's 256 bytes go home in 16-byte stores */
-            __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging; /* [BM][BN] */
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i += 2)
-                *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
-                    __floats2bfloat162_rn(acc[i], acc[i + 1]);
-            store_meta(meta, row_meta);
-            __syncthreads();
-            const int lane = threadIdx.x % 32;
-            for (int r = threadIdx.x / 32; r < rows; r += MM_TILE_THREADS / 32) {
-                if (lane >= MM_GEMM_BN * 2 / 16) continue;
-                wire_meta m = meta[r];
-                uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
-                                       (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
-                dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
-            }
-        }
+    /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
+    if (mm_warpgroup() == 0) {
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+    } else if (!consume_items(a, sc, stages, &pipe, &ring_items, slots, staging)) {
+        ok_s = 0;
     }
+    if (!__syncthreads_and(ok_s)) return;
 
     stamp(a, 3);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
@@ -375,7 +445,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     stamp(a, 4);
     /* 6: the last CTA out leaves the state clean for the next call */
     if (mm_last_cta(&counters(a)[DONE_EXIT])) {
-        for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
+        for (int i = threadIdx.x; i < sc.tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
         if (threadIdx.x == 0) {
             counters(a)[WORK_CLAIM] = 0;
             *epoch_word(a) = epoch;

@@ -1,18 +1,19 @@
-/* Grouped FP8 GEMM core as a standalone launch: the tile mainloop of gemm_tile.cuh (wgmma fed by
- * a multi-stage cp.async pipeline) driven over the grouped tile schedule of gemm_schedule.h.
+/* Grouped FP8 GEMM core as a standalone launch: the warp-specialized tile machinery of
+ * gemm_tile.cuh driven over the grouped tile schedule of gemm_schedule.h.
  *
  * out[r][n] = sum over 128-wide K blocks kb of (sa[r][kb] * sw[e][n/128][kb]) * (FP32 sum of
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
  * accumulators, promoted with one FMA per block in K order.
  *
- * Roles: every warp of the CTA loads (cp.async); each of the two warpgroups computes 64 of the
- * tile's 128 columns for all 64 rows. Persistent CTAs walk the flat tile list of
- * gemm_schedule.h; a tile's rows never straddle experts. Rows past an expert's count read a valid
- * row (clamped) and are never stored.
+ * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...), writes each tile's
+ * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
+ * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
+ * tile's 128 rows for all 128 columns, and store BF16 or FP32 straight from registers. A tile's
+ * rows never straddle experts; rows past an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
  * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
- * Synchronization: cp.async groups + __syncthreads per stage; nothing across CTAs. */
+ * Synchronization: mbarriers only (stage ring and item ring, gemm_tile.cuh); nothing across CTAs. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -22,45 +23,76 @@
 #include "gemm_tile.cuh"
 #include "megamoe_kernels.h"
 
-__global__ void __launch_bounds__(MM_TILE_THREADS) grouped_gemm_kernel(mm_grouped_gemm_args g)
+typedef struct {
+    mm_tile_rows tab;
+    int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
+} gemm_item;
+
+__global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
-    __shared__ mm_tile_rows a_rows;
+    __shared__ gemm_item slot[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
+    __shared__ __align__(8) mm_item_ring items;
     uint8_t *stages = mm_tile_stages(smem);
-    uint32_t phase = 0;
-    if (threadIdx.x == 0) mm_tile_pipe_init(&pipe);
+    if (threadIdx.x == 0) {
+        mm_tile_pipe_init(&pipe);
+        mm_item_ring_init(&items);
+    }
     __syncthreads();
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
+    mm_ring ring = {0, 0};
 
-    for (int item = blockIdx.x; item < total; item += gridDim.x) {
-        mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
-        int count = g.row_count[t.expert];
-        int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
-        int rows = count - t.row_tile * MM_GEMM_BM;
-        rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-        int n0 = t.col_tile * MM_GEMM_BN;
-        __syncthreads(); /* the previous tile's epilogue is done with a_rows */
-        if (threadIdx.x < MM_GEMM_BM) {
-            int r = a_row0 + (threadIdx.x < rows ? threadIdx.x : 0);
-            a_rows.row[threadIdx.x] = g.a + (size_t)r * g.k;
-            a_rows.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
+    if (mm_warpgroup() == 0) {
+        uint32_t n = 0;
+        for (int item = blockIdx.x;; item += gridDim.x, n++) {
+            gemm_item *it = &slot[n & 1];
+            mm_item_wait_free(&items, n);
+            if (item >= total) {
+                if (threadIdx.x == 0) it->last = 1;
+                mm_item_publish(&items, n);
+                break;
+            }
+            mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
+            int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
+            int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
+            rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
+            int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
+            it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
+            it->tab.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
+            if (threadIdx.x == 0) {
+                it->last = 0;
+                it->rows = rows;
+                it->a_row0 = a_row0;
+                it->n0 = t.col_tile * MM_GEMM_BN;
+            }
+            mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
+            mm_item_publish(&items, n);
+            mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
+                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, b, g.k);
         }
-        float acc[MM_TILE_ACC];
-        mm_tile_b b = {g.w_map, t.expert * g.n + n0, g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-        mm_tile_mainloop(stages, &pipe, phase, &a_rows, rows, b, g.k, acc);
-
-        /* epilogue: valid rows only, two adjacent columns at a time */
+    } else {
+        for (uint32_t n = 0;; n++) {
+            const gemm_item *it = &slot[n & 1];
+            mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
+            if (it->last) break;
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            float acc[MM_TILE_ACC];
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, acc);
+            mm_item_release(&items, n);
+            /* epilogue: valid rows only, two adjacent columns at a time */
 #pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i += 2) {
-            int r = mm_acc_row(i);
-            if (r >= rows) continue;
-            size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
-            if (g.out_fp32) {
-                *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
-            } else {
-                *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            for (int i = 0; i < MM_TILE_ACC; i += 2) {
+                int r = mm_acc_row(i);
+                if (r >= rows) continue;
+                size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
+                if (g.out_fp32) {
+                    *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
+                } else {
+                    *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                }
             }
         }
     }

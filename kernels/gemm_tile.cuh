@@ -1,22 +1,33 @@
 /* The tile machinery of the grouped FP8 GEMM core, as device functions any kernel can drive with
  * its own schedule: the standalone grouped GEMM (gemm.cu) and the fused mega-MoE kernel
- * (fused.cu) both call mm_tile_mainloop() and differ only in where a tile's rows come from and
- * what the epilogue does with the accumulators.
+ * (fused.cu) both run one producer warpgroup and two consumer warpgroups over the same stage
+ * ring and differ only in where a tile's rows come from and what the epilogue does.
  *
- * Version 5: Hopper warpgroup MMA (wgmma.mma_async m64n128k32, e4m3 x e4m3 -> f32, both
- * operands from shared memory through descriptors) fed by a 4-stage pipeline: the weight block
- * of a stage by one TMA (cp.async.bulk.tensor, completion on the stage's mbarrier), the
- * activation rows and every scale the block's promotion needs by cp.async (rows are gathered
- * through a row table, from wherever the dispatch left them). The MMAs of block kb run
- * asynchronously while the threads wait for block kb+1's data, so at decode sizes (bound by
- * HBM, measured) the tensor cores and the scale loads stay off the critical path. A tile is BM (128) rows x BN
- * (128) columns; warpgroup g owns rows 64g..64g+63. Every thread loads; the stage's A (128 x 128 B) and B (128 x 128 B) are stored K-major
- * with the 128-byte swizzle that the descriptors name (16-byte chunk c of row r at chunk
- * c ^ (r % 8)), so the tensor cores read them without bank conflicts.
+ * Version 7: warp specialization. A CTA has 384 threads:
+ *   warpgroup 0 (producer)   fills the stage ring: each stage holds one 128-wide K block of a
+ *                            tile: the A rows (cp.async, gathered through a row table from
+ *                            wherever the rows live), their scales and the weight block's scale
+ *                            (cp.async), and the weight block (one TMA). Its 128 threads report
+ *                            their copies on the stage's `full` mbarrier (cp.async.mbarrier.arrive)
+ *                            and thread 0 adds the TMA's byte count, so the consumers wait on one
+ *                            barrier for everything.
+ *   warpgroups 1, 2 (math)   wait for `full`, run wgmma m64n128k32 (e4m3 x e4m3 -> f32, both
+ *                            operands from shared memory) on rows 64g..64g+63, read the block's
+ *                            scales, free the stage (`empty`, one arrival per warp) and promote.
+ * The producer runs up to MM_TILE_STAGES blocks ahead, also across passes and tiles: it never
+ * waits for the math of a block it loaded, and the math never waits for a refill it issued, so
+ * the weight stream is not broken at tile boundaries (v6 drained and refilled the pipeline per
+ * 128-column pass). No CTA-wide barrier per block.
+ * Stage layout: A (128 x 128 B) and B (128 x 128 B) K-major with the 128-byte swizzle the
+ * descriptors name (16-byte chunk c of row r at chunk c ^ (r % 8)), then 1 KB of scales.
+ *
+ * Tiles reach the math warpgroups through a two-slot item ring (mm_item_ring): the producer
+ * publishes a tile's description and frees nothing until the consumers release the slot, so the
+ * description can live in shared memory next to the stages.
  *
  * Numerics (recipe.md step 3): per 128-wide K block four k32 wgmmas sum into fresh FP32
  * registers (scale-d 0 on the first), then the block sum is promoted into the accumulator with
- * one FMA by (a_scale * w_scale), K blocks in order. Every path that uses this function
+ * one FMA by (a_scale * w_scale), K blocks in order. Every path that uses these functions
  * therefore produces the same FP32 bits per element. */
 #ifndef MEGAMOE_GEMM_TILE_CUH
 #define MEGAMOE_GEMM_TILE_CUH
@@ -25,7 +36,10 @@
 
 #include "gemm_schedule.h"
 
-#define MM_TILE_THREADS 256
+#define MM_TILE_THREADS 384
+#define MM_PRODUCER_THREADS 128
+#define MM_CONSUMER_THREADS 256
+#define MM_CONSUMER_WARPS (MM_CONSUMER_THREADS / 32)
 #ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
 #define MM_TILE_STAGES 4
 #endif
@@ -37,7 +51,11 @@
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
 /* + 1 KB: the stages start on a 1024-byte boundary */
 #define MM_TILE_SMEM_BYTES (MM_TILE_STAGES * MM_TILE_STAGE_BYTES + 1024)
-#define MM_TILE_ACC 64 /* FP32 accumulators per thread: 64 x 128 per warpgroup / 128 threads */
+#define MM_TILE_ACC 64 /* FP32 accumulators per math thread: 64 x 128 per warpgroup / 128 threads */
+
+/* named barriers (0 is __syncthreads) */
+#define MM_BAR_PRODUCER 1
+#define MM_BAR_CONSUMER 2
 
 /* Where a tile's A rows live: one FP8 row pointer and one scale pointer (K/128 floats) per row
  * of the tile, in shared memory. Rows past `rows` must still point at a readable row (the loader
@@ -47,6 +65,53 @@ typedef struct {
     const float *scale[MM_GEMM_BM];
 } mm_tile_rows;
 
+/* The weight side of a tile: TMA copies its [BN][128] blocks. */
+typedef struct {
+    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
+    int row0;            /* the tile's first weight row in the map */
+    const float *scale;  /* the tile's K/128 block scales */
+} mm_tile_b;
+
+/* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
+ * stage landed) + 1 arrival with the TMA's expected bytes. empty[s]: one arrival per math warp. */
+typedef struct {
+    uint64_t full[MM_TILE_STAGES];
+    uint64_t empty[MM_TILE_STAGES];
+} mm_tile_pipe;
+
+/* Position in the stage ring: both roles walk the same sequence of blocks, each with its own
+ * copy of this. `phase` is the parity of the ring's current round. */
+typedef struct {
+    int stage;
+    uint32_t phase;
+} mm_ring;
+
+__device__ __forceinline__ void mm_ring_advance(mm_ring &r)
+{
+    if (++r.stage == MM_TILE_STAGES) {
+        r.stage = 0;
+        r.phase ^= 1u;
+    }
+}
+
+/* The warpgroup of this thread, as a value ptxas knows is warp-uniform (a role branch on it does
+ * not make ptxas serialize the wgmmas behind it). */
+__device__ __forceinline__ int mm_warpgroup()
+{
+    return __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+}
+
+/* The math thread index 0..255 (warpgroups 1 and 2). */
+__device__ __forceinline__ int mm_math_thread()
+{
+    return (int)threadIdx.x - MM_PRODUCER_THREADS;
+}
+
+__device__ __forceinline__ void mm_named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 /* The first 1024-byte boundary at or after `smem` (shared-window addresses). */
 __device__ __forceinline__ uint8_t *mm_tile_stages(uint8_t *smem)
 {
@@ -54,13 +119,13 @@ __device__ __forceinline__ uint8_t *mm_tile_stages(uint8_t *smem)
     return smem + ((1024u - (a & 1023u)) & 1023u);
 }
 
-/* This thread's place in the tile: accumulator i holds row mm_acc_row(i), column mm_acc_col(i);
- * i and i + 1 (i even) are adjacent columns of one row, and a thread holds two rows (i & 2 picks
- * the second). Warp w of warpgroup g owns rows 64g + 16(w % 4) .. +15, all 128 columns (the
- * wgmma D fragment); the 4 lanes of a quad share their rows. */
+/* This math thread's place in the tile: accumulator i holds row mm_acc_row(i), column
+ * mm_acc_col(i); i and i + 1 (i even) are adjacent columns of one row, and a thread holds two
+ * rows (i & 2 picks the second). Warp w of math warpgroup g owns rows 64g + 16(w % 4) .. +15,
+ * all 128 columns (the wgmma D fragment); the 4 lanes of a quad share their rows. */
 __device__ __forceinline__ int mm_acc_row(int i)
 {
-    int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = threadIdx.x / 128;
+    int t = mm_math_thread(), lane = t % 32, w = (t / 32) % 4, g = t / 128;
     return 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
 }
 
@@ -70,7 +135,6 @@ __device__ __forceinline__ int mm_acc_col(int i)
     return 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
 }
 
-/* 4-byte copy (scales), tracked by the same cp.async groups as the rows. */
 __device__ __forceinline__ void mm_cp_async4(void *smem, const void *gmem)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -83,14 +147,52 @@ __device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 
-__device__ __forceinline__ void mm_cp_async_commit()
+__device__ __forceinline__ void mm_mbar_init(uint64_t *bar, unsigned count)
 {
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
 }
 
-template <int N> __device__ __forceinline__ void mm_cp_async_wait()
+__device__ __forceinline__ void mm_mbar_arrive(uint64_t *bar)
 {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+
+/* Waits until the barrier's phase with this parity completed; false after `limit_ns`. No trap
+ * here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). */
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    uint64_t start = 0;
+    for (uint32_t spin = 0;; spin++) {
+        uint32_t done;
+        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, q;\n}\n"
+                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+        if (done) return true;
+        if ((spin & 1023u) == 0) {
+            uint64_t now;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (!start) start = now;
+            else if (now - start > limit_ns) return false;
+        }
+    }
+}
+
+/* A stage barrier that never completes is a kernel bug (the roles of one CTA wait for nothing
+ * outside it while a tile runs): after 10 s the wait gives up rather than hang, and the block's
+ * garbage fails every check. */
+#define MM_STAGE_WAIT_NS 10000000000ull
+
+/* Called by thread 0 once per kernel, before a __syncthreads. */
+__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p)
+{
+    for (int s = 0; s < MM_TILE_STAGES; s++) {
+        mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
+        mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
 /* wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart. */
@@ -121,159 +223,128 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
-/* The weight side of a tile: TMA copies its [BN][128] blocks. */
-typedef struct {
-    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
-    int row0;            /* the tile's first weight row in the map */
-    const float *scale;  /* the tile's K/128 block scales */
-} mm_tile_b;
-
-/* One mbarrier per stage, completed by the TMA of that stage's weight block. */
-typedef struct {
-    uint64_t full[MM_TILE_STAGES];
-} mm_tile_pipe;
-
-/* Called by thread 0 once per kernel, before a __syncthreads. */
-__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p)
+/* Producer (the 128 threads of warpgroup 0): the K blocks of one pass, A[rows][K] x W[BN][K]^T,
+ * into the ring. The row table must be complete for all producer threads (a named barrier after
+ * writing it). Per block: wait until the math warps freed the stage, gather the A rows and the
+ * scales by cp.async (thread t: chunks t, t + 128, ...; rows past the last 8-row group with a
+ * valid row are not loaded, the MMA's results for them are never stored), the weight block by
+ * one TMA (thread 0), then report on `full`. */
+__device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                const mm_tile_rows *a, int rows, const mm_tile_b &b, int k)
 {
-    for (int s = 0; s < MM_TILE_STAGES; s++) {
-        unsigned a = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-/* Waits for a stage's weight block. A TMA that never lands is a kernel bug, not a peer stall:
- * after 10 s the wait gives up rather than hang (the block's garbage fails every check). No
- * trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). */
-__device__ __forceinline__ void mm_tile_wait_full(mm_tile_pipe *p, int s, uint32_t parity)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-    uint64_t start = 0;
-    for (uint32_t spin = 0;; spin++) {
-        uint32_t done;
-        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, q;\n}\n"
-                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
-        if (done) return;
-        if ((spin & 1023u) == 0) {
-            uint64_t now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (!start) start = now;
-            else if (now - start > 10000000000ull) return;
+    const int pt = threadIdx.x, kblocks = k / MM_GEMM_BK;
+    const int a_chunks = ((rows + 7) / 8) * 8 * 8;
+    for (int kb = 0; kb < kblocks; kb++) {
+        const int s = ring.stage;
+        uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
+        uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
+        float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
+        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS); /* a fresh barrier passes parity 1 */
+        unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
+        if (pt == 0) {
+            unsigned dst = (unsigned)__cvta_generic_to_shared(sb);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "n"(MM_TILE_B_STAGE)
+                         : "memory");
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                         "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                         "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
+                         : "memory");
         }
+        for (int c = pt; c < a_chunks; c += MM_PRODUCER_THREADS) {
+            int r = c / 8, part = c % 8;
+            const uint8_t *src = a->row[r < rows ? r : 0];
+            mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16), src + (size_t)kb * MM_GEMM_BK + part * 16);
+        }
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+        mm_ring_advance(ring);
     }
 }
 
-/* One K block (128 columns) into a stage: the tile's A rows and the block's scales by cp.async
- * (every thread; rows are gathered through the row table), the weight block by one TMA
- * (thread 0), both swizzled. */
-__device__ __forceinline__ void mm_tile_load_stage(uint8_t *stage, mm_tile_pipe *p, int s,
-                                                   const mm_tile_rows *a, int rows, const mm_tile_b &b, int kb)
+/* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
+ * per-block promotion, from the blocks the producer put in the ring. A warpgroup whose 64 rows
+ * are all past `rows` skips its MMAs (decode: most tiles hold a few rows) but still frees each
+ * stage; its accumulators are then garbage, like every row past `rows`, and must not be stored. */
+__device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
+                                                int k, float acc[MM_TILE_ACC])
 {
-    uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
-    float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
-    int a_chunks = ((rows + 7) / 8) * 8 * 8; /* rows past the last 8-row group are never stored */
-    for (int c = threadIdx.x; c < a_chunks; c += MM_TILE_THREADS) {
-        int r = c / 8, part = c % 8;
-        const uint8_t *src = a->row[r < rows ? r : 0];
-        mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16), src + (size_t)kb * MM_GEMM_BK + part * 16);
-    }
-    if (threadIdx.x < rows) mm_cp_async4(sc + threadIdx.x, a->scale[threadIdx.x] + kb);
-    if (threadIdx.x == MM_TILE_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
-    if (threadIdx.x == 0) {
-        unsigned bar = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        unsigned dst = (unsigned)__cvta_generic_to_shared(sb);
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "n"(MM_TILE_B_STAGE)
-                     : "memory");
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(bar)
-                     : "memory");
-    }
-}
-
-/* Block kb is in its stage for every thread: this thread's cp.async group of it is complete
- * (at most `pending` newer groups in flight), then the weight block's barrier. */
-template <int pending>
-__device__ __forceinline__ void mm_tile_wait_block(mm_tile_pipe *pipe, uint32_t &phase, int s)
-{
-    mm_cp_async_wait<pending>();
-    /* the generic-proxy writes of cp.async, made visible to wgmma's async-proxy reads */
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    mm_tile_wait_full(pipe, s, (phase >> s) & 1u);
-    phase ^= 1u << s;
-}
-
-/* Issues (does not wait for) the four k32 MMAs of one stage into blk, a fresh block sum. */
-__device__ __forceinline__ void mm_tile_issue_mma(const uint8_t *stage, float blk[MM_TILE_ACC])
-{
-    const int g = threadIdx.x / 128;
-    const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
-        mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-/* acc = A[rows][K] x W[BN][K]^T with the recipe's per-block promotion. `stages` is
- * mm_tile_stages() of the kernel's dynamic shared memory, `pipe` its stage barriers and `phase`
- * their parity bits (kept by the caller across calls, starting at 0). Called by all 256 threads
- * after they wrote `a`; begins with a __syncthreads (publishes `a`; the stages may still hold
- * the previous tile) and leaves every stage free. Rows past `rows` hold garbage in the
- * accumulators and must not be stored.
- * Iteration kb: wait for block kb+1's data while block kb's MMAs run; then promote block kb;
- * one barrier (everyone is done with stage kb and sees block kb+1); issue block kb+1's MMAs and
- * refill stage kb with block kb+S. */
-__device__ __forceinline__ void mm_tile_mainloop(uint8_t *stages, mm_tile_pipe *pipe, uint32_t &phase,
-                                                 const mm_tile_rows *a, int rows, const mm_tile_b &b, int k,
-                                                 float acc[MM_TILE_ACC])
-{
-    const int kblocks = k / MM_GEMM_BK;
-    /* Both warpgroups always issue their MMAs, also one that holds no valid row: a branch
-     * around wgmma that ptxas cannot prove warpgroup-uniform makes it serialize every wgmma
-     * (C7518, measured: a wait after each one), which costs far more than the idle MMAs. */
-    float blk[MM_TILE_ACC];
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = blk[i] = 0.0f;
+    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1, lane = threadIdx.x % 32;
+    const bool wg_rows = rows > 64 * g; /* uniform over the warpgroup */
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-
-    __syncthreads(); /* the caller's row table is written; the previous tile is done with the stages */
+    float blk[MM_TILE_ACC];
 #pragma unroll
-    for (int s = 0; s < MM_TILE_STAGES - 1; s++) {
-        if (s < kblocks) mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, pipe, s, a, rows, b, s);
-        mm_cp_async_commit();
-    }
-    mm_tile_wait_block<MM_TILE_STAGES - 2>(pipe, phase, 0);
-    __syncthreads();
-    mm_tile_issue_mma(stages, blk);
-    if (MM_TILE_STAGES - 1 < kblocks)
-        mm_tile_load_stage(stages + (MM_TILE_STAGES - 1) * MM_TILE_STAGE_BYTES, pipe, MM_TILE_STAGES - 1, a,
-                           rows, b, MM_TILE_STAGES - 1);
-    mm_cp_async_commit();
-
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++) {
-        const int s = kb % MM_TILE_STAGES, s_next = (kb + 1) % MM_TILE_STAGES;
-        if (kb + 1 < kblocks) mm_tile_wait_block<MM_TILE_STAGES - 2>(pipe, phase, s_next);
-        {
+        const int s = ring.stage;
+        const uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
+        mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS);
+        /* the producer's cp.async (generic proxy) writes, made visible to wgmma's async-proxy reads */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (wg_rows) {
+            const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
+                mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        }
+        const float *sc = (const float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+        float sw = sc[MM_GEMM_BM];
+        float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
+        __syncwarp();
+        if (lane == 0) mm_mbar_arrive(&p->empty[s]);
+        if (wg_rows) {
             /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0 */
-            const float *sc = (const float *)(stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-            float sw = sc[MM_GEMM_BM];
-            float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
         }
-        __syncthreads(); /* stage kb is free; block kb+1 is visible to every thread */
-        if (kb + 1 < kblocks) mm_tile_issue_mma(stages + s_next * MM_TILE_STAGE_BYTES, blk);
-        if (kb + MM_TILE_STAGES < kblocks)
-            mm_tile_load_stage(stages + s * MM_TILE_STAGE_BYTES, pipe, s, a, rows, b, kb + MM_TILE_STAGES);
-        mm_cp_async_commit();
+        mm_ring_advance(ring);
     }
-    /* nothing is in flight here; said explicitly so ptxas need not add waits of its own */
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+
+/* The two-slot ring that hands tile descriptions from the producer to the math warpgroups.
+ * ready[j]: 128 producer arrivals (the slot is written); free[j]: one arrival per math warp (the
+ * math is done with the slot, including its epilogue). Item n uses slot n % 2 in round n / 2. */
+typedef struct {
+    uint64_t ready[2];
+    uint64_t free_[2];
+} mm_item_ring;
+
+__device__ __forceinline__ void mm_item_ring_init(mm_item_ring *r)
+{
+    for (int j = 0; j < 2; j++) {
+        mm_mbar_init(&r->ready[j], MM_PRODUCER_THREADS);
+        mm_mbar_init(&r->free_[j], MM_CONSUMER_WARPS);
+    }
+}
+
+/* producer: wait until slot n % 2 may be rewritten */
+__device__ __forceinline__ void mm_item_wait_free(mm_item_ring *r, uint32_t n)
+{
+    mm_mbar_wait(&r->free_[n & 1], ((n >> 1) & 1u) ^ 1u, MM_STAGE_WAIT_NS);
+}
+
+/* producer, every thread, after its writes to the slot */
+__device__ __forceinline__ void mm_item_publish(mm_item_ring *r, uint32_t n)
+{
+    mm_mbar_arrive(&r->ready[n & 1]);
+}
+
+/* math: wait for item n's slot; false after limit_ns */
+__device__ __forceinline__ bool mm_item_wait_ready(mm_item_ring *r, uint32_t n, uint64_t limit_ns)
+{
+    return mm_mbar_wait(&r->ready[n & 1], (n >> 1) & 1u, limit_ns);
+}
+
+/* math, every thread, when done with the slot */
+__device__ __forceinline__ void mm_item_release(mm_item_ring *r, uint32_t n)
+{
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mm_mbar_arrive(&r->free_[n & 1]);
 }
 
 #endif

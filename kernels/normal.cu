@@ -57,6 +57,19 @@ __device__ __forceinline__ uint64_t header_offset(const mm_normal_args &a)
     return (uint64_t)a.hidden + (((uint64_t)a.hidden / 128 * 4 + 15) / 16) * 16;
 }
 
+/* x -> FP8 + per-128 scales: one warp per 128-channel block, with the dispatch's own quantizer
+ * (token_io.cuh), so x is quantized exactly as in the fused and ll modes. */
+__global__ void __launch_bounds__(256) normal_quantize_kernel(mm_normal_args a)
+{
+    const int sblocks = a.hidden / 128, warps = blockDim.x / 32;
+    const size_t total = (size_t)a.tokens * sblocks;
+    for (size_t b = (size_t)blockIdx.x * warps + threadIdx.x / 32; b < total; b += (size_t)gridDim.x * warps) {
+        size_t t = b / sblocks, blk = b % sblocks;
+        mm_quantize_block128(a.x + t * a.hidden + blk * 128, a.xq + t * a.hidden + blk * 128,
+                             a.xq_scales + t * sblocks + blk, a.ue8m0);
+    }
+}
+
 __global__ void normal_layout_kernel(mm_normal_args a)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x, ranks = a.comm.peers.ranks;
@@ -232,15 +245,15 @@ __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
     }
 }
 
-#define MARK(i)                                                                                   \
-    do {                                                                                          \
-        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
-    } while (0)
-
 static int grid_for(int items, int cap)
 {
     return items < 1 ? 1 : (items < cap ? items : cap);
 }
+
+#define MARK(i)                                                                                   \
+    do {                                                                                          \
+        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
+    } while (0)
 
 extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
@@ -251,8 +264,8 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
     if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el) * 4, stream)) != cudaSuccess)
         return e;
     if (a.tokens > 0) {
-        if ((e = mm_launch_quantize_rows(a.x, a.tokens, a.hidden, a.ue8m0, a.xq, a.xq_scales, stream)) != cudaSuccess)
-            return e;
+        normal_quantize_kernel<<<grid_for((int)(((size_t)a.tokens * (a.hidden / 128) + 7) / 8), a.sm_count * 8), 256, 0,
+                                 stream>>>(a);
         normal_layout_kernel<<<(a.tokens + 255) / 256, 256, 0, stream>>>(a);
     }
     MARK(1);

@@ -32,6 +32,24 @@ typedef struct {
     int max_tokens, local_experts;
 } mm_dispatch_dest;
 
+/* One warp quantizes 128 BF16 values (recipe step 2): the block's amax over the warp, its scale
+ * (lane 0 stores it), each lane 4 FP8 values. Shared by the dispatch below and normal's quantize
+ * stage, so every mode quantizes x with the same instructions. */
+__device__ __forceinline__ void mm_quantize_block128(const uint16_t *src, uint8_t *dst, float *scale_out, int ue8m0)
+{
+    const int lane = threadIdx.x % 32;
+    uint2 raw = *(const uint2 *)(src + lane * 4);
+    float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
+                  mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
+    float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    float s = mm_block_scale(amax, ue8m0);
+    uint32_t q = 0;
+    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
+    *(uint32_t *)(dst + lane * 4) = q;
+    if (lane == 0) *scale_out = s;
+}
+
 /* Called by every thread of the CTA; `row` holds row_bytes of shared memory, `slots` topk ints.
  * Starts and ends with a __syncthreads (row and slots are free again afterwards). */
 __device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int hidden, int topk, int ue8m0,
@@ -39,21 +57,11 @@ __device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int
                                                   const float *w_row, int t, uint32_t *send_counters,
                                                   uint8_t *row, int *slots)
 {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, me = d.peers->rank;
+    const int warp = threadIdx.x / 32, warps = blockDim.x / 32, me = d.peers->rank;
     __syncthreads(); /* the previous token's copies are done with row and slots */
     float *scales = (float *)(row + hidden);
-    for (int b = warp; b < hidden / 128; b += warps) {
-        uint2 raw = *(const uint2 *)(x_row + b * 128 + lane * 4);
-        float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
-                      mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
-        float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        float s = mm_block_scale(amax, ue8m0);
-        uint32_t q = 0;
-        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
-        *(uint32_t *)(row + b * 128 + lane * 4) = q;
-        if (lane == 0) scales[b] = s;
-    }
+    for (int b = warp; b < hidden / 128; b += warps)
+        mm_quantize_block128(x_row + b * 128, row + b * 128, &scales[b], ue8m0);
     if (threadIdx.x < topk) {
         int e = ids_row[threadIdx.x];
         slots[threadIdx.x] = e >= 0 ? (int)atomicAdd(&send_counters[e], 1u) : -1;
