@@ -119,6 +119,12 @@ __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
     if (a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
+/* --breakdown, from the first math thread (the GEMM1 -> GEMM2 boundary is the math's). */
+__device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
+{
+    if (a.stamps && threadIdx.x == MM_PRODUCER_THREADS) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
+}
+
 /* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 {
@@ -159,9 +165,10 @@ typedef struct {
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th row that source rank s sent, s the first with
- * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. */
+ * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. The
+ * row's meta comes back in a register. */
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
-                                              fused_item *it, mm_tile_b *b, int *k)
+                                              fused_item *it, mm_tile_b *b, int *k, int4 *meta)
 {
     const int ranks = a.comm.peers.ranks, el = a.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
@@ -179,8 +186,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     while (s < ranks - 1 && r >= sc.cnt[le * ranks + s]) r -= sc.cnt[le * ranks + s++];
     const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
                           ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
-    int4 m = __ldcg((const int4 *)(wire + a.row_bytes - 16));
-    it->meta[pt] = *(const wire_meta *)&m;
+    /* the meta's load latency hides behind the item's first loads: stored just before publishing */
+    *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
     if (is_gemm1) {
         it->tab.row[pt] = wire;
         it->tab.scale[pt] = (const float *)(wire + a.hidden);
@@ -215,11 +222,16 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = {0, 0};
+    /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
+    int next = 0;
+    if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
         mm_item_wait_free(ring_items, n);
         if (threadIdx.x == 0) {
-            int item = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+            int item = next;
+            if (item < sc.items)
+                next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = (item - sc.gemm1_items) / sc.hb_count;
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
@@ -236,15 +248,20 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         }
         mm_tile_b b;
         int k;
-        describe_item(a, sc, item, it, &b, &k);
+        int4 meta;
+        describe_item(a, sc, item, it, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
+        const int rows = it->rows, kblocks = k / MM_GEMM_BK;
+        /* the first block goes out before the item is published: its loads do not wait for the
+         * meta, and the math is still busy with the previous item */
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, 1);
+        it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
-        const int rows = it->rows;
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 1, kblocks);
         if (item < sc.gemm1_items) {
             b.row0 += a.inter;
             b.scale += (size_t)sc.ib_count * (a.hidden / 128);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, kblocks);
         }
     }
 }
@@ -292,13 +309,20 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
-    __threadfence();
+    /* every math thread's act stores, then one release by one thread (the barrier orders them
+     * before its fence) */
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    if (mt == 0) atomicAdd(&gemm1_done(a)[it->tile], 1u);
+    if (mt == 0) {
+        __threadfence();
+        atomicAdd(&gemm1_done(a)[it->tile], 1u);
+    }
 }
 
 /* GEMM2 epilogue (math threads): stage the BF16 tile, then each row's 256 bytes go home to its
- * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). */
+ * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). Items
+ * alternate between two out tiles, so one barrier per item suffices: a thread writing item n's
+ * tile has passed item n - 1's barrier, which every thread reached only after reading item
+ * n - 2's tile, the one being overwritten. */
 __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                const float acc[MM_TILE_ACC])
 {
@@ -315,7 +339,6 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
                                (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
         dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
     }
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* out_tile is free for the next item */
 }
 
 /* Warpgroups 1 and 2: the items in the producer's order. GEMM1 parks the gate pass's
@@ -327,11 +350,15 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     mm_ring ring = {0, 0};
     const int mt = mm_math_thread();
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
+    bool gemm2_seen = false;
     for (uint32_t n = 0;; n++) {
         const fused_item *it = &slots[n & 1];
         if (!mm_item_wait_ready(ring_items, n, limit)) return false;
         const int item = it->item;
-        if (item < 0) return item == ITEM_END;
+        if (item < 0) {
+            if (!gemm2_seen) stamp_math(a, 3);
+            return item == ITEM_END;
+        }
         float acc[MM_TILE_ACC];
         /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
@@ -342,8 +369,13 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
                 for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_CONSUMER_THREADS + mt] = acc[i];
             }
         }
-        if (is_gemm1) gemm1_epilogue(a, sc, it, staging, acc);
-        else gemm2_epilogue(a, it, (__nv_bfloat16 *)staging, acc);
+        if (is_gemm1) {
+            gemm1_epilogue(a, sc, it, staging, acc);
+        } else {
+            if (!gemm2_seen) stamp_math(a, 3);
+            gemm2_seen = true;
+            gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
+        }
         mm_item_release(ring_items, n);
     }
 }
@@ -417,7 +449,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     }
     if (!__syncthreads_and(ok_s)) return;
 
-    stamp(a, 3);
+    stamp(a, 4);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
     if (mm_last_cta(&counters(a)[DONE_GEMM2])) {
         for (int r = threadIdx.x; r < ranks; r += blockDim.x)
@@ -442,7 +474,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                              (__nv_bfloat16 *)a.y + (size_t)t * a.hidden);
     }
 
-    stamp(a, 4);
+    stamp(a, 5);
     /* 6: the last CTA out leaves the state clean for the next call */
     if (mm_last_cta(&counters(a)[DONE_EXIT])) {
         for (int i = threadIdx.x; i < sc.tiles; i += blockDim.x) gemm1_done(a)[i] = 0;

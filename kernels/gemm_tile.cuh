@@ -223,18 +223,19 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
-/* Producer (the 128 threads of warpgroup 0): the K blocks of one pass, A[rows][K] x W[BN][K]^T,
- * into the ring. The row table must be complete for all producer threads (a named barrier after
+/* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
+ * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer threads (a named barrier after
  * writing it). Per block: wait until the math warps freed the stage, gather the A rows and the
  * scales by cp.async (thread t: chunks t, t + 128, ...; rows past the last 8-row group with a
  * valid row are not loaded, the MMA's results for them are never stored), the weight block by
  * one TMA (thread 0), then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                const mm_tile_rows *a, int rows, const mm_tile_b &b, int k)
+                                                const mm_tile_rows *a, int rows, const mm_tile_b &b, int kb_begin,
+                                                int kb_end)
 {
-    const int pt = threadIdx.x, kblocks = k / MM_GEMM_BK;
+    const int pt = threadIdx.x;
     const int a_chunks = ((rows + 7) / 8) * 8 * 8;
-    for (int kb = 0; kb < kblocks; kb++) {
+    for (int kb = kb_begin; kb < kb_end; kb++) {
         const int s = ring.stage;
         uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
         uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;

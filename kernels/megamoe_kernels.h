@@ -270,11 +270,12 @@ typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
-    /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA (thread 0): start,
-     * dispatch sent, counts in, GEMM items done, combine done */
+    /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
+     * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
+     * combine done */
     unsigned long long *stamps;
 } mm_fused_args;
-#define MM_FUSED_STAMPS 5
+#define MM_FUSED_STAMPS 6
 
 /* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns
  * how many CTAs can be resident at once (all must be: the kernel waits across CTAs). */

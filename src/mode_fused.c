@@ -117,7 +117,7 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
                        double *us, int *n)
 {
-    static const char *const stage[MM_FUSED_STAMPS - 1] = {"dispatch", "wait-counts", "gemms", "combine"};
+    static const char *const stage[MM_FUSED_STAMPS - 1] = {"dispatch", "wait-counts", "gemm1", "gemm2", "combine"};
     fused_state *st = state;
     size_t count = (size_t)st->ctas * MM_FUSED_STAMPS;
     unsigned long long *dev = NULL, *host = malloc(count * sizeof *host);
