@@ -56,7 +56,15 @@
 
 static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the GEMM core's");
 
-#define STAGING_BYTES (MM_GEMM_BM * MM_GEMM_BN * 4) /* gate block FP32, or the BF16 output tile */
+/* Small tiles (rows <= 64, decode) park gate and up row-major with a padded row, so all eight
+ * math warps can share the SwiGLU of the few valid rows (row stride 132 floats: a quad's float2
+ * stores of 8 rows hit different banks). */
+#define SMALL_ROWS 64
+#define SMALL_STRIDE (MM_GEMM_BN + 4)
+#define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
+/* the gate block FP32 (per-thread layout), or gate and up of a small tile, or two BF16 out tiles */
+#define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4 > MM_GEMM_BM * MM_GEMM_BN * 4 ? 2 * SMALL_PARK_FLOATS * 4 \
+                                                                            : MM_GEMM_BM * MM_GEMM_BN * 4)
 
 typedef mm_wire_meta wire_meta;
 
@@ -318,6 +326,49 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     }
 }
 
+/* Parks this thread's valid rows of a small tile's block row-major at `park` (rows <= 64: only
+ * math warpgroup 0 holds valid rows). */
+__device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_ACC], int rows)
+{
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        int r = mm_acc_row(i);
+        if (r < rows) *(float2 *)(park + r * SMALL_STRIDE + mm_acc_col(i)) = make_float2(acc[i], acc[i + 1]);
+    }
+}
+
+/* GEMM1 epilogue of a small tile (rows <= 64): gate and up are parked row-major; warp w takes
+ * rows w, w + 8, ...: each lane 4 channels of SwiGLU, the row's amax over the warp, the scale,
+ * 4 FP8 bytes (a row's 128 bytes in one coalesced store). Same functions per element as the
+ * per-thread epilogue, so the bits are the same; the exp and division of the few valid rows are
+ * spread over all 256 math threads instead of the 2-8 that hold them. */
+__device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, const fused_schedule &sc,
+                                                     const fused_item *it, const float *gate, const float *up)
+{
+    const int mt = mm_math_thread(), lane = threadIdx.x % 32, rows = it->rows, block = it->block;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
+    for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
+        const float w = it->meta[r].weight;
+        float4 g = *(const float4 *)(gate + r * SMALL_STRIDE + 4 * lane);
+        float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
+        float h[4] = {mm_swiglu(g.x, u.x, w, a.has_limit, a.limit), mm_swiglu(g.y, u.y, w, a.has_limit, a.limit),
+                      mm_swiglu(g.z, u.z, w, a.has_limit, a.limit), mm_swiglu(g.w, u.w, w, a.has_limit, a.limit)};
+        float amax = fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3])));
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float scale = mm_block_scale(amax, a.ue8m0);
+        uint32_t q = 0;
+        for (int j = 0; j < 4; j++) q |= (uint32_t)mm_quantize(h[j], scale) << (8 * j);
+        const size_t row = it->act_row0 + r;
+        *(uint32_t *)(a.act + row * a.inter + block * 128 + 4 * lane) = q;
+        if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
+    }
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
+    if (mt == 0) {
+        __threadfence();
+        atomicAdd(&gemm1_done(a)[it->tile], 1u);
+    }
+}
+
 /* GEMM2 epilogue (math threads): stage the BF16 tile, then each row's 256 bytes go home to its
  * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). Items
  * alternate between two out tiles, so one barrier per item suffices: a thread writing item n's
@@ -362,14 +413,19 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         float acc[MM_TILE_ACC];
         /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
+        const bool small = it->rows <= SMALL_ROWS;
         for (int pass = 0; pass < passes; pass++) {
             mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, acc);
-            if (is_gemm1 && pass == 0) {
+            if (is_gemm1 && small) {
+                park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
+            } else if (is_gemm1 && pass == 0) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_CONSUMER_THREADS + mt] = acc[i];
             }
         }
-        if (is_gemm1) {
+        if (is_gemm1 && small) {
+            gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+        } else if (is_gemm1) {
             gemm1_epilogue(a, sc, it, staging, acc);
         } else {
             if (!gemm2_seen) stamp_math(a, 3);
