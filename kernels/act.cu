@@ -3,7 +3,8 @@
  * schedule), h = SwiGLU(gate, up) with the limit, times the row's top-k weight (mm_swiglu), then
  * FP8 quantization per 128 (recipe steps 4-5). The fused kernel does the same in GEMM1's epilogue
  * with the same functions, so all three agree bit for bit.
- * Roles: a warp per (valid row, 128-block of I); each lane 4 channels; amax by warp shuffles.
+ * Roles: a CTA per (row tile, 128-block of I), a warp per valid row of it; each lane 4 channels;
+ * amax by warp shuffles.
  * Buffers: gemm1_out [rows][2I] FP32 (gate, then up); meta [rows] mm_wire_meta (the weight);
  * act [rows][I] FP8, act_scales [rows][I/128]. No synchronization beyond the launch. */
 #include <stdint.h>
@@ -15,30 +16,32 @@
 
 __global__ void __launch_bounds__(256) swiglu_quant_kernel(mm_act_args a)
 {
-    const int blocks = a.inter / 128, lane = threadIdx.x % 32;
-    const long long items = (long long)a.tile_start[a.experts] * MM_GEMM_BM * blocks;
-    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
-    for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
-        int per_tile = MM_GEMM_BM * blocks;
-        int tile_flat = (int)(w / per_tile), rem = (int)(w % per_tile);
-        size_t row;
-        if (!mm_tile_row_index(a.tile_start, a.row_offset, a.row_count, a.experts, tile_flat, rem / blocks, &row))
-            continue;
-        int b = rem % blocks;
-        float weight = ((const mm_wire_meta *)a.meta)[row].weight;
-        const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
-        float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
-        float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
-                       mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
-        float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        float s = mm_block_scale(amax, a.ue8m0);
-        uint32_t q = 0;
-        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
-        *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
-        if (lane == 0) a.act_scales[row * blocks + b] = s;
+    const int blocks = a.inter / 128, lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const int items = a.tile_start[a.experts] * blocks;
+    /* a CTA per (row tile, 128-block): the tile is located once, and only its valid rows are
+     * visited (at decode sizes most of a tile is padding) */
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+        const int tile_flat = item / blocks, b = item % blocks;
+        mm_tile t = mm_tile_locate(a.tile_start, a.experts, 1, tile_flat);
+        int rows = a.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
+        rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
+        for (int r = warp; r < rows; r += warps) {
+            const size_t row = (size_t)a.row_offset[t.expert] + t.row_tile * MM_GEMM_BM + r;
+            float weight = ((const mm_wire_meta *)a.meta)[row].weight;
+            const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
+            float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
+            float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
+                           mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
+                           mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
+                           mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
+            float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
+            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            float s = mm_block_scale(amax, a.ue8m0);
+            uint32_t q = 0;
+            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
+            *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
+            if (lane == 0) a.act_scales[row * blocks + b] = s;
+        }
     }
 }
 

@@ -80,15 +80,15 @@ __device__ __forceinline__ bool mm_wait_geq(const mm_comm &c, const uint64_t *p,
  * wrote (and resets the counter for the next launch). Called by every thread. */
 __device__ __forceinline__ bool mm_last_cta(uint32_t *counter)
 {
-    __shared__ int last;
+    int last = 0;
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) {
         last = atomicAdd(counter, 1u) == gridDim.x - 1;
         if (last) __threadfence_system();
     }
-    __syncthreads();
-    return last != 0;
+    /* the barrier's reduction carries thread 0's answer: no shared variable to reuse */
+    return __syncthreads_or(last) != 0;
 }
 
 /* The barrier slot that rank `src` writes in rank `dst`'s symmetric buffer. */

@@ -442,7 +442,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ fused_item slots[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
-    __shared__ int claim_s, ok_s;
+    __shared__ int claim_s;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.experts / ranks;
@@ -452,7 +452,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe);
         mm_item_ring_init(&ring_items);
-        ok_s = 1;
     }
     stamp(a, 0);
 
@@ -498,12 +497,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.items = sc.gemm1_items + sc.tiles * sc.hb_count;
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
-    if (mm_warpgroup() == 0) {
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
-    } else if (!consume_items(a, sc, stages, &pipe, &ring_items, slots, staging)) {
-        ok_s = 0;
-    }
-    if (!__syncthreads_and(ok_s)) return;
+    bool ok = true;
+    if (mm_warpgroup() == 0) produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+    else ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+    if (!__syncthreads_and(ok)) return;
 
     stamp(a, 4);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
@@ -515,15 +512,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 5: combine this CTA's tokens */
     if (blockIdx.x < a.tokens) {
+        int good = 1;
         if (threadIdx.x == 0) {
             const uint64_t *flags = (const uint64_t *)region(a, me, a.off_flags);
-            int good = 1;
             for (int r = 0; r < ranks && good; r++)
                 good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_FUSED_COMBINE, r);
-            ok_s = good;
         }
-        __syncthreads();
-        if (!ok_s) return;
+        if (!__syncthreads_and(good)) return;
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)region(a, me, a.off_combine);
         for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
             mm_combine_token(home + (size_t)t * a.topk * a.hidden, a.ids + (size_t)t * a.topk, a.topk, a.hidden,

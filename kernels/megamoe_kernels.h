@@ -210,6 +210,7 @@ typedef struct {
     uint64_t row_bytes; /* mm_normal_row_bytes */
     int hidden, inter, experts, topk, max_tokens;
     int has_limit, ue8m0, sm_count;
+    int comm_ctas; /* grid cap of the communication kernels: 4 CTAs of 128 threads per SM given */
     float limit;
     /* this call */
     int tokens;
@@ -244,7 +245,7 @@ typedef struct {
 
 /* The stages before the CPU sync (quantize, layout, notify, barrier, offsets), and the ones after
  * it (dispatch ... combine, a.recv_rows set). marks: NULL or MM_NORMAL_MARKS events. */
-#define MM_NORMAL_MARKS 9
+#define MM_NORMAL_MARKS 10
 cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
 cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
 

@@ -277,7 +277,7 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
 
 extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
-    const int el = a.experts / a.comm.peers.ranks, comm_ctas = a.sm_count * 4;
+    const int el = a.experts / a.comm.peers.ranks, comm_ctas = a.comm_ctas;
     cudaError_t e = cudaSuccess;
     MARK(2);
     normal_dispatch_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
@@ -300,8 +300,9 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     MARK(7);
     normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
     if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
     normal_combine_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(8);
+    MARK(9);
     return cudaSuccess;
 }

@@ -467,9 +467,7 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     mm_results res;
     results_init(&res);
     mm_status res_failed_before = MM_OK; /* worst row status of the earlier --sweeps */
-    if (s == MM_OK && o->comm_sms && rt->rank == 0)
-        mm_warn("--comm-sms %d: not tunable yet; normal's communication kernels use up to 4 CTAs per SM",
-                o->comm_sms);
+    if (s == MM_OK) rt->comm_sms = o->comm_sms;
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
         b->max_tokens = max_tokens;

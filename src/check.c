@@ -419,9 +419,7 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
     if (s == MM_OK) s = runtime_init(rt, o->timeout_ms, scenarios_sym_bytes(o, world));
     watchdog_disarm();
     int n = 0, failed = 0, passed = 0, skipped = 0;
-    if (s == MM_OK && o->comm_sms && rt->rank == 0)
-        mm_warn("--comm-sms %d: not tunable yet; normal's communication kernels use up to 4 CTAs per SM",
-                o->comm_sms);
+    if (s == MM_OK) rt->comm_sms = o->comm_sms;
     mm_meta meta;
     memset(&meta, 0, sizeof meta);
     if (s == MM_OK) {

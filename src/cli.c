@@ -65,7 +65,7 @@ static const struct {
     {"max-tokens-per-rank", 1, OPT_MAXTOK, B | P, "N",
      "size buffers for at most N tokens per rank (default: largest batch)"},
     {"ll-max", 1, OPT_LLMAX, B | C | P, "N", "ll mode's fixed max tokens per rank (default 1024)"},
-    {"comm-sms", 1, OPT_COMMSMS, B | C, "N", "SMs for normal's communication kernels (not tunable yet: warns and uses 4 CTAs per SM)"},
+    {"comm-sms", 1, OPT_COMMSMS, B | C, "N", "SMs for normal's communication kernels (4 CTAs of 128 threads each; default: all)"},
     {"timeout-ms", 1, OPT_TIMEOUT, B | C | S, "MS", "bound on every device-side wait (default 5000)"},
     {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
     {"hbm-gbps", 1, OPT_HBM, P, "X", "HBM ceiling (default 3900, measured H200)"},

@@ -60,6 +60,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->limit = (float)cfg->swiglu_limit;
     a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
     a->sm_count = rt->sm_count;
+    a->comm_ctas = 4 * (rt->comm_sms > 0 && rt->comm_sms < rt->sm_count ? rt->comm_sms : rt->sm_count);
     a->xq = (uint8_t *)(base + loc.region[NORMAL_XQ].offset);
     a->xq_scales = (float *)(base + loc.region[NORMAL_XQ_SCALES].offset);
     a->token_slot = (int32_t *)(base + loc.region[NORMAL_TOKEN_SLOT].offset);
@@ -142,7 +143,7 @@ mm_status normal_stages(void *state, const mm_mode_io *io, cudaStream_t stream, 
                         int *n)
 {
     static const char *const stage[MM_NORMAL_MARKS - 1] = {"quant-layout", "notify-sync", "dispatch", "permute",
-                                                           "gemm1", "act", "gemm2", "combine"};
+                                                           "gemm1", "act", "gemm2", "reduce-send", "combine"};
     cudaEvent_t marks[MM_NORMAL_MARKS];
     int made = 0;
     mm_status s = MM_OK;

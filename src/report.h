@@ -11,7 +11,7 @@
 
 #define MM_RESULTS_SCHEMA "megamoe.results/1"
 #define MM_MAX_RANKS 64
-#define MM_MAX_STAGES 8
+#define MM_MAX_STAGES 10
 
 typedef enum { ROW_OK = 0, ROW_FAIL, ROW_TIMEOUT, ROW_ERROR, ROW_SKIP } mm_row_status;
 const char *row_status_name(mm_row_status s);

@@ -44,6 +44,7 @@ typedef struct {
     char gpu_name[96];
     char bus_id[32];
     int sm_count;
+    int comm_sms; /* --comm-sms: SMs normal's communication kernels may use (0: all) */
     size_t l2_bytes;
     char driver[32];
     char cuda[32];
