@@ -262,14 +262,14 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         /* the first block goes out before the item is published: its loads do not wait for the
          * meta, and the math is still busy with the previous item */
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k, 0, 1);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k, 1, kblocks);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 1, kblocks);
         if (item < sc.gemm1_items) {
             b.row0 += a.inter;
             b.scale += (size_t)sc.ib_count * (a.hidden / 128);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, k, 0, kblocks);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, kblocks);
         }
     }
 }

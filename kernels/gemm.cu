@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_item_publish(&items, n);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, b, g.k, 0, kblocks);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, b, 0, kblocks);
         }
     } else {
         for (uint32_t n = 0;; n++) {

@@ -43,11 +43,6 @@
 #ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
 #define MM_TILE_STAGES 4
 #endif
-/* weight blocks the producer asks L2 to fetch ahead of the ring (TMA prefetch, no shared memory):
- * more bytes in flight than the stages alone hold; overridable for experiments */
-#ifndef MM_TILE_PREFETCH
-#define MM_TILE_PREFETCH 0
-#endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 /* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
@@ -229,16 +224,15 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
 }
 
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
- * A[rows][k] x W[BN][k]^T, into the ring. The row table must be complete for all producer threads (a named barrier after
+ * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer threads (a named barrier after
  * writing it). Per block: wait until the math warps freed the stage, gather the A rows and the
  * scales by cp.async (thread t: chunks t, t + 128, ...; rows past the last 8-row group with a
  * valid row are not loaded, the MMA's results for them are never stored), the weight block by
  * one TMA (thread 0), then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                const mm_tile_rows *a, int rows, const mm_tile_b &b, int k,
-                                                int kb_begin, int kb_end)
+                                                const mm_tile_rows *a, int rows, const mm_tile_b &b, int kb_begin,
+                                                int kb_end)
 {
-    const int kblocks = k / MM_GEMM_BK;
     const int pt = threadIdx.x;
     const int a_chunks = ((rows + 7) / 8) * 8 * 8;
     for (int kb = kb_begin; kb < kb_end; kb++) {
@@ -248,14 +242,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS); /* a fresh barrier passes parity 1 */
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        if (MM_TILE_PREFETCH > 0 && pt == 0) {
-            /* the first call of a pass also covers the blocks the ring will load before it */
-            for (int pf = (kb == 0 ? 1 : kb + MM_TILE_PREFETCH); pf <= kb + MM_TILE_PREFETCH; pf++)
-                if (pf < kblocks)
-                    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];" ::"l"(b.map),
-                                 "r"(pf * MM_GEMM_BK), "r"(b.row0)
-                                 : "memory");
-        }
         if (pt == 0) {
             unsigned dst = (unsigned)__cvta_generic_to_shared(sb);
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "n"(MM_TILE_B_STAGE)
