@@ -54,15 +54,15 @@ CFLAGS_COMMON := -std=c11 -Wall -Wextra -ffp-contract=off $(CJSON_CFLAGS)
 CFLAGS := $(CFLAGS_COMMON) -fopenmp $(OPT) -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include $(MPI_CFLAGS) -Werror
 NVFLAGS := -gencode=arch=compute_90a,code=sm_90a -std=c++17 $(NVOPT) -Ikernels -I$(NCCL_HOME)/include \
            -Xcompiler -Wall -Xptxas -warn-spills $(NVEXTRA)
-LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
+LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublasLt \
           -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl $(MPI_LIBS) $(CJSON_LIBS) -lm -lstdc++ \
           -fopenmp
 
 BUILD := build
 # Host files that need neither CUDA nor MPI: the CPU tests and the fuzzer link these.
 PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
-            src/cli.c src/datagen_host.c src/gate.c src/reference.c src/scenarios.c
-HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/selftest.c src/main.c
+            src/cli.c src/datagen_host.c src/gate.c src/reference.c src/scenarios.c src/lt_layout.c
+HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/selftest.c src/main.c
 CU_SRC := $(wildcard kernels/*.cu)
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)

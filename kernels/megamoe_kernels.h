@@ -128,6 +128,9 @@ cudaError_t mm_launch_quantize_rows(const uint16_t *x, int rows, int width, int 
 cudaError_t mm_launch_ref_gemm(const uint8_t *qa, const float *sa, const int32_t *expert_of_row,
                                int rows, const uint8_t *w, const float *sw, int n, int k,
                                double *out, cudaStream_t stream);
+/* out[i] = in[i] (BF16) as double: lets mm_launch_compare take another BF16 output as reference. */
+cudaError_t mm_launch_bf16_to_f64(const uint16_t *in, long long n, double *out, cudaStream_t stream);
+
 /* Same as mm_launch_compare for an FP32 output. */
 cudaError_t mm_launch_compare_f32(const float *out, const double *ref, long long n,
                                   mm_device_diff *acc, cudaStream_t stream);

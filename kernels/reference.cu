@@ -245,3 +245,18 @@ extern "C" cudaError_t mm_launch_compare_f32(const float *out, const double *ref
 {
     return launch_compare(out, ref, n, acc, stream);
 }
+
+/* A BF16 output widened to double, so another output can be compared against it with
+ * mm_launch_compare (the `gemm` lab compares ours against cuBLASLt's this way). */
+__global__ void bf16_to_f64_kernel(const uint16_t *in, long long n, double *out)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        out[i] = (double)mm_bf16_decode(in[i]);
+}
+
+extern "C" cudaError_t mm_launch_bf16_to_f64(const uint16_t *in, long long n, double *out, cudaStream_t stream)
+{
+    if (n == 0) return cudaSuccess;
+    bf16_to_f64_kernel<<<264, 256, 0, stream>>>(in, n, out);
+    return cudaGetLastError();
+}

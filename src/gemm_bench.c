@@ -1,7 +1,8 @@
 /* gemm: the GEMM core alone on one GPU (a kernel lab). For a config's two GEMM shapes and a list
  * of total row counts spread over the local experts of an EP size, it checks our grouped kernel
- * against the GPU reference (double) and times it with L2 flushed between iterations.
- * The cuBLASLt per-expert comparison is not implemented yet: its columns say so. */
+ * against the GPU reference (double), times it with L2 flushed between iterations, and runs the
+ * same problem as a loop of cuBLASLt block-scaled FP8 matmuls, one per active expert
+ * (gemm_cublaslt.c), timed the same way, with the calc_diff between the two outputs. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "bench.h"
 #include "datagen_host.h"
+#include "gemm_cublaslt.h"
 #include "runtime.h"
 #include "stats.h"
 
@@ -43,7 +45,7 @@ typedef struct {
     float *sa;
     int32_t *count, *offset, *tiles, *expert_of_row;
     void *out;
-    double *ref;
+    double *ref, *ref_lt; /* exact reference; cuBLASLt's output widened */
     mm_device_diff *diff;
     void *flush;
     size_t flush_bytes;
@@ -63,6 +65,59 @@ static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int ro
     *calc = d.sum_aa_bb > 0 ? 1.0 - 2.0 * d.sum_ab / d.sum_aa_bb : 0.0;
     if (d.nonfinite) *calc = INFINITY;
     return MM_OK;
+}
+
+static int lt_layout_reported;
+
+typedef mm_status (*enqueue_fn)(void *ctx, cudaStream_t st);
+
+typedef struct {
+    mm_grouped_gemm_args g;
+    int ctas;
+} ours_ctx;
+
+static mm_status ours_enqueue(void *ctx, cudaStream_t st)
+{
+    ours_ctx *c = ctx;
+    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, st));
+    return MM_OK;
+}
+
+static mm_status lt_enqueue(void *ctx, cudaStream_t st)
+{
+    return lt_runner_enqueue(ctx, st);
+}
+
+/* Median time of `fn` over o->iters calls after o->warmup, L2 flushed before each (events
+ * around each call). */
+static mm_status time_median(const mm_options *o, const gemm_buffers *b, cudaStream_t st, enqueue_fn fn, void *ctx,
+                             mm_stats *out)
+{
+    int iters = o->iters;
+    double *us = malloc(sizeof(double) * (size_t)iters);
+    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)iters);
+    mm_status s = (us && ev) ? MM_OK : MM_RUNTIME;
+    int made = 0;
+    for (; s == MM_OK && made < 2 * iters; made++)
+        if (cudaEventCreate(&ev[made]) != cudaSuccess) s = MM_RUNTIME;
+    for (int i = -o->warmup; s == MM_OK && i < iters; i++) {
+        if (o->l2_flush && cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, st) != cudaSuccess) s = MM_RUNTIME;
+        if (s == MM_OK && i >= 0 && cudaEventRecord(ev[2 * i], st) != cudaSuccess) s = MM_RUNTIME;
+        if (s == MM_OK) s = fn(ctx, st);
+        if (s == MM_OK && i >= 0 && cudaEventRecord(ev[2 * i + 1], st) != cudaSuccess) s = MM_RUNTIME;
+    }
+    if (s == MM_OK && cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
+    for (int i = 0; s == MM_OK && i < iters; i++) {
+        float ms;
+        if (cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != cudaSuccess) s = MM_RUNTIME;
+        us[i] = ms * 1000.0;
+    }
+    if (s == MM_OK) stats_compute(us, iters, out);
+    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+    free(us);
+    free(ev);
+    if (s != MM_OK) mm_error("gemm: timing failed (CUDA error)");
+    return s;
 }
 
 static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b,
@@ -100,34 +155,56 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     MM_TRY(check_one(b, g, rows, ctas, st, &calc32));
     g.out_fp32 = 0;
 
-    int iters = o->iters;
-    double *us = malloc(sizeof(double) * (size_t)iters);
-    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)iters);
-    if (!us || !ev) return MM_RUNTIME;
-    for (int i = 0; i < 2 * iters; i++) CUDA_TRY(cudaEventCreate(&ev[i]));
-    for (int i = -o->warmup; i < iters; i++) {
-        if (o->l2_flush) CUDA_TRY(cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, st));
-        if (i >= 0) CUDA_TRY(cudaEventRecord(ev[2 * i], st));
-        CUDA_TRY(mm_launch_grouped_gemm(g, ctas, st));
-        if (i >= 0) CUDA_TRY(cudaEventRecord(ev[2 * i + 1], st));
-    }
-    CUDA_TRY(cudaStreamSynchronize(st));
-    for (int i = 0; i < iters; i++) {
-        float ms;
-        CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-        us[i] = ms * 1000.0;
-    }
-    for (int i = 0; i < 2 * iters; i++) cudaEventDestroy(ev[i]);
     mm_stats s;
-    stats_compute(us, iters, &s);
+    ours_ctx oc = {g, ctas};
+    MM_TRY(time_median(o, b, st, ours_enqueue, &oc, &s));
     double flops = 2.0 * rows * (double)sh.n * sh.k;
     double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
-    printf("gemm%d %6d x %5d x %5d %8.1f %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s  %s\n", sh.gemm,
-           rows, sh.n, sh.k, (double)rows / local_experts, s.median, flops / s.median / 1e6,
-           wbytes / s.median / 1e3, calc, calc32, ok ? "OK" : "FAIL", "not implemented yet");
+    printf("gemm%d %6d x %5d x %5d %8.1f %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s  ", sh.gemm, rows, sh.n, sh.k,
+           (double)rows / local_experts, s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
+           ok ? "OK" : "FAIL");
+
+    /* the same problem through cuBLASLt, one matmul per active expert */
+    lt_problem lp = {w, ws, b->qa, b->sa, count, offset, local_experts, sh.n, sh.k, rows};
+    lt_runner *lt = NULL;
+    char why[256];
+    mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
+    if (ls == MM_OK && lt) {
+        mm_stats lts;
+        const uint16_t *lt_out;
+        double calc_lt = 0;
+        ls = time_median(o, b, st, lt_enqueue, lt, &lts);
+        if (ls == MM_OK) ls = lt_runner_output(lt, st, &lt_out);
+        /* ours (BF16) against cuBLASLt's output */
+        if (ls == MM_OK && (mm_launch_bf16_to_f64(lt_out, (long long)rows * sh.n, b->ref_lt, st) != cudaSuccess ||
+                            mm_launch_grouped_gemm(g, ctas, st) != cudaSuccess))
+            ls = MM_RUNTIME;
+        if (ls == MM_OK) {
+            mm_device_diff d;
+            if (mm_launch_compare((const uint16_t *)b->out, b->ref_lt, (long long)rows * sh.n, b->diff, st) != cudaSuccess ||
+                cudaMemcpyAsync(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+                cudaStreamSynchronize(st) != cudaSuccess)
+                ls = MM_RUNTIME;
+            else
+                calc_lt = d.nonfinite ? INFINITY : (d.sum_aa_bb > 0 ? 1.0 - 2.0 * d.sum_ab / d.sum_aa_bb : 0.0);
+        }
+        if (ls == MM_OK) {
+            int lt_ok = calc_lt <= o->tol;
+            ok = ok && lt_ok;
+            printf("%9.1f %7.2fx %9.2e%s\n", lts.median, lts.median / s.median, calc_lt, lt_ok ? "" : "  FAIL");
+            if (!lt_layout_reported) {
+                printf("# cuBLASLt scale layout (checked against the reference): %s\n", lt_runner_layout(lt));
+                lt_layout_reported = 1;
+            }
+        }
+        lt_runner_destroy(lt);
+    } else if (ls == MM_OK) {
+        printf("%s\n", why);
+    }
     fflush(stdout);
-    free(us); free(ev); free(count); free(offset); free(owner);
+    free(count); free(offset); free(owner);
+    if (ls != MM_OK) return ls;
     return ok ? MM_OK : MM_FAIL;
 }
 
@@ -166,6 +243,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(cudaMalloc((void **)&b.expert_of_row, (size_t)max_rows * 4));
     CUDA_TRY(cudaMalloc(&b.out, (size_t)max_rows * maxn * 4));
     CUDA_TRY(cudaMalloc((void **)&b.ref, (size_t)max_rows * maxn * 8));
+    CUDA_TRY(cudaMalloc((void **)&b.ref_lt, (size_t)max_rows * maxn * 8));
     CUDA_TRY(cudaMalloc((void **)&b.diff, sizeof(mm_device_diff)));
     b.flush_bytes = (size_t)prop.l2CacheSize * 5 / 2;
     CUDA_TRY(cudaMalloc(&b.flush, b.flush_bytes));
@@ -178,7 +256,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
            o->l2_flush ? "on" : "off", o->iters);
     printf("%-5s %-22s %8s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e",
-           "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "vs cuBLASLt");
+           "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
     for (int gi = 0; gi < 2 && s != MM_RUNTIME; gi++)
@@ -187,7 +265,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     cudaFree(b.w1_map); cudaFree(b.w2_map);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
-    cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.diff); cudaFree(b.flush);
+    cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);
     cudaStreamDestroy(st);
     return s;
 }

@@ -16,5 +16,6 @@ int main(void)
     failed += run_scenario_tests();
     failed += run_gemm_schedule_tests();
     failed += run_normal_layout_tests();
+    failed += run_lt_layout_tests();
     return failed ? 1 : 0;
 }
