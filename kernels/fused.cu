@@ -1,9 +1,11 @@
 /* The fused mega-MoE kernel (`--modes fused`): ONE persistent launch per call, from this rank's
  * BF16 tokens to its BF16 output, with no CPU sync and no other launch (docs/fused.md).
  *
- * Grid: every CTA resident at once (mm_fused_prepare gives the bound), 256 threads. Every CTA
- * goes through the same phases; the hand-offs between them are counters, not grid barriers, so a
- * CTA starts a phase's work as soon as what that work needs is there:
+ * Grid: every CTA resident at once (mm_fused_prepare gives the bound), 384 threads: warpgroup 0
+ * is the producer, warpgroups 1 and 2 the math (gemm_tile.cuh); in phases 1, 2, 4-6 all 384
+ * threads work alike. Every CTA goes through the same phases; the hand-offs between them are
+ * counters, not grid barriers, so a CTA starts a phase's work as soon as what that work needs is
+ * there:
  *   1 dispatch      CTAs stride over tokens (token_io.cuh, shared with ll): quantize the row
  *                   (recipe step 2) in shared memory, then store FP8 row + scales + meta {src
  *                   rank, token, k, weight} for every k into the owner's dispatch_recv[le][me][slot]
@@ -12,18 +14,25 @@
  *                   the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
  *                   experts and builds the row-tile schedule in shared memory (tile_start).
- *   3 GEMM items    claimed one at a time from a local atomic (the next claim is issued while the
- *                   current item runs), in one order: all GEMM1 items (row tile of 128, 128-block
- *                   of I) first, then all GEMM2 items (row tile, 128-block of H). One call site
- *                   of the tile mainloop (gemm_tile.cuh) serves every pass.
- *                   GEMM1 item: reads its A rows in place from dispatch_recv (a row table in
- *                   shared memory points at each row, whichever source rank sent it), runs the
- *                   gate block then the up block through the GEMM core, and in the epilogue
- *                   applies SwiGLU with the limit and the row's top-k weight, quantizes per 128
- *                   (recipe steps 4-5) into act, then bumps gemm1_done[row tile].
- *                   GEMM2 item: waits (bounded) until gemm1_done[row tile] == I/128, runs the
- *                   tile over act, stages it as BF16 and stores each row's 256 bytes straight
- *                   into its token's rank at combine_recv[token][k] (NVLink).
+ *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I), then
+ *                   all GEMM2 items (row tile, 128-block of H).
+ *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
+ *                   describes each in a slot of the two-slot item ring (row table, row metas,
+ *                   rows, tile), and streams its K blocks into the stage ring (TMA for the weight
+ *                   block, cp.async for the gathered A rows and the scales; full/empty mbarriers),
+ *                   running ahead across passes and items. GEMM1 rows are read in place from
+ *                   dispatch_recv (the row table points at each row, whichever source rank sent
+ *                   it); a GEMM2 item's rows (act) are loaded only after gemm1_done[row tile]
+ *                   == I/128 (bounded wait by producer thread 0).
+ *                   Math warpgroups: take the items in the same order; GEMM1 runs the gate pass
+ *                   then the up pass (one call site of the mainloop for every pass), parks the
+ *                   gate block in shared memory, then the epilogue applies SwiGLU with the limit
+ *                   and the row's top-k weight and quantizes per 128 (recipe steps 4-5) into act
+ *                   (tiles of <= 64 rows: gate and up parked row-major and the valid rows spread
+ *                   over all 8 math warps), then one thread bumps gemm1_done[row tile] after a
+ *                   fence. GEMM2 stages the tile as BF16 (two alternating out tiles) and stores
+ *                   each row's 256 bytes straight into its token's rank at combine_recv[token][k]
+ *                   (NVLink). The producer ends with an END (or ABORT) slot.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
  *   5 combine       CTAs stride over tokens: wait (bounded) for every rank's flag, then
@@ -34,10 +43,12 @@
  * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [El][R][T] wire rows,
  * combine_recv [T][K][H] BF16 (symmetric); act [El][R*T][I] FP8 + scales (local).
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
- * those were claimed before it (claims are in increasing order) by CTAs that wait for nothing
- * more once they have the counts; counts and flags are written unconditionally by every rank
- * (also with 0 tokens). Every wait is bounded anyway and records its phase on expiry; a CTA
- * whose wait fails returns, and the others' waits see the abort flag.
+ * those were claimed before it (claims are in increasing order) by CTAs whose producers had
+ * already streamed every block of them before claiming anything later, and whose math waits
+ * only on its own producer; counts and flags are written unconditionally by every rank (also with
+ * 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
+ * never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
+ * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
  * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv for
  * call c+1 only after our combine flag of call c, which we publish after every GEMM1 tile (the
  * only reader of dispatch_recv) is done; it writes our combine_recv for c+1 only after we sent
