@@ -45,6 +45,7 @@
 #include "token_io.cuh"
 
 #define MAX_K MM_KERNEL_MAX_TOPK
+static_assert(MM_MAX_PEERS <= MM_KERNEL_MAX_TOPK, "the combine sums one partial row per rank through mm_sum_rows8");
 
 __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t off)
 {
@@ -197,24 +198,13 @@ __global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args 
         __syncthreads();
         __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) +
                              ((size_t)me * a.max_tokens + token) * a.hidden;
-        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) {
-            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-            for (int k = 0; k < a.topk; k++) {
-                if (rows[k] < 0) continue;
-                uint4 v = *(const uint4 *)(a.gemm2_out + (size_t)rows[k] * a.hidden + c);
-                const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+        const __nv_bfloat16 *src_rows[MAX_K];
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    s[2 * i] = __fadd_rn(s[2 * i], __bfloat162float(p[i].x));
-                    s[2 * i + 1] = __fadd_rn(s[2 * i + 1], __bfloat162float(p[i].y));
-                }
-            }
-            uint4 packed;
-            __nv_bfloat162 *o = (__nv_bfloat162 *)&packed;
-#pragma unroll
-            for (int i = 0; i < 4; i++) o[i] = __floats2bfloat162_rn(s[2 * i], s[2 * i + 1]);
-            *(uint4 *)(out + c) = packed;
-        }
+        for (int k = 0; k < MAX_K; k++)
+            src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden
+                                                     : NULL;
+        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8)
+            *(uint4 *)(out + c) = mm_sum_rows8(src_rows, a.topk, c);
     }
 }
 
@@ -224,24 +214,12 @@ __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
     const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
     for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
         uint32_t mask = mm_token_rank_mask(a.ids + (size_t)t * a.topk, a.topk, el);
-        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) {
-            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-            for (int r = 0; r < ranks; r++) {
-                if (!((mask >> r) & 1u)) continue;
-                uint4 v = *(const uint4 *)(home + ((size_t)r * a.max_tokens + t) * a.hidden + c);
-                const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+        const __nv_bfloat16 *parts[MM_KERNEL_MAX_TOPK];
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    s[2 * i] = __fadd_rn(s[2 * i], __bfloat162float(p[i].x));
-                    s[2 * i + 1] = __fadd_rn(s[2 * i + 1], __bfloat162float(p[i].y));
-                }
-            }
-            uint4 packed;
-            __nv_bfloat162 *o = (__nv_bfloat162 *)&packed;
-#pragma unroll
-            for (int i = 0; i < 4; i++) o[i] = __floats2bfloat162_rn(s[2 * i], s[2 * i + 1]);
-            *(uint4 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = packed;
-        }
+        for (int r = 0; r < MM_KERNEL_MAX_TOPK; r++)
+            parts[r] = r < ranks && ((mask >> r) & 1u) ? home + ((size_t)r * a.max_tokens + t) * a.hidden : NULL;
+        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8)
+            *(uint4 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = mm_sum_rows8(parts, ranks, c);
     }
 }
 

@@ -84,28 +84,43 @@ __device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int
     __syncthreads();
 }
 
+/* 8 channels (16 bytes) at column c of up to MM_KERNEL_MAX_TOPK BF16 rows, summed in FP32 in
+ * list order (recipe step 7's k order; normal's rank order), NULL rows skipped, rounded to BF16.
+ * Every row's load is issued before the first add, so a token's rows are in flight together
+ * (a load, its adds, then the next load cost one memory latency per row). Shared by the fused and
+ * ll combines and normal's reduce-send and combine, so they sum alike. */
+__device__ __forceinline__ uint4 mm_sum_rows8(const __nv_bfloat16 *const rows[MM_KERNEL_MAX_TOPK], int n, int c)
+{
+    uint4 v[MM_KERNEL_MAX_TOPK];
+#pragma unroll
+    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++)
+        if (i < n && rows[i]) v[i] = *(const uint4 *)(rows[i] + c);
+    float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++) {
+        if (i >= n || !rows[i]) continue;
+        const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v[i];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            s[2 * j] = __fadd_rn(s[2 * j], __bfloat162float(p[j].x));
+            s[2 * j + 1] = __fadd_rn(s[2 * j + 1], __bfloat162float(p[j].y));
+        }
+    }
+    uint4 out;
+    __nv_bfloat162 *o = (__nv_bfloat162 *)&out;
+#pragma unroll
+    for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
+    return out;
+}
+
 /* y[t] from the token's K expert rows at `in` ([K][H] BF16); called by every thread of the CTA. */
 __device__ __forceinline__ void mm_combine_token(const __nv_bfloat16 *in, const int32_t *ids_row, int topk,
                                                  int hidden, __nv_bfloat16 *y_row)
 {
-    for (int c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) {
-        float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = 0; k < topk; k++) {
-            if (ids_row[k] < 0) continue;
-            uint4 v = *(const uint4 *)(in + (size_t)k * hidden + c);
-            const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+    const __nv_bfloat16 *rows[MM_KERNEL_MAX_TOPK];
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                s[2 * j] = __fadd_rn(s[2 * j], __bfloat162float(p[j].x));
-                s[2 * j + 1] = __fadd_rn(s[2 * j + 1], __bfloat162float(p[j].y));
-            }
-        }
-        uint4 out;
-        __nv_bfloat162 *o = (__nv_bfloat162 *)&out;
-#pragma unroll
-        for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
-        *(uint4 *)(y_row + c) = out;
-    }
+    for (int k = 0; k < MM_KERNEL_MAX_TOPK; k++) rows[k] = k < topk && ids_row[k] >= 0 ? in + (size_t)k * hidden : NULL;
+    for (int c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) *(uint4 *)(y_row + c) = mm_sum_rows8(rows, topk, c);
 }
 
 #endif
