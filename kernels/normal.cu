@@ -126,30 +126,49 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
     }
 }
 
+/* CTA per token: each 16-byte piece of the row (and each scale, each header slot) is loaded once
+ * and stored to every destination rank, with no barrier inside: the copies of consecutive pieces
+ * and destinations are all in flight together. */
 __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.experts / ranks;
     const int sblocks = a.hidden / 128;
-    __shared__ int32_t local_ids[MAX_K];
+    const uint64_t hdr_off = header_offset(a);
     for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
-        const int32_t *ids = a.ids + (size_t)t * a.topk;
-        for (int r = 0; r < ranks; r++) {
-            int slot = a.token_slot[(size_t)t * ranks + r];
-            if (slot < 0) continue;
-            __syncthreads(); /* the previous destination's header is written */
-            if (threadIdx.x == 0) mm_token_local_ids(ids, a.topk, el, r, local_ids);
-            __syncthreads();
-            char *dst = sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes;
-            const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.hidden);
-            for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x) ((uint4 *)dst)[c] = q[c];
-            for (int c = threadIdx.x; c < sblocks; c += blockDim.x)
-                ((float *)(dst + a.hidden))[c] = a.xq_scales[(size_t)t * sblocks + c];
-            int32_t *hdr = (int32_t *)(dst + header_offset(a));
-            for (int k = threadIdx.x; k < a.topk; k += blockDim.x) {
-                hdr[k] = local_ids[k];
-                ((float *)hdr)[a.topk + k] = a.topk_w[(size_t)t * a.topk + k];
+        char *dst[MM_MAX_PEERS];
+#pragma unroll
+        for (int r = 0; r < MM_MAX_PEERS; r++) {
+            int slot = r < ranks ? a.token_slot[(size_t)t * ranks + r] : -1;
+            dst[r] = slot >= 0 ? sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes : NULL;
+        }
+        const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.hidden);
+        for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x) {
+            uint4 v = q[c];
+#pragma unroll
+            for (int r = 0; r < MM_MAX_PEERS; r++)
+                if (dst[r]) ((uint4 *)dst[r])[c] = v;
+        }
+        for (int c = threadIdx.x; c < sblocks; c += blockDim.x) {
+            float sc = a.xq_scales[(size_t)t * sblocks + c];
+#pragma unroll
+            for (int r = 0; r < MM_MAX_PEERS; r++)
+                if (dst[r]) ((float *)(dst[r] + a.hidden))[c] = sc;
+        }
+        for (int k = threadIdx.x; k < a.topk; k += blockDim.x) {
+            int32_t id = a.ids[(size_t)t * a.topk + k];
+            float w = a.topk_w[(size_t)t * a.topk + k];
+#pragma unroll
+            for (int r = 0; r < MM_MAX_PEERS; r++) {
+                if (!dst[r]) continue;
+                int32_t *hdr = (int32_t *)(dst[r] + hdr_off);
+                hdr[k] = mm_local_id(id, el, r);
+                ((float *)hdr)[a.topk + k] = w;
             }
-            if (threadIdx.x == 0) hdr[2 * a.topk] = t;
+        }
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int r = 0; r < MM_MAX_PEERS; r++)
+                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[2 * a.topk] = t;
         }
     }
 }

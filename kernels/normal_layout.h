@@ -22,16 +22,21 @@ MM_HD uint32_t mm_token_rank_mask(const int32_t *ids, int topk, int experts_per_
     return mask;
 }
 
-/* The token's ids as rank `rank` sees them: local expert id, or -1 where another rank owns it
- * (and where the slot was empty). Returns how many slots are local. */
+/* One routing slot as rank `rank` sees it: the local expert id, or -1 where another rank owns the
+ * expert (or the slot is empty). */
+MM_HD int32_t mm_local_id(int32_t id, int experts_per_rank, int rank)
+{
+    return id >= 0 && id / experts_per_rank == rank ? id - rank * experts_per_rank : -1;
+}
+
+/* The token's ids as rank `rank` sees them (mm_local_id per slot). Returns how many are local. */
 MM_HD int mm_token_local_ids(const int32_t *ids, int topk, int experts_per_rank, int rank,
                              int32_t *local)
 {
     int n = 0;
     for (int k = 0; k < topk; k++) {
-        int owned = ids[k] >= 0 && ids[k] / experts_per_rank == rank;
-        local[k] = owned ? ids[k] - rank * experts_per_rank : -1;
-        n += owned;
+        local[k] = mm_local_id(ids[k], experts_per_rank, rank);
+        n += local[k] >= 0;
     }
     return n;
 }
