@@ -7,7 +7,8 @@
 #      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
 #   4. gemm (the GEMM core alone: tiny skewed, Flash EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder
-#   5. bad-input checks that need the GPU runtime (more ranks than GPUs)
+#   5. with 8 or more GPUs: check at EP4 (and its EP invariance against EP1), bench deepseek-v3
+#   6. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
 logs=${1:-build/gpu-logs}
 mkdir -p "$logs"
@@ -61,6 +62,12 @@ expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config co
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
 expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --sweeps 3 --json "$logs/bench-ep$ngpu-graph100.json"
+# a full node (issue 10): EP4 on half the GPUs, and deepseek-v3 at full EP
+if [ "$ngpu" -ge 8 ]; then
+    expect_rc 0 check-np4 $mpi -np 4 build/megamoe check --json "$logs/check-ep4.json"
+    expect_rc 0 ep-invariance-ep4 python3 scripts/ep-invariance.py "$logs/check-ep1.json" "$logs/check-ep4.json"
+    expect_rc 0 bench-np$ngpu-v3 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v3.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-v3.json"
+fi
 expect_rc 2 too-many-ranks $mpi -np $((ngpu + 1)) --oversubscribe build/megamoe bench --config configs/tiny.json
 
 exit $fail
