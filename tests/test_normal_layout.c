@@ -19,6 +19,11 @@ static void by_hand(void **state)
     assert_int_equal(local[2], 1);
     const int32_t masked[2] = {-1, 7};
     assert_int_equal(mm_token_rank_mask(masked, 2, 2), 0x8u);
+    /* one slot as each rank sees it (the dispatch kernel's rule): empty slots are -1 everywhere */
+    assert_int_equal(mm_local_id(7, 2, 3), 1);
+    assert_int_equal(mm_local_id(7, 2, 2), -1);
+    assert_int_equal(mm_local_id(-1, 2, 0), -1);
+    assert_int_equal(mm_local_id(0, 2, 0), 0);
     /* counts[s][r], 3 ranks: receiver 2 gets 4 from rank 0, 0 from rank 1, 5 from rank 2 */
     const int32_t counts[9] = {1, 2, 4, 3, 3, 0, 2, 6, 5};
     assert_int_equal(mm_recv_offset(counts, 3, 0, 2), 0);
