@@ -25,7 +25,7 @@
 struct lt_runner {
     cublasLtHandle_t handle;
     lt_layout lay;
-    int experts, n, k, rows, active;
+    int experts, n, k, rows;
     const int32_t *count, *offset; /* host copies */
     uint8_t *x_pad;                /* [rows_total][k] */
     float *sa_pad[2];              /* activation scales: [0] rows fastest, [1] k-blocks fastest */
@@ -39,7 +39,6 @@ struct lt_runner {
     cublasLtMatrixLayout_t la, *lb, *ld; /* [E] */
     cublasLtMatmulAlgo_t *algo;    /* [E] */
     int layout;                    /* bit 0: activation scales k-fastest; bit 1: weight scales n-fastest */
-    double *ref_lt;
     mm_device_diff *diff;
 };
 
@@ -214,7 +213,6 @@ mm_status lt_runner_create(const lt_problem *p, const double *ref, cudaStream_t 
         goto unsupported;
     for (int e = 0; e < p->experts; e++) {
         if (r->lay.n_pad[e] == 0) continue;
-        r->active++;
         if (cublasLtMatrixLayoutCreate(&r->lb[e], CUDA_R_8F_E4M3, (uint64_t)p->k, (uint64_t)r->lay.n_pad[e], p->k) !=
                 CUBLAS_STATUS_SUCCESS ||
             cublasLtMatrixLayoutCreate(&r->ld[e], CUDA_R_16BF, (uint64_t)p->n, (uint64_t)r->lay.n_pad[e], p->n) !=
