@@ -108,9 +108,9 @@ static inline mm_layout mm_layout_normal_local(const mm_shape *s)
     mm_layout_add(&l, "x_scales", t * (uint64_t)(s->hidden / 128) * 4u);
     /* [T][R] int32: the token's slot in its block at rank r, -1 when it does not go there */
     mm_layout_add(&l, "token_slot", t * (uint64_t)s->ranks * 4u);
-    /* zeroed each call: send count [R], expert count [E], permute fill [El]; then send offset
-     * [R], receive base [R + 1] */
-    mm_layout_add(&l, "counters", (uint64_t)(s->ranks + s->experts + el + s->ranks + s->ranks + 1) * 4u);
+    /* zeroed each call: send count [R], expert count [E], permute fill [El], done CTAs [2]; then
+     * send offset [R], receive base [R + 1] */
+    mm_layout_add(&l, "counters", (uint64_t)(s->ranks + s->experts + el + 2 + s->ranks + s->ranks + 1) * 4u);
     /* row_offset [El + 1], row_count [El], tile_start [El + 1] */
     mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 2) * 4u);
     mm_layout_add(&l, "permuted_x", rows * (uint64_t)s->hidden);

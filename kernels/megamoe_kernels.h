@@ -226,9 +226,10 @@ typedef struct {
     uint8_t *xq;
     float *xq_scales;
     int32_t *token_slot;   /* [T][R] */
-    int32_t *send_count;   /* [R], then expert_count [E], fill [El] (zeroed each call) */
+    int32_t *send_count;   /* [R], then expert_count [E], fill [El], done [2] (zeroed each call) */
     int32_t *expert_count;
     int32_t *fill;
+    uint32_t *done;        /* CTAs finished: [0] dispatch, [1] reduce-send (last one runs the barrier) */
     int32_t *send_offset;  /* [R] */
     int32_t *recv_base;    /* [R + 1] */
     int32_t *row_offset, *row_count, *tile_start;

@@ -16,16 +16,17 @@
  *   -- the host waits for the stream and reads the totals (the CPU sync this mode is known for)
  *   dispatch      CTA per token: its FP8 row, scales and header {ids as the receiver sees them
  *                 (local id or -1), weights, token} to each destination at offset + slot
- *   barrier B     every row has arrived
+ *   barrier B     every row has arrived (run by the dispatch's last CTA, no launch of its own)
  *   permute       CTA per received row: one copy per local expert of the row into that expert's
  *                 segment (slot from an atomic per expert), with {row, token, k, weight} and the
  *                 position in perm_index[row][k]
  *   GEMM1         grouped GEMM core, contiguous form, FP32 out
  *   act           SwiGLU x weight + FP8 quantization (act.cu, shared with ll)
  *   GEMM2         grouped GEMM core, BF16 out
- *   reduce-send   CTA per received row: the FP32 sum of its local experts' BF16 rows in k order,
- *                 rounded to BF16, stored at the sender's combine_recv[me][token] (NVLink)
- *   barrier C     every partial row has arrived
+ *   reduce-send   a CTA per received row: the FP32 sum of its local experts' BF16 rows in k order,
+ *                 rounded to BF16, stored at the sender's combine_recv[me][token] (NVLink); the
+ *                 senders' rows interleaved so the link carries traffic for the whole stage
+ *   barrier C     every partial row has arrived (run by the reduce-send's last CTA)
  *   combine       CTA per token: y = BF16 of the FP32 sum of the partial rows of the ranks it
  *                 went to, in rank order
  * Buffers: layout.h mm_layout_normal_sym (counts, dispatch_recv, combine_recv) and _local.
@@ -126,13 +127,15 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
     }
 }
 
-/* CTA per token: each 16-byte piece of the row (and each scale, each header slot) is loaded once
- * and stored to every destination rank, with no barrier inside: the copies of consecutive pieces
- * and destinations are all in flight together. */
+/* CTA per token: the row's 16-byte pieces are all loaded (up to PIECES_PER_THREAD each) before
+ * any is stored, then each is stored to every destination rank, with no barrier inside: the
+ * copies of consecutive pieces and destinations are all in flight together. The last CTA to
+ * finish runs barrier B (every row has arrived everywhere), which saves the barrier's launch. */
+#define PIECES_PER_THREAD 4
 __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.experts / ranks;
-    const int sblocks = a.hidden / 128;
+    const int sblocks = a.hidden / 128, pieces = a.hidden / 16;
     const uint64_t hdr_off = header_offset(a);
     for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
         char *dst[MM_MAX_PEERS];
@@ -142,11 +145,20 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
             dst[r] = slot >= 0 ? sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes : NULL;
         }
         const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.hidden);
-        for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x) {
-            uint4 v = q[c];
+        for (int base = threadIdx.x; base < pieces; base += PIECES_PER_THREAD * blockDim.x) {
+            uint4 v[PIECES_PER_THREAD];
 #pragma unroll
-            for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((uint4 *)dst[r])[c] = v;
+            for (int u = 0; u < PIECES_PER_THREAD; u++) {
+                int c = base + u * blockDim.x;
+                if (c < pieces) v[u] = __ldg(q + c);
+            }
+#pragma unroll
+            for (int u = 0; u < PIECES_PER_THREAD; u++) {
+                int c = base + u * blockDim.x;
+#pragma unroll
+                for (int r = 0; r < MM_MAX_PEERS; r++)
+                    if (c < pieces && dst[r]) ((uint4 *)dst[r])[c] = v[u];
+            }
         }
         for (int c = threadIdx.x; c < sblocks; c += blockDim.x) {
             float sc = a.xq_scales[(size_t)t * sblocks + c];
@@ -154,23 +166,17 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
             for (int r = 0; r < MM_MAX_PEERS; r++)
                 if (dst[r]) ((float *)(dst[r] + a.hidden))[c] = sc;
         }
-        for (int k = threadIdx.x; k < a.topk; k += blockDim.x) {
-            int32_t id = a.ids[(size_t)t * a.topk + k];
-            float w = a.topk_w[(size_t)t * a.topk + k];
-#pragma unroll
-            for (int r = 0; r < MM_MAX_PEERS; r++) {
-                if (!dst[r]) continue;
-                int32_t *hdr = (int32_t *)(dst[r] + hdr_off);
-                hdr[k] = mm_local_id(id, el, r);
-                ((float *)hdr)[a.topk + k] = w;
-            }
-        }
-        if (threadIdx.x == 0) {
+        /* the header's 2K + 1 words, a thread each, so each destination gets one coalesced store */
+        for (int w = threadIdx.x; w < 2 * a.topk + 1; w += blockDim.x) {
+            const size_t tk = (size_t)t * a.topk;
+            const int32_t id = w < a.topk ? a.ids[tk + w] : -1;
+            const int32_t word = w < a.topk ? 0 : w < 2 * a.topk ? __float_as_int(a.topk_w[tk + w - a.topk]) : t;
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[2 * a.topk] = t;
+                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.topk ? mm_local_id(id, el, r) : word;
         }
     }
+    if (mm_last_cta(&a.done[0])) mm_cross_rank_barrier(a.comm);
 }
 
 __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
@@ -203,28 +209,51 @@ __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
     }
 }
 
+/* One received row: the FP32 sum of its local experts' BF16 rows in k order, rounded to BF16,
+ * stored at the sender's combine_recv[me][token]. Two 16-byte column groups per thread are summed
+ * before either is stored, so their loads are in flight together. */
+__device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, int sender, int *rows)
+{
+    const int me = a.comm.peers.rank;
+    const char *src = sym(a, me, a.off_recv) + (size_t)j * a.row_bytes;
+    const int token = ((const int32_t *)(src + header_offset(a)))[2 * a.topk];
+    __syncthreads(); /* the previous row is done with rows[] */
+    if (threadIdx.x < a.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.topk + threadIdx.x];
+    __syncthreads();
+    __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) + ((size_t)me * a.max_tokens + token) * a.hidden;
+    const __nv_bfloat16 *src_rows[MAX_K];
+#pragma unroll
+    for (int k = 0; k < MAX_K; k++)
+        src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden : NULL;
+    const int step = blockDim.x * 8;
+    for (int c = threadIdx.x * 8; c < a.hidden; c += 2 * step) {
+        uint4 s0 = mm_sum_rows8(src_rows, a.topk, c), s1;
+        if (c + step < a.hidden) s1 = mm_sum_rows8(src_rows, a.topk, c + step);
+        *(uint4 *)(out + c) = s0;
+        if (c + step < a.hidden) *(uint4 *)(out + c + step) = s1;
+    }
+}
+
+/* Received rows are grouped by sender, and only the other senders' rows cross NVLink; walking
+ * them in order would send nothing for one part of the stage and only remote rows in another
+ * (each direction of a link busy half the time). So the rows are walked in `most` steps (the
+ * largest sender's count), step s taking sender r's rows [s*n_r/most, (s+1)*n_r/most): every
+ * sender's rows, remote or not, spread evenly over the stage. The last CTA runs barrier C. */
 __global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank;
     __shared__ int rows[MAX_K];
-    for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
-        int sender = 0;
-        while (sender < ranks - 1 && j >= a.recv_base[sender + 1]) sender++;
-        const char *src = sym(a, me, a.off_recv) + (size_t)j * a.row_bytes;
-        const int token = ((const int32_t *)(src + header_offset(a)))[2 * a.topk];
-        __syncthreads();
-        if (threadIdx.x < a.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.topk + threadIdx.x];
-        __syncthreads();
-        __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) +
-                             ((size_t)me * a.max_tokens + token) * a.hidden;
-        const __nv_bfloat16 *src_rows[MAX_K];
-#pragma unroll
-        for (int k = 0; k < MAX_K; k++)
-            src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden
-                                                     : NULL;
-        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8)
-            *(uint4 *)(out + c) = mm_sum_rows8(src_rows, a.topk, c);
+    int most = 0;
+    for (int r = 0; r < ranks; r++) most = max(most, a.recv_base[r + 1] - a.recv_base[r]);
+    for (int s = blockIdx.x; s < most; s += gridDim.x) {
+        for (int i = 0; i < ranks; i++) {
+            const int sender = (me + 1 + i) % ranks, n = a.recv_base[sender + 1] - a.recv_base[sender];
+            const int lo = (int)(((int64_t)s * n + most - 1) / most);
+            const int hi = (int)(((int64_t)(s + 1) * n + most - 1) / most);
+            for (int j = a.recv_base[sender] + lo; j < a.recv_base[sender] + hi; j++) reduce_send_row(a, j, sender, rows);
+        }
     }
+    if (mm_last_cta(&a.done[1])) mm_cross_rank_barrier(a.comm);
 }
 
 __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
@@ -257,8 +286,8 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
     const int el = a.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
     MARK(0);
-    /* send count [R], expert count [E], fill [El] are contiguous */
-    if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el) * 4, stream)) != cudaSuccess)
+    /* send count [R], expert count [E], fill [El], done [2] are contiguous */
+    if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el + 2) * 4, stream)) != cudaSuccess)
         return e;
     if (a.tokens > 0) {
         normal_quantize_kernel<<<grid_for((int)(((size_t)a.tokens * (a.hidden / 128) + 7) / 8), a.sm_count * 8), 256, 0,
@@ -276,9 +305,12 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
 {
     const int el = a.experts / a.comm.peers.ranks, comm_ctas = a.comm_ctas;
     cudaError_t e = cudaSuccess;
+    /* The instrumented call lines the ranks up before each NVLink stage, so that stage times its
+     * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
+    if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(2);
-    normal_dispatch_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
-    if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    normal_dispatch_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a); /* with barrier B */
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(3);
     normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -294,9 +326,10 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
                                a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
     if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(7);
-    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
-    if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* with barrier C */
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
     normal_combine_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;

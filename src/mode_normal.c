@@ -67,7 +67,8 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->send_count = (int32_t *)(base + loc.region[NORMAL_COUNTERS].offset);
     a->expert_count = a->send_count + rt->world;
     a->fill = a->expert_count + cfg->experts;
-    a->send_offset = a->fill + el;
+    a->done = (uint32_t *)(a->fill + el);
+    a->send_offset = a->fill + el + 2;
     a->recv_base = a->send_offset + rt->world;
     a->row_offset = (int32_t *)(base + loc.region[NORMAL_SCHEDULE].offset);
     a->row_count = a->row_offset + el + 1;

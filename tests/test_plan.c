@@ -109,8 +109,8 @@ static void layouts(void **state)
     assert_true(n.region[NORMAL_COMBINE_RECV].bytes == 2ull * 1024 * 4096 * 2);
     mm_layout nl = mm_layout_normal_local(&s);
     for (int i = 0; i < nl.count; i++) assert_int_equal(nl.region[i].offset % MM_LAYOUT_ALIGN, 0);
-    /* counters: send [2] + experts [256] + fill [128] + send offsets [2] + receive bases [3] */
-    assert_true(nl.region[NORMAL_COUNTERS].bytes == (2ull + 256 + 128 + 2 + 3) * 4);
+    /* counters: send [2] + experts [256] + fill [128] + done [2] + send offsets [2] + receive bases [3] */
+    assert_true(nl.region[NORMAL_COUNTERS].bytes == (2ull + 256 + 128 + 2 + 2 + 3) * 4);
 }
 
 /* The fused kernel's row-tile bound against brute force: random routings of T tokens per rank
