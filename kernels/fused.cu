@@ -187,7 +187,7 @@ typedef struct {
  * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. The
  * row's meta comes back in a register. */
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
-                                              fused_item *it, mm_tile_b *b, int *k, int4 *meta)
+                                              fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
     const int ranks = a.comm.peers.ranks, el = a.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
@@ -208,6 +208,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
     *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
     if (is_gemm1) {
+        *am = mm_tile_a_map{NULL, 0}; /* rows from several senders' regions: gathered */
         it->tab.row[pt] = wire;
         it->tab.scale[pt] = (const float *)(wire + a.hidden);
         b->map = a.w1_map;
@@ -215,6 +216,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.hidden / 128);
         *k = a.hidden;
     } else {
+        *am = mm_tile_a_map{a.act_map, (int)act_row0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
         it->tab.row[pt] = a.act + ar * a.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
@@ -255,6 +257,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                 int tile = (item - sc.gemm1_items) / sc.hb_count;
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
+                /* this thread issues the item's A TMA: order it after the act stores it waited for */
+                asm volatile("fence.proxy.async.global;" ::: "memory");
             }
             *claim_s = item;
         }
@@ -265,22 +269,23 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             return;
         }
+        mm_tile_a_map am;
         mm_tile_b b;
         int k;
         int4 meta;
-        describe_item(a, sc, item, it, &b, &k, &meta);
+        describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         /* the first block goes out before the item is published: its loads do not wait for the
          * meta, and the math is still busy with the previous item */
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, 1);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 1, kblocks);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
         if (item < sc.gemm1_items) {
             b.row0 += a.inter;
             b.scale += (size_t)sc.ib_count * (a.hidden / 128);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, b, 0, kblocks);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     }
 }
@@ -333,6 +338,8 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     if (mt == 0) {
         __threadfence();
+        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
         atomicAdd(&gemm1_done(a)[it->tile], 1u);
     }
 }
@@ -376,6 +383,8 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
     if (mt == 0) {
         __threadfence();
+        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
         atomicAdd(&gemm1_done(a)[it->tile], 1u);
     }
 }

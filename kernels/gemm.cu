@@ -71,7 +71,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_item_publish(&items, n);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, b, 0, kblocks);
+            mm_tile_a_map am = {g.a_map, a_row0};
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         for (uint32_t n = 0;; n++) {
@@ -108,7 +109,9 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
 /* A TMA descriptor for expert weights [rows][k] FP8 (row stride k bytes), box 128 rows x 128
  * bytes with the 128-byte swizzle the GEMM core's stages use; kept in device memory. The
  * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
-extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
+/* [rows][k] FP8 in boxes of 128 rows x 128 bytes with the 128-byte swizzle the wgmma descriptors
+ * name; rows past the end of the tensor come back as zeros. */
+static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, void **out)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     *out = NULL;
@@ -119,11 +122,11 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
         if (e != cudaSuccess) return e;
         if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
     }
-    if (k % MM_GEMM_BK || rows % MM_GEMM_BN || rows > 0xffffffffull) return cudaErrorInvalidValue;
+    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
     CUtensorMap map;
     cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
     cuuint32_t box[2] = {MM_GEMM_BK, MM_GEMM_BN}, elem[2] = {1, 1};
-    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, dims, strides, box, elem,
+    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
@@ -135,6 +138,19 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
         *out = NULL;
     }
     return e;
+}
+
+extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
+{
+    *out = NULL;
+    if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
+    return fp8_rows_map(w, rows, k, out);
+}
+
+extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
+{
+    static_assert(MM_GEMM_BM == MM_GEMM_BN, "one box shape serves A and W");
+    return fp8_rows_map(a, rows, k, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

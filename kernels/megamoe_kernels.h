@@ -148,10 +148,14 @@ typedef struct {
     int experts, n, k;
     void *out;                 /* [rows][N] */
     int out_fp32;              /* 0: BF16, 1: FP32 */
+    const void *a_map;         /* mm_rows_map_create(a, rows, K), or NULL: rows gathered by cp.async */
 } mm_grouped_gemm_args;
 
-/* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8. */
+/* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
+ * the tile width). */
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
+/* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
+cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
@@ -199,6 +203,7 @@ typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
+    const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
 } mm_ll_args;
 
 /* marks: NULL, or MM_LL_MARKS events recorded around the launches (--breakdown) */
@@ -245,6 +250,7 @@ typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
+    const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
 } mm_normal_args;
 
 /* The stages before the CPU sync (quantize, layout, notify, barrier, offsets), and the ones after
@@ -275,6 +281,7 @@ typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
+    const void *act_map; /* TMA map over act (mm_rows_map_create) */
     /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */

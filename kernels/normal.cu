@@ -316,7 +316,7 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(4);
     mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
-                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1};
+                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1, a.x_map};
     if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
     MARK(5);
     mm_act_args act = {el, a.inter, a.has_limit, a.ue8m0, a.limit, a.tile_start, a.row_offset, a.row_count,
@@ -324,7 +324,7 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     if ((e = mm_launch_swiglu_quant(act, a.sm_count * 2, stream)) != cudaSuccess) return e;
     MARK(6);
     mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
-                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0};
+                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0, a.act_map};
     if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(7);

@@ -40,6 +40,7 @@ typedef struct {
     uint8_t *w1, *w2;
     float *s1, *s2;
     void *w1_map, *w2_map; /* TMA descriptors of w1, w2 */
+    void *qa_map[2];       /* TMA descriptors of qa as [rows][K] for GEMM1's K and GEMM2's */
     uint16_t *x;
     uint8_t *qa;
     float *sa;
@@ -148,7 +149,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     CUDA_TRY(mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st));
 
     mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
-                              local_experts, sh.n, sh.k, b->out, 0};
+                              local_experts, sh.n, sh.k, b->out, 0, b->qa_map[sh.gemm - 1]};
     double calc = 0, calc32 = 0;
     MM_TRY(check_one(b, g, rows, ctas, st, &calc));
     g.out_fp32 = 1;
@@ -251,6 +252,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
                                    cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
     CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
     CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
+    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
+    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
@@ -262,7 +265,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     for (int gi = 0; gi < 2 && s != MM_RUNTIME; gi++)
         for (int i = 0; i < o->n_rows && s != MM_RUNTIME; i++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
-    cudaFree(b.w1_map); cudaFree(b.w2_map);
+    cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);

@@ -76,6 +76,7 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->s1 = w->s1;
     a->s2 = w->s2;
     MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
+    MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -148,6 +149,7 @@ void fused_destroy(void *state)
     if (!st) return;
     cudaFree((void *)st->args.w1_map);
     cudaFree((void *)st->args.w2_map);
+    cudaFree((void *)st->args.act_map);
     cudaFree(st->local);
     free(st);
 }

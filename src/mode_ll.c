@@ -73,6 +73,8 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     a->s1 = w->s1;
     a->s2 = w->s2;
     MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
+    MM_TRY(modes_rows_map(a->packed_x, loc.region[LL_PACKED_X].bytes, cfg->hidden, &a->x_map));
+    MM_TRY(modes_rows_map(a->act, loc.region[LL_ACT].bytes, cfg->inter, &a->act_map));
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;
@@ -150,6 +152,8 @@ void ll_destroy(void *state)
     if (!st) return;
     cudaFree((void *)st->args.w1_map);
     cudaFree((void *)st->args.w2_map);
+    cudaFree((void *)st->args.x_map);
+    cudaFree((void *)st->args.act_map);
     cudaFree(st->local);
     free(st);
 }

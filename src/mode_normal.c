@@ -89,6 +89,8 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->s1 = w->s1;
     a->s2 = w->s2;
     MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
+    MM_TRY(modes_rows_map(a->packed_x, loc.region[NORMAL_PACKED_X].bytes, cfg->hidden, &a->x_map));
+    MM_TRY(modes_rows_map(a->act, loc.region[NORMAL_ACT].bytes, cfg->inter, &a->act_map));
     CUDA_TRY(cudaMemset(st->local, 0, loc.total));
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -170,6 +172,8 @@ void normal_destroy(void *state)
     if (!st) return;
     cudaFree((void *)st->args.w1_map);
     cudaFree((void *)st->args.w2_map);
+    cudaFree((void *)st->args.x_map);
+    cudaFree((void *)st->args.act_map);
     cudaFreeHost(st->host_totals);
     cudaFree(st->local);
     free(st);

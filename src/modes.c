@@ -26,6 +26,14 @@ mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weig
     return MM_OK;
 }
 
+mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map)
+{
+    void *m = NULL;
+    CUDA_TRY(mm_rows_map_create(rows, bytes / (uint64_t)k, (uint64_t)k, &m));
+    *map = m;
+    return MM_OK;
+}
+
 mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out)
 {
     mm_status agreed;

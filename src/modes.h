@@ -46,6 +46,8 @@ const mm_mode_ops *mode_ops(mm_mode m);
 /* Helpers the modes share. TMA descriptors of this rank's local W1 and W2 (cudaFree them). */
 mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
                             const void **w2_map);
+/* TMA descriptor over a GEMM input of [bytes / k][k] FP8 rows (cudaFree it). */
+mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map);
 /* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
 mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
 /* A call's tokens fit the buffers the mode was set up for (MM_USAGE with a message if not). */
