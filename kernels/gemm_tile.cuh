@@ -248,8 +248,19 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * issued instruction, tensor pipe 37%). Small tiles keep the gather: it loads only their
      * rows, not a 128-row box. */
     const bool a_tma = am.map != NULL && rows > 64;
-    const int a_chunks = a_tma ? 0 : ((rows + 7) / 8) * 8 * 8;
     const unsigned tx_bytes = MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
+    /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
+     * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
+     * swizzled destination are worked out once per call, so a block costs each thread 8 copies
+     * and their address adds, not a table lookup and swizzle per copy. */
+    const int a_rows = a_tma ? 0 : ((rows + 7) / 8) * 8, r0 = pt / 8, part = pt % 8;
+    const int dst0 = r0 * 128 + ((part ^ (r0 & 7)) * 16);
+    const uint8_t *src[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = r0 + 16 * i;
+        src[i] = a->row[r < rows ? r : 0] + part * 16;
+    }
     for (int kb = kb_begin; kb < kb_end; kb++) {
         const int s = ring.stage;
         uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
@@ -270,11 +281,9 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                          "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
                          : "memory");
         }
-        for (int c = pt; c < a_chunks; c += MM_PRODUCER_THREADS) {
-            int r = c / 8, part = c % 8;
-            const uint8_t *src = a->row[r < rows ? r : 0];
-            mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16), src + (size_t)kb * MM_GEMM_BK + part * 16);
-        }
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (r0 + 16 * i < a_rows) mm_cp_async16(sa + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */

@@ -95,7 +95,8 @@ static mm_status describe(lt_runner *r, int layout, char *why, size_t why_len)
     return MM_OK;
 }
 
-mm_status lt_runner_enqueue(lt_runner *r, cudaStream_t st)
+/* One matmul per active expert; the first cuBLAS status that is not success (or success). */
+static cublasStatus_t enqueue_matmuls(lt_runner *r, cudaStream_t st, int *expert)
 {
     const float alpha = 1.0f, beta = 0.0f;
     for (int e = 0; e < r->experts; e++) {
@@ -106,9 +107,20 @@ mm_status lt_runner_enqueue(lt_runner *r, cudaStream_t st)
                                            r->d_pad + r->lay.row0[e] * r->n, r->ld[e], &r->algo[e], r->workspace,
                                            LT_WORKSPACE, st);
         if (rc != CUBLAS_STATUS_SUCCESS) {
-            mm_error("cublasLtMatmul failed for expert %d: status %d", e, (int)rc);
-            return MM_RUNTIME;
+            *expert = e;
+            return rc;
         }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+mm_status lt_runner_enqueue(lt_runner *r, cudaStream_t st)
+{
+    int e = -1;
+    cublasStatus_t rc = enqueue_matmuls(r, st, &e);
+    if (rc != CUBLAS_STATUS_SUCCESS) {
+        mm_error("cublasLtMatmul failed for expert %d: status %d", e, (int)rc);
+        return MM_RUNTIME;
     }
     return MM_OK;
 }
@@ -128,12 +140,14 @@ const char *lt_runner_layout(const lt_runner *r)
     return layout_names[r->layout];
 }
 
-/* calc_diff of cuBLASLt's output against the exact reference. */
-static mm_status match(lt_runner *r, const double *ref, cudaStream_t st, double *calc)
+/* calc_diff of cuBLASLt's output against the exact reference; *rc: the status of a matmul
+ * cuBLASLt refused at run time (the heuristic offered an algorithm the shape cannot use). */
+static mm_status match(lt_runner *r, const double *ref, cudaStream_t st, double *calc, cublasStatus_t *rc)
 {
     const uint16_t *out;
+    int e = -1;
     CUDA_TRY(mm_launch_poison(r->d_pad, r->lay.rows_total * (size_t)r->n * 2, st));
-    MM_TRY(lt_runner_enqueue(r, st));
+    if ((*rc = enqueue_matmuls(r, st, &e)) != CUBLAS_STATUS_SUCCESS) return MM_OK;
     MM_TRY(lt_runner_output(r, st, &out));
     CUDA_TRY(mm_launch_compare(out, ref, (long long)r->rows * r->n, r->diff, st));
     mm_device_diff d;
@@ -230,8 +244,14 @@ mm_status lt_runner_create(const lt_problem *p, const double *ref, cudaStream_t 
             continue;
         }
         double calc = 1.0;
-        s = match(r, ref, st, &calc);
+        cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
+        s = match(r, ref, st, &calc, &rc);
         if (s != MM_OK) goto done;
+        if (rc != CUBLAS_STATUS_SUCCESS) {
+            mm_fmt(why, why_len, "cuBLASLt: cublasLtMatmul refused %d x %zu x %d (status %d)", r->n,
+                   r->lay.rows_total, r->k, (int)rc);
+            goto unsupported;
+        }
         size_t used = strlen(tried);
         mm_fmt(tried + used, sizeof tried - used, "%s%.1e", layout ? "/" : "", calc);
         if (calc <= LT_MATCH) {
