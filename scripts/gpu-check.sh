@@ -5,7 +5,7 @@
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
 #      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
-#   4. gemm (the GEMM core alone: tiny skewed, Flash EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
+#   4. gemm (the GEMM core alone: tiny skewed, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder
 #   5. with 8 or more GPUs: check at EP4 (and its EP invariance against EP1), bench deepseek-v3
 #   6. bad-input checks that need the GPU runtime (more ranks than GPUs)
@@ -57,6 +57,7 @@ fi
 # shapes against the cuBLASLt per-expert loop; a wrong output exits 1
 expect_rc 0 gemm-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --iters 10
+expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
