@@ -168,7 +168,6 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 /* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
 typedef struct {
     mm_tile_rows tab;            /* where the A rows are (producer only) */
-    mm_tile_a_boxes ab;          /* or the TMA boxes that fetch them (producer only) */
     wire_meta meta[MM_GEMM_BM];  /* each row's {src rank, token, k, weight}, for the epilogue */
     int item;                    /* ITEM_END / ITEM_ABORT, or the item */
     int rows, tile, block, is_gemm1;
@@ -183,44 +182,33 @@ typedef struct {
     int tiles, ib_count, hb_count, gemm1_items, items;
 } fused_schedule;
 
-/* A sender's rows of one expert, rounded up to whole 8-row groups (layout.h MM_FUSED_SEG_ROWS). */
-__device__ __forceinline__ int seg_rows(int rows)
-{
-    return (rows + MM_FUSED_SEG_ROWS - 1) / MM_FUSED_SEG_ROWS * MM_FUSED_SEG_ROWS;
-}
-
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
- * Expert le's logical rows are its senders' segments in rank order, each rounded up to 8 rows:
- * logical row r is row r - P_s of sender s's region dispatch_recv[le][s], P_s the padded prefix;
- * the padding rows (r - P_s >= cnt[s]) get meta k = -1 and are never stored. GEMM1 reads the
- * rows in place (TMA boxes per run for tiles of more than 64 rows, else gathered); GEMM2 reads
- * act, where a tile's rows are contiguous. The row's meta comes back in a register. */
+ * Logical row r of expert le is the (r - prefix)-th row that source rank s sent, s the first with
+ * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. The
+ * row's meta comes back in a register. */
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
-                                              fused_item *it, mm_tile_b *b, int *k, int4 *meta)
+                                              fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
     const int ranks = a.comm.peers.ranks, el = a.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
     const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.hb_count;
     const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.hb_count;
     mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
-    const int le = t.expert, *cnt = sc.cnt + le * ranks, t0 = t.row_tile * MM_GEMM_BM;
+    const int le = t.expert;
     int expert_rows = 0;
-    for (int s = 0; s < ranks; s++) expert_rows += seg_rows(cnt[s]);
-    int rows = expert_rows - t0;
+    for (int s = 0; s < ranks; s++) expert_rows += sc.cnt[le * ranks + s];
+    int rows = expert_rows - t.row_tile * MM_GEMM_BM;
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-    const size_t act_row0 = (size_t)le * ranks * seg_rows(a.max_tokens) + t0;
+    const size_t act_row0 = (size_t)le * ranks * a.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
 
-    /* a tile never starts in padding (its start is a multiple of 8, padding is not), so rows
-     * past the tile and padding rows point at a real row of a segment */
-    int r = t0 + (pt < rows ? pt : 0), s = 0;
-    while (s < ranks - 1 && r >= seg_rows(cnt[s])) r -= seg_rows(cnt[s++]);
-    const bool valid = pt < rows && r < cnt[s];
-    const size_t region_row0 = (size_t)(le * ranks + s) * a.max_tokens;
+    int r = t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), s = 0;
+    while (s < ranks - 1 && r >= sc.cnt[le * ranks + s]) r -= sc.cnt[le * ranks + s++];
     const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
-                          (region_row0 + (valid ? r : 0)) * a.row_bytes;
+                          ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
-    *meta = valid ? __ldcg((const int4 *)(wire + a.row_bytes - 16)) : make_int4(0, 0, -1, 0);
+    *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
     if (is_gemm1) {
+        *am = mm_tile_a_map{NULL, 0}; /* rows from several senders' regions: gathered */
         it->tab.row[pt] = wire;
         it->tab.scale[pt] = (const float *)(wire + a.hidden);
         b->map = a.w1_map;
@@ -228,6 +216,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.hidden / 128);
         *k = a.hidden;
     } else {
+        *am = mm_tile_a_map{a.act_map, (int)act_row0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
         it->tab.row[pt] = a.act + ar * a.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
@@ -243,20 +232,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->block = block;
         it->is_gemm1 = is_gemm1;
         it->act_row0 = act_row0;
-        /* large tiles: TMA boxes. GEMM1: a run per sender segment the tile covers (whole
-         * 8-row groups, rows = a multiple of 8); GEMM2: act's rows are one run */
-        mm_tile_a_boxes *ab = &it->ab;
-        ab->n = 0;
-        ab->bytes = 0;
-        bool fits = rows > SMALL_ROWS;
-        if (fits && is_gemm1) {
-            fits = mm_tile_a_segment_boxes(ab, a.recv_maps, cnt, ranks, MM_FUSED_SEG_ROWS, le * ranks * a.max_tokens,
-                                           a.max_tokens, t0, rows);
-        } else if (fits) {
-            const void *act_maps[MM_TILE_A_HEIGHTS] = {a.act_map, NULL, NULL, NULL, NULL};
-            fits = mm_tile_a_add_run(ab, act_maps, (int)act_row0, 0, MM_GEMM_BM);
-        }
-        if (!fits) ab->n = 0;
     }
 }
 
@@ -294,22 +269,23 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             return;
         }
+        mm_tile_a_map am;
         mm_tile_b b;
         int k;
         int4 meta;
-        describe_item(a, sc, item, it, &b, &k, &meta);
+        describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         /* the first block goes out before the item is published: its loads do not wait for the
          * meta, and the math is still busy with the previous item */
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, &it->ab, b, 0, 1);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, &it->ab, b, 1, kblocks);
+        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
         if (item < sc.gemm1_items) {
             b.row0 += a.inter;
             b.scale += (size_t)sc.ib_count * (a.hidden / 128);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, &it->ab, b, 0, kblocks);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     }
 }
@@ -323,8 +299,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     const size_t act_row0 = it->act_row0;
     float amax[2] = {0.0f, 0.0f};
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
-    /* padding rows (meta k < 0) are skipped like rows past the tile */
-    const bool ok_lo = r_lo < rows && it->meta[r_lo].k >= 0, ok_hi = r_hi < rows && it->meta[r_hi].k >= 0;
+    const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
     const float w_lo = ok_lo ? it->meta[r_lo].weight : 0.0f, w_hi = ok_hi ? it->meta[r_hi].weight : 0.0f;
     /* SwiGLU only on valid rows: at decode sizes most of the tile is padding, and this math
      * (exp, division) over all 128 rows cost more than the row's GEMM */
@@ -349,7 +324,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
         int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
-        if (!(hi ? ok_hi : ok_lo)) continue;
+        if (r >= rows) continue;
         uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
                      (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
         *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
@@ -391,7 +366,6 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     const int mt = mm_math_thread(), lane = threadIdx.x % 32, rows = it->rows, block = it->block;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
     for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
-        if (it->meta[r].k < 0) continue; /* padding */
         const float w = it->meta[r].weight;
         float4 g = *(const float4 *)(gate + r * SMALL_STRIDE + 4 * lane);
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
@@ -430,8 +404,8 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
+        if (lane >= MM_GEMM_BN * 2 / 16) continue;
         wire_meta m = it->meta[r];
-        if (lane >= MM_GEMM_BN * 2 / 16 || m.k < 0) continue; /* padding rows go nowhere */
         uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
                                (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
         dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
@@ -524,14 +498,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             int total = 0;
             for (int e = 0; e < el; e++) {
                 int rows = 0;
-                for (int s = 0; s < ranks; s++) rows += seg_rows(cnt[e * ranks + s]);
+                for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
                 tile_start[e] = total;
                 total += mm_row_tiles(rows);
             }
             tile_start[el] = total;
         }
-        /* the peers' rows (generic-proxy stores) are read by GEMM1's TMA boxes (async proxy) */
-        asm volatile("fence.proxy.async.global;" ::: "memory");
         __syncthreads();
     }
     stamp(a, 2);

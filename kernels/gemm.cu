@@ -25,7 +25,6 @@
 
 typedef struct {
     mm_tile_rows tab;
-    mm_tile_a_boxes ab; /* one 128-row box when the tile has more than 64 rows and a map is given */
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
 } gemm_item;
 
@@ -67,20 +66,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 it->rows = rows;
                 it->a_row0 = a_row0;
                 it->n0 = t.col_tile * MM_GEMM_BN;
-                /* segments are contiguous: one box of 128 rows (rows past the expert's are
-                 * loaded too, never stored) */
-                const bool tma = g.a_map != NULL && rows > 64;
-                it->ab.n = tma ? 1 : 0;
-                it->ab.bytes = MM_TILE_A_STAGE;
-                it->ab.map[0] = g.a_map;
-                it->ab.row0[0] = a_row0;
-                it->ab.dst_row[0] = 0;
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, &it->ab, b, 0, kblocks);
+            mm_tile_a_map am = {g.a_map, a_row0};
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         for (uint32_t n = 0;; n++) {
@@ -119,8 +111,7 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
  * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
 /* [rows][k] FP8 in boxes of 128 rows x 128 bytes with the 128-byte swizzle the wgmma descriptors
  * name; rows past the end of the tensor come back as zeros. */
-static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, uint64_t stride, int box_rows,
-                                void **out)
+static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, void **out)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     *out = NULL;
@@ -131,12 +122,10 @@ static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, uin
         if (e != cudaSuccess) return e;
         if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
     }
-    if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || box_rows < 8 ||
-        box_rows > 256)
-        return cudaErrorInvalidValue;
+    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
     CUtensorMap map;
-    cuuint64_t dims[2] = {k, rows}, strides[1] = {stride};
-    cuuint32_t box[2] = {MM_GEMM_BK, (cuuint32_t)box_rows}, elem[2] = {1, 1};
+    cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
+    cuuint32_t box[2] = {MM_GEMM_BK, MM_GEMM_BN}, elem[2] = {1, 1};
     CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -155,18 +144,13 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-    return fp8_rows_map(w, rows, k, k, MM_GEMM_BN, out);
+    return fp8_rows_map(w, rows, k, out);
 }
 
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
-    return fp8_rows_map(a, rows, k, k, MM_GEMM_BM, out);
-}
-
-extern "C" cudaError_t mm_strided_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride,
-                                                  int box_rows, void **out)
-{
-    return fp8_rows_map(a, rows, k, stride, box_rows, out);
+    static_assert(MM_GEMM_BM == MM_GEMM_BN, "one box shape serves A and W");
+    return fp8_rows_map(a, rows, k, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -73,6 +73,13 @@ typedef struct {
     const float *scale;  /* the tile's K/128 block scales */
 } mm_tile_b;
 
+/* The A side of a tile when its rows are contiguous in memory: TMA copies its [128][128] blocks
+ * (map NULL: the rows are gathered through the row table). */
+typedef struct {
+    const void *map; /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
+    int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
+} mm_tile_a_map;
+
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
  * stage landed) + 1 arrival with the TMA's expected bytes. empty[s]: one arrival per math warp. */
 typedef struct {
@@ -231,21 +238,22 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
  * valid row are not loaded, the MMA's results for them are never stored), the weight block by
  * one TMA (thread 0), then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                const mm_tile_rows *a, int rows, const mm_tile_a_boxes *ab,
+                                                const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end)
 {
     const int pt = threadIdx.x;
-    /* Tiles whose caller found contiguous runs (more than 64 rows) take A by TMA boxes: the
-     * gather costs instructions per 16-byte chunk, and at large row counts those issue slots
-     * were what the math warps lacked (ncu: 1.9 IPC, tensor pipe 37%). Small tiles keep the
-     * gather: it loads only their rows. */
-    const int boxes = ab->n;
-    const unsigned tx_bytes = MM_TILE_B_STAGE + (boxes > 0 ? ab->bytes : 0u);
+    /* Tiles of more than 64 rows whose rows are contiguous take the A block by one TMA: the
+     * gather costs ~20 instructions per 16-byte chunk, 1024 chunks a block, and at large row
+     * counts those issue slots were what the math warps lacked (ncu: 1.9 IPC, 6.4 cycles per
+     * issued instruction, tensor pipe 37%). Small tiles keep the gather: it loads only their
+     * rows, not a 128-row box. */
+    const bool a_tma = am.map != NULL && rows > 64;
+    const unsigned tx_bytes = MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
      * and their address adds, not a table lookup and swizzle per copy. */
-    const int a_rows = boxes > 0 ? 0 : ((rows + 7) / 8) * 8, r0 = pt / 8, part = pt % 8;
+    const int a_rows = a_tma ? 0 : ((rows + 7) / 8) * 8, r0 = pt / 8, part = pt % 8;
     const int dst0 = r0 * 128 + ((part ^ (r0 & 7)) * 16);
     const uint8_t *src[8];
 #pragma unroll
@@ -263,10 +271,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
-            for (int j = 0; j < boxes; j++)
+            if (a_tma)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa + ab->dst_row[j] * 128)),
-                             "l"(ab->map[j]), "r"(kb * MM_GEMM_BK), "r"(ab->row0[j]), "r"(full)
+                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
+                             "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
             asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                          "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),

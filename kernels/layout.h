@@ -174,26 +174,16 @@ static inline mm_layout mm_layout_ll_local(const mm_shape *s)
 }
 
 #define MM_FUSED_TILE_ROWS 128 /* the GEMM core's tile height (MM_GEMM_BM) */
-#define MM_FUSED_SEG_ROWS 8    /* a sender's rows of one expert start on a multiple of this */
 
-/* The fused kernel orders a local expert's rows by sender, each sender's segment rounded up to
- * MM_FUSED_SEG_ROWS rows (the rows in between are padding, never stored), so a row tile is a
- * few runs of rows that TMA boxes of 8..128 rows can fetch in place from dispatch_recv. */
-static inline int64_t mm_fused_seg_rows(int64_t rows)
-{
-    return (rows + MM_FUSED_SEG_ROWS - 1) / MM_FUSED_SEG_ROWS * MM_FUSED_SEG_ROWS;
-}
-
-/* Row tiles the fused kernel may have to schedule: each local expert's (padded) rows cut into
- * tiles of MM_FUSED_TILE_ROWS; an expert holds at most R segments of at most T rows each, and
- * all experts together at most R * T * min(K, El) rows plus the padding of R * El segments. */
+/* Row tiles the fused kernel may have to schedule: each local expert's rows cut into tiles of
+ * MM_FUSED_TILE_ROWS; an expert holds at most R*T rows and all experts together at most
+ * R * T * min(K, El). */
 static inline int64_t mm_fused_max_row_tiles(const mm_shape *s)
 {
     int64_t el = mm_local_experts(s), rt = s->ranks * s->max_tokens;
     int64_t per_token = s->topk < el ? s->topk : el;
-    int64_t rt_padded = s->ranks * mm_fused_seg_rows(s->max_tokens);
-    int64_t by_expert = el * ((rt_padded + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS);
-    int64_t by_rows = (rt * per_token + (MM_FUSED_SEG_ROWS - 1) * s->ranks * el) / MM_FUSED_TILE_ROWS + el;
+    int64_t by_expert = el * ((rt + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS);
+    int64_t by_rows = rt * per_token / MM_FUSED_TILE_ROWS + el;
     return by_expert < by_rows ? by_expert : by_rows;
 }
 
@@ -222,12 +212,11 @@ static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 }
 
 /* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows) in the
- * masked layout [El][R * T8] (T8: max tokens rounded up to MM_FUSED_SEG_ROWS, the padded rows'
- * room), read by GEMM2. */
+ * masked layout [El][R*T], read by GEMM2. */
 static inline mm_layout mm_layout_fused_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * mm_fused_seg_rows(s->max_tokens));
+    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * s->max_tokens);
     mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
     mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     return l;

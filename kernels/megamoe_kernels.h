@@ -156,9 +156,6 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
-/* Rows of k FP8 bytes every `stride` bytes, boxes of `box_rows` (8..128) rows. */
-cudaError_t mm_strided_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride, int box_rows,
-                                       void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
@@ -285,8 +282,6 @@ typedef struct {
     const float *s1, *s2;
     const void *w1_map, *w2_map;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
-    /* TMA maps over this rank's dispatch_recv rows (stride row_bytes), boxes of 128 >> j rows */
-    const void *recv_maps[5]; /* MM_TILE_A_HEIGHTS */
     /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */

@@ -77,14 +77,6 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->s2 = w->s2;
     MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
     MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
-    /* GEMM1 fetches its rows in place from this rank's dispatch_recv, in TMA boxes of 128..8 rows */
-    const uint8_t *recv = (const uint8_t *)rt->sym + sym_offset + sym.region[FUSED_DISPATCH_RECV].offset;
-    uint64_t recv_rows = sym.region[FUSED_DISPATCH_RECV].bytes / a->row_bytes;
-    for (int j = 0; j < 5; j++) {
-        void *m = NULL;
-        CUDA_TRY(mm_strided_rows_map_create(recv, recv_rows, (uint64_t)cfg->hidden, a->row_bytes, 128 >> j, &m));
-        a->recv_maps[j] = m;
-    }
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -158,7 +150,6 @@ void fused_destroy(void *state)
     cudaFree((void *)st->args.w1_map);
     cudaFree((void *)st->args.w2_map);
     cudaFree((void *)st->args.act_map);
-    for (int j = 0; j < 5; j++) cudaFree((void *)st->args.recv_maps[j]);
     cudaFree(st->local);
     free(st);
 }

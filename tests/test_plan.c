@@ -125,26 +125,16 @@ static void fused_row_tiles(void **state)
         int ranks = shapes[si][0], t = shapes[si][1], k = shapes[si][2], el = shapes[si][3];
         mm_shape s = {4096, 2048, (int64_t)el * ranks, k, ranks, t};
         int64_t bound = mm_fused_max_row_tiles(&s);
-        static int count[4096][4]; /* [expert][sender] */
+        static int count[4096];
         for (int trial = 0; trial < 50; trial++) {
-            for (int e = 0; e < el; e++)
-                for (int r = 0; r < ranks; r++) count[e][r] = 0;
+            for (int e = 0; e < el; e++) count[e] = 0;
             for (int tok = 0; tok < ranks * t; tok++) {
                 int picks = k < el ? k : el, first = (int)((rng = rng * 6364136223846793005ull + 1) >> 33) % el;
-                /* trial 0: the same experts for every token (fewest tiles); trial 1: one token
-                 * per sender on each expert (most padding); others spread */
-                for (int p = 0; p < picks; p++) {
-                    int e = (trial ? first + p : p) % el;
-                    if (trial == 1 && count[e][tok / t] > 0) continue;
-                    count[e][tok / t]++;
-                }
+                /* trial 0: the same experts for every token (fewest tiles); others spread */
+                for (int p = 0; p < picks; p++) count[(trial ? first + p : p) % el]++;
             }
             int64_t tiles = 0;
-            for (int e = 0; e < el; e++) {
-                int64_t rows = 0;
-                for (int r = 0; r < ranks; r++) rows += mm_fused_seg_rows(count[e][r]);
-                tiles += (rows + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS;
-            }
+            for (int e = 0; e < el; e++) tiles += (count[e] + MM_FUSED_TILE_ROWS - 1) / MM_FUSED_TILE_ROWS;
             assert_true(tiles <= bound);
         }
     }
@@ -152,10 +142,6 @@ static void fused_row_tiles(void **state)
     mm_shape one = {4096, 2048, 256, 6, 2, 1};
     assert_true(mm_fused_max_row_tiles(&one) >= 12);
     /* every expert full: 2 ranks * one tile of tokens, 6 of 6 experts -> 6 experts * 2 tiles */
-    assert_int_equal(mm_fused_seg_rows(0), 0);
-    assert_int_equal(mm_fused_seg_rows(1), MM_FUSED_SEG_ROWS);
-    assert_int_equal(mm_fused_seg_rows(96), 96);
-    assert_int_equal(mm_fused_seg_rows(97), 104);
     mm_shape full = {4096, 2048, 12, 6, 2, MM_FUSED_TILE_ROWS};
     assert_int_equal(mm_fused_max_row_tiles(&full), 12);
 }
