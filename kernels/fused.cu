@@ -165,43 +165,6 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
     }
 }
 
-/* Decode sizes: while the counts travel, pull into L2 the weights of this rank's experts that its
- * own tokens chose (W1's gate halves first, then the up halves, then W2, up to PREFETCH_BYTES).
- * At 1-16 tokens every CTA's GEMM item streams its weight block at the pace of one SM's few
- * loads in flight; blocks already in L2 arrive sooner. The experts other ranks' tokens chose are
- * known only with the counts. A hint: nothing waits for it. */
-#define PREFETCH_MAX_PAIRS 128            /* tokens x top-k up to which it runs */
-#define PREFETCH_BYTES (24u << 20)        /* about half of L2 */
-#define PREFETCH_CHUNK (256u << 10)
-#define PREFETCH_MAX_EXPERTS 512
-__device__ void prefetch_own_experts(const mm_fused_args &a)
-{
-    const int el = a.experts / a.comm.peers.ranks, first = a.comm.peers.rank * el, pairs = a.tokens * a.topk;
-    __shared__ uint32_t used[PREFETCH_MAX_EXPERTS / 32];
-    if (pairs > PREFETCH_MAX_PAIRS || el > PREFETCH_MAX_EXPERTS) return;
-    for (int i = threadIdx.x; i < PREFETCH_MAX_EXPERTS / 32; i += blockDim.x) used[i] = 0;
-    __syncthreads();
-    for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
-        const int e = a.ids[i] - first;
-        if (e >= 0 && e < el) atomicOr(&used[e / 32], 1u << (e % 32));
-    }
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    const size_t half = (size_t)a.inter * a.hidden; /* W1's gate (or up) rows of one expert; also W2 */
-    uint32_t chunk = 0, budget = PREFETCH_BYTES;
-    for (int part = 0; part < 3; part++) /* gate halves, up halves, W2 */
-        for (int e = 0; e < el && budget > 0; e++) {
-            if (!((used[e / 32] >> (e % 32)) & 1u)) continue;
-            const uint8_t *p = part < 2 ? a.w1 + (size_t)e * 2 * half + part * half : a.w2 + (size_t)e * half;
-            for (size_t off = 0; off < half && budget > 0; off += PREFETCH_CHUNK, chunk++) {
-                const uint32_t n = (uint32_t)(half - off < PREFETCH_CHUNK ? half - off : PREFETCH_CHUNK);
-                budget = budget > n ? budget - n : 0;
-                if (chunk % gridDim.x == blockIdx.x)
-                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + off), "r"(n) : "memory");
-            }
-        }
-}
-
 /* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
 typedef struct {
     mm_tile_rows tab;            /* where the A rows are (producer only) */
@@ -518,8 +481,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     stamp(a, 1);
-
-    prefetch_own_experts(a);
 
     /* 2: counts of this rank's experts, then the row-tile schedule */
     {
