@@ -291,9 +291,10 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
 }
 
 /* GEMM1 epilogue (math threads): h = swiglu(gate, up) * w per row, quantized per 128 (recipe
- * steps 4-5) into act. `gate` is this thread's parked gate accumulators, `acc` the up block. */
+ * steps 4-5) into act. `silu` is this thread's parked gate block, already turned into
+ * mm_swiglu_gate during the up pass; `acc` the up block. */
 __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc,
-                                               const fused_item *it, const float *gate, float acc[MM_TILE_ACC])
+                                               const fused_item *it, const float *silu, float acc[MM_TILE_ACC])
 {
     const int mt = mm_math_thread(), rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
@@ -301,14 +302,13 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
     const float w_lo = ok_lo ? it->meta[r_lo].weight : 0.0f, w_hi = ok_hi ? it->meta[r_hi].weight : 0.0f;
-    /* SwiGLU only on valid rows: at decode sizes most of the tile is padding, and this math
-     * (exp, division) over all 128 rows cost more than the row's GEMM */
+    /* the rest of SwiGLU only on valid rows */
     if (ok_lo || ok_hi) {
 #pragma unroll
         for (int i = 0; i < MM_TILE_ACC; i++) {
             int hi = (i >> 1) & 1;
             if (!(hi ? ok_hi : ok_lo)) continue;
-            float hv = mm_swiglu(gate[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.has_limit, a.limit);
+            float hv = mm_swiglu_apply(silu[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.has_limit, a.limit);
             acc[i] = hv;
             amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
         }
@@ -435,7 +435,9 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
         const bool small = it->rows <= SMALL_ROWS;
         for (int pass = 0; pass < passes; pass++) {
-            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, acc);
+            /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
+            const mm_tile_gate_silu side = {is_gemm1 && !small && pass == 1 ? staging + mt : NULL, a.has_limit, a.limit};
+            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, acc, side);
             if (is_gemm1 && small) {
                 park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
             } else if (is_gemm1 && pass == 0) {

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "gemm_schedule.h"
+#include "recipe.h"
 
 #define MM_TILE_THREADS 384
 #define MM_PRODUCER_THREADS 128
@@ -292,12 +293,24 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
+/* Side work of a GEMM1 up pass: the gate block, parked per thread in shared memory (value i of
+ * this thread at park[i * MM_CONSUMER_THREADS]), turned into mm_swiglu_gate of itself in place,
+ * a few values after each K block's MMAs, while the other warpgroup's MMAs keep the tensor cores
+ * busy; the epilogue is then left with mm_swiglu_apply's two multiplies. */
+typedef struct {
+    float *park; /* NULL: no side work */
+    int has_limit;
+    float limit;
+} mm_tile_gate_silu;
+
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
  * per-block promotion, from the blocks the producer put in the ring. A warpgroup whose 64 rows
  * are all past `rows` skips its MMAs (decode: most tiles hold a few rows) but still frees each
- * stage; its accumulators are then garbage, like every row past `rows`, and must not be stored. */
+ * stage; its accumulators are then garbage, like every row past `rows`, and must not be stored.
+ * side.park: also the gate block's SwiGLU half, spread over the pass's blocks (all 64 values by
+ * its end). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, float acc[MM_TILE_ACC])
+                                                int k, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1, lane = threadIdx.x % 32;
     const bool wg_rows = rows > 64 * g; /* uniform over the warpgroup */
@@ -330,6 +343,13 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
             /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0 */
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+        }
+        if (side.park) { /* after the wait: nothing here sits between a wgmma and its wait */
+            const int per = (MM_TILE_ACC + kblocks - 1) / kblocks;
+            for (int i = kb * per; i < (kb + 1) * per && i < MM_TILE_ACC; i++) {
+                float *v = side.park + i * MM_CONSUMER_THREADS;
+                *v = mm_swiglu_gate(*v, side.has_limit, side.limit);
+            }
         }
         mm_ring_advance(ring);
     }

@@ -210,8 +210,7 @@ __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
 }
 
 /* One received row: the FP32 sum of its local experts' BF16 rows in k order, rounded to BF16,
- * stored at the sender's combine_recv[me][token]. Two 16-byte column groups per thread are summed
- * before either is stored, so their loads are in flight together. */
+ * stored at the sender's combine_recv[me][token]. */
 __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, int sender, int *rows)
 {
     const int me = a.comm.peers.rank;
@@ -225,13 +224,7 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
 #pragma unroll
     for (int k = 0; k < MAX_K; k++)
         src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden : NULL;
-    const int step = blockDim.x * 8;
-    for (int c = threadIdx.x * 8; c < a.hidden; c += 2 * step) {
-        uint4 s0 = mm_sum_rows8(src_rows, a.topk, c), s1;
-        if (c + step < a.hidden) s1 = mm_sum_rows8(src_rows, a.topk, c + step);
-        *(uint4 *)(out + c) = s0;
-        if (c + step < a.hidden) *(uint4 *)(out + c + step) = s1;
-    }
+    for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) *(uint4 *)(out + c) = mm_sum_rows8(src_rows, a.topk, c);
 }
 
 /* Received rows are grouped by sender, and only the other senders' rows cross NVLink; walking

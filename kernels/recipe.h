@@ -132,15 +132,24 @@ MM_HD uint8_t mm_quantize(float x, float scale)
 }
 
 /* Recipe step 4 in FP32: g = min(gate, L), u = clamp(up, -L, L), h = g / (1 + exp(-g)) * u * w.
- * Every GPU path calls this one function, so their h agree bit for bit. */
+ * In two halves, so a kernel can work out the gate's half (the exp and the division) while the up
+ * block is still being computed; mm_swiglu is the two in a row. Every GPU path calls these, so
+ * their h agree bit for bit. */
+MM_HD float mm_swiglu_gate(float gate, int has_limit, float limit)
+{
+    if (has_limit) gate = gate < limit ? gate : limit;
+    return MM_DIV(gate, MM_ADD(1.0f, expf(-gate)));
+}
+
+MM_HD float mm_swiglu_apply(float silu, float up, float w, int has_limit, float limit)
+{
+    if (has_limit) up = up < -limit ? -limit : (up > limit ? limit : up);
+    return MM_MUL(MM_MUL(silu, up), w);
+}
+
 MM_HD float mm_swiglu(float gate, float up, float w, int has_limit, float limit)
 {
-    if (has_limit) {
-        gate = gate < limit ? gate : limit;
-        up = up < -limit ? -limit : (up > limit ? limit : up);
-    }
-    float silu = MM_DIV(gate, MM_ADD(1.0f, expf(-gate)));
-    return MM_MUL(MM_MUL(silu, up), w);
+    return mm_swiglu_apply(mm_swiglu_gate(gate, has_limit, limit), up, w, has_limit, limit);
 }
 
 MM_HD float mm_fabs(float x)

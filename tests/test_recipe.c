@@ -110,6 +110,32 @@ static void hardware_table(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* SwiGLU with the limit (recipe step 4, as the kernels call it: mm_swiglu_gate, then
+ * mm_swiglu_apply) against the formula in double: within a few float roundings everywhere; the
+ * limit clamps the gate from above only and the up value on both sides. */
+static void swiglu_against_double(void **state)
+{
+    (void)state;
+    uint64_t rng = 99;
+    const float limit = 7.0f;
+    for (int n = 0; n < 200000; n++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        float g = (float)((double)(rng >> 40) / (1 << 24) * 40.0 - 20.0);
+        float u = (float)((double)((rng >> 16) & 0xffffff) / (1 << 24) * 40.0 - 20.0);
+        float w = (float)((double)(rng & 0xffff) / 65536.0);
+        for (int has_limit = 0; has_limit < 2; has_limit++) {
+            float h = mm_swiglu_apply(mm_swiglu_gate(g, has_limit, limit), u, w, has_limit, limit);
+            double gg = has_limit ? fmin((double)g, limit) : g;
+            double uu = has_limit ? fmax(-(double)limit, fmin((double)u, limit)) : u;
+            double ref = gg / (1.0 + exp(-gg)) * uu * w;
+            if (fabs((double)h - ref) > 4e-6 * fabs(ref) + 1e-37) {
+                printf("swiglu(%a, %a, %a, limit %d) = %a, double %a\n", g, u, w, has_limit, h, ref);
+                fail();
+            }
+        }
+    }
+}
+
 int run_recipe_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +143,7 @@ int run_recipe_tests(void)
         cmocka_unit_test(midpoints_and_random_values),
         cmocka_unit_test(bf16_and_scales),
         cmocka_unit_test(hardware_table),
+        cmocka_unit_test(swiglu_against_double),
     };
     return cmocka_run_group_tests_name("recipe", tests, NULL, NULL);
 }
