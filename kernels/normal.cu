@@ -224,7 +224,16 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
 #pragma unroll
     for (int k = 0; k < MAX_K; k++)
         src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden : NULL;
-    for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8) *(uint4 *)(out + c) = mm_sum_rows8(src_rows, a.topk, c);
+    /* two 16-byte column groups summed before either is stored: their loads are in flight
+     * together (one group per step made this stage ~1.4x slower) */
+    const int step = blockDim.x * 8;
+    for (int c = threadIdx.x * 8; c < a.hidden; c += 2 * step) {
+        const bool two = c + step < a.hidden;
+        const uint4 s0 = mm_sum_rows8(src_rows, a.topk, c);
+        const uint4 s1 = mm_sum_rows8(src_rows, a.topk, two ? c + step : c);
+        *(uint4 *)(out + c) = s0;
+        if (two) *(uint4 *)(out + c + step) = s1;
+    }
 }
 
 /* Received rows are grouped by sender, and only the other senders' rows cross NVLink; walking
