@@ -210,7 +210,8 @@ __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
 }
 
 /* One received row: the FP32 sum of its local experts' BF16 rows in k order, rounded to BF16,
- * stored at the sender's combine_recv[me][token]. */
+ * stored at the sender's combine_recv[me][token]. Two 16-byte column groups per thread are summed
+ * before either is stored, so their loads are in flight together. */
 __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, int sender, int *rows)
 {
     const int me = a.comm.peers.rank;
@@ -224,15 +225,12 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
 #pragma unroll
     for (int k = 0; k < MAX_K; k++)
         src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden : NULL;
-    /* two 16-byte column groups summed before either is stored: their loads are in flight
-     * together (one group per step made this stage ~1.4x slower) */
     const int step = blockDim.x * 8;
     for (int c = threadIdx.x * 8; c < a.hidden; c += 2 * step) {
-        const bool two = c + step < a.hidden;
-        const uint4 s0 = mm_sum_rows8(src_rows, a.topk, c);
-        const uint4 s1 = mm_sum_rows8(src_rows, a.topk, two ? c + step : c);
+        uint4 s0 = mm_sum_rows8(src_rows, a.topk, c), s1;
+        if (c + step < a.hidden) s1 = mm_sum_rows8(src_rows, a.topk, c + step);
         *(uint4 *)(out + c) = s0;
-        if (two) *(uint4 *)(out + c + step) = s1;
+        if (c + step < a.hidden) *(uint4 *)(out + c + step) = s1;
     }
 }
 
