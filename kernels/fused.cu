@@ -19,14 +19,16 @@
  *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
  *                   describes each in a slot of the two-slot item ring (row table, row metas,
  *                   rows, tile), and streams its K blocks into the stage ring (TMA for the weight
- *                   block, cp.async for the gathered A rows and the scales; full/empty mbarriers),
+ *                   block; GEMM1's A rows gathered by cp.async, GEMM2's by TMA; cp.async for the
+ *                   scales; full/empty mbarriers),
  *                   running ahead across passes and items. GEMM1 rows are read in place from
  *                   dispatch_recv (the row table points at each row, whichever source rank sent
  *                   it); a GEMM2 item's rows (act) are loaded only after gemm1_done[row tile]
  *                   == I/128 (bounded wait by producer thread 0).
  *                   Math warpgroups: take the items in the same order; GEMM1 runs the gate pass
  *                   then the up pass (one call site of the mainloop for every pass), parks the
- *                   gate block in shared memory, then the epilogue applies SwiGLU with the limit
+ *                   gate block in shared memory (the up pass turns it into SwiGLU's gate half,
+ *                   a few values per K block), then the epilogue applies SwiGLU with the limit
  *                   and the row's top-k weight and quantizes per 128 (recipe steps 4-5) into act
  *                   (tiles of <= 64 rows: gate and up parked row-major and the valid rows spread
  *                   over all 8 math warps), then one thread bumps gemm1_done[row tile] after a
