@@ -522,8 +522,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;
-    if (mm_warpgroup() == 0) produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
-    else ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+    if (mm_warpgroup() == 0) {
+        mm_regs_producer();
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+    } else {
+        mm_regs_math();
+        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+    }
+    mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
     if (!__syncthreads_and(ok)) return;
 
     stamp(a, 4);
@@ -574,7 +580,9 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
     size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16 + 16;
     if (wire > MM_TILE_STAGES * MM_TILE_STAGE_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
-    cudaError_t e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e = mm_regs_split_ok((const void *)fused_moe_kernel);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     int per_sm = 0, dev = 0, sms = 0;
     if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_moe_kernel, MM_TILE_THREADS, smem)) != cudaSuccess)

@@ -45,6 +45,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     mm_ring ring = {0, 0};
 
     if (mm_warpgroup() == 0) {
+        mm_regs_producer();
         uint32_t n = 0;
         for (int item = blockIdx.x;; item += gridDim.x, n++) {
             gemm_item *it = &slot[n & 1];
@@ -75,6 +76,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
+        mm_regs_math();
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
@@ -162,6 +164,8 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
  * graph capture). */
 extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
+    cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
+    if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 MM_TILE_SMEM_BYTES);
 }

@@ -121,6 +121,45 @@ __device__ __forceinline__ void mm_named_barrier(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+/* Register split of the 384-thread CTA (168 per thread at launch; setmaxnreg moves registers
+ * within the CTA's pool, so the split must fit 384 x 168 = 64512): the math warpgroups hold an
+ * accumulator and two block sums (192 FP32 values) per thread, the producer its row pointers.
+ * 128 x 64 + 256 x 216 = 63488; with less for the producer ptxas spills in the fused kernel.
+ * Every warp of a warpgroup executes these together. */
+#define MM_PRODUCER_REGS 64
+#define MM_MATH_REGS 216
+#define MM_LAUNCH_REGS 168
+
+#ifdef __CUDACC__
+/* Host side: a kernel that uses the split must have been given exactly MM_LAUNCH_REGS per thread
+ * by ptxas (fewer: the math warpgroups' setmaxnreg.inc would wait forever). */
+static inline cudaError_t mm_regs_split_ok(const void *kernel)
+{
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+    if (e != cudaSuccess) return e;
+    return fa.numRegs == MM_LAUNCH_REGS ? cudaSuccess : cudaErrorInvalidKernelImage;
+}
+#endif
+
+__device__ __forceinline__ void mm_regs_producer()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MM_PRODUCER_REGS));
+}
+
+__device__ __forceinline__ void mm_regs_math()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MM_MATH_REGS));
+}
+
+/* Back to the launch split, for a kernel whose later phases run all 384 threads alike: the
+ * producer's increase waits until the math warpgroups have given theirs back. */
+__device__ __forceinline__ void mm_regs_restore(bool producer)
+{
+    if (producer) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MM_LAUNCH_REGS));
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MM_LAUNCH_REGS));
+}
+
 /* The first 1024-byte boundary at or after `smem` (shared-window addresses). */
 __device__ __forceinline__ uint8_t *mm_tile_stages(uint8_t *smem)
 {
@@ -211,16 +250,36 @@ __device__ __forceinline__ uint64_t mm_wgmma_desc(const uint8_t *p)
     return ((a & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-/* d (+)= A[64 x 32] * B[128 x 32]^T for this warpgroup; scale_d 0 starts a fresh sum. */
-__device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_t b, int scale_d)
+/* d = A[64 x 32] * B[128 x 32]^T for this warpgroup (scale-d 0: a fresh sum; d is written, not
+ * read, so a block sum in flight is a new value, not a copy of the previous one). */
+__device__ __forceinline__ void mm_wgmma_64x128x32_fresh(float *d, uint64_t a, uint64_t b)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, p, 1, 1;\n}\n"
+                 "%64, %65, 0, 1, 1;\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]),
+                   "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]),
+                   "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]),
+                   "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31]),
+                   "=f"(d[32]), "=f"(d[33]), "=f"(d[34]), "=f"(d[35]), "=f"(d[36]), "=f"(d[37]), "=f"(d[38]), "=f"(d[39]),
+                   "=f"(d[40]), "=f"(d[41]), "=f"(d[42]), "=f"(d[43]), "=f"(d[44]), "=f"(d[45]), "=f"(d[46]), "=f"(d[47]),
+                   "=f"(d[48]), "=f"(d[49]), "=f"(d[50]), "=f"(d[51]), "=f"(d[52]), "=f"(d[53]), "=f"(d[54]), "=f"(d[55]),
+                   "=f"(d[56]), "=f"(d[57]), "=f"(d[58]), "=f"(d[59]), "=f"(d[60]), "=f"(d[61]), "=f"(d[62]), "=f"(d[63])
+                 : "l"(a), "l"(b));
+}
+
+/* d += A[64 x 32] * B[128 x 32]^T for this warpgroup. */
+__device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, 1, 1, 1;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -229,7 +288,7 @@ __device__ __forceinline__ void mm_wgmma_64x128x32(float *d, uint64_t a, uint64_
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(a), "l"(b), "r"(scale_d));
+                 : "l"(a), "l"(b));
 }
 
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
@@ -303,56 +362,118 @@ typedef struct {
     float limit;
 } mm_tile_gate_silu;
 
+/* Issues one K block's four k32 wgmmas for this warpgroup's 64 rows into `blk` (a fresh sum) and
+ * commits them as one group. */
+__device__ __forceinline__ void mm_tile_issue(const uint8_t *stage, int g, float blk[MM_TILE_ACC])
+{
+    const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
+        if (ks == 0) mm_wgmma_64x128x32_fresh(blk, mm_wgmma_desc(sa), mm_wgmma_desc(sb));
+        else mm_wgmma_64x128x32_acc(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* Waits for the stage's `full` barrier and makes the producer's cp.async (generic proxy) writes
+ * visible to wgmma's async-proxy reads. */
+__device__ __forceinline__ const uint8_t *mm_tile_wait_full(uint8_t *stages, mm_tile_pipe *p, const mm_ring &r)
+{
+    mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    return stages + r.stage * MM_TILE_STAGE_BYTES;
+}
+
+/* K block kb's share of the side work (after the block's wait: nothing here sits between a
+ * wgmma and its wait). */
+__device__ __forceinline__ void mm_tile_side_work(const mm_tile_gate_silu &side, int kb, int kblocks)
+{
+    if (!side.park) return;
+    const int per = (MM_TILE_ACC + kblocks - 1) / kblocks;
+    for (int i = kb * per; i < (kb + 1) * per && i < MM_TILE_ACC; i++) {
+        float *v = side.park + i * MM_CONSUMER_THREADS;
+        *v = mm_swiglu_gate(*v, side.has_limit, side.limit);
+    }
+}
+
+/* The end of one K block whose MMAs completed: read its scales, free its stage, promote the
+ * block sum into acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0) and do the
+ * block's share of the side work. */
+__device__ __forceinline__ void mm_tile_retire(const uint8_t *stage, mm_tile_pipe *p, const mm_ring &r, int kb,
+                                               int kblocks, int r_lo, int r_hi, bool valid_lo, bool valid_hi,
+                                               const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC],
+                                               const mm_tile_gate_silu &side)
+{
+    const float *sc = (const float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+    const float sw = sc[MM_GEMM_BM];
+    const float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[r.stage]);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+    mm_tile_side_work(side, kb, kblocks);
+}
+
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
- * per-block promotion, from the blocks the producer put in the ring. A warpgroup whose 64 rows
- * are all past `rows` skips its MMAs (decode: most tiles hold a few rows) but still frees each
- * stage; its accumulators are then garbage, like every row past `rows`, and must not be stored.
- * side.park: also the gate block's SwiGLU half, spread over the pass's blocks (all 64 values by
- * its end). */
+ * per-block promotion, from the blocks the producer put in the ring. One block's MMAs stay in
+ * flight while the previous block is promoted (two block sums, `wgmma.wait_group 1`), so the
+ * tensor cores do not idle through each block's scale reads, stage release and 64 FMAs; this
+ * needs 192 accumulator registers per thread, hence the math warpgroups' setmaxnreg.
+ * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
+ * rows) but still frees each stage; its accumulators are then garbage, like every row past
+ * `rows`, and must not be stored. side.park: also the gate block's SwiGLU half, spread over the
+ * pass's blocks (all 64 values by its end). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
 {
-    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1, lane = threadIdx.x % 32;
-    const bool wg_rows = rows > 64 * g; /* uniform over the warpgroup */
+    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    float blk[MM_TILE_ACC];
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-    for (int kb = 0; kb < kblocks; kb++) {
-        const int s = ring.stage;
-        const uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
-        mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS);
-        /* the producer's cp.async (generic proxy) writes, made visible to wgmma's async-proxy reads */
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        if (wg_rows) {
-            const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
-                mm_wgmma_64x128x32(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32), ks > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
+        for (int kb = 0; kb < kblocks; kb++) {
+            mm_tile_wait_full(stages, p, ring);
+            __syncwarp();
+            if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[ring.stage]);
+            mm_tile_side_work(side, kb, kblocks);
+            mm_ring_advance(ring);
         }
-        const float *sc = (const float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-        float sw = sc[MM_GEMM_BM];
-        float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
-        __syncwarp();
-        if (lane == 0) mm_mbar_arrive(&p->empty[s]);
-        if (wg_rows) {
-            /* promotion: (sa * sw) * block sum, in K order; invalid rows get 0 */
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
-        }
-        if (side.park) { /* after the wait: nothing here sits between a wgmma and its wait */
-            const int per = (MM_TILE_ACC + kblocks - 1) / kblocks;
-            for (int i = kb * per; i < (kb + 1) * per && i < MM_TILE_ACC; i++) {
-                float *v = side.park + i * MM_CONSUMER_THREADS;
-                *v = mm_swiglu_gate(*v, side.has_limit, side.limit);
-            }
-        }
+        return;
+    }
+    float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
+    mm_ring ahead = ring; /* the block being issued; `ring` is the block being retired */
+    const uint8_t *st0 = mm_tile_wait_full(stages, p, ahead), *st1;
+    mm_tile_issue(st0, g, blk0);
+    mm_ring_advance(ahead);
+    int kb = 0;
+    for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
+        st1 = mm_tile_wait_full(stages, p, ahead);
+        mm_tile_issue(st1, g, blk1);
+        mm_ring_advance(ahead);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+        mm_ring_advance(ring);
+        st0 = mm_tile_wait_full(stages, p, ahead);
+        mm_tile_issue(st0, g, blk0);
+        mm_ring_advance(ahead);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(st1, p, ring, kb + 1, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk1, acc, side);
         mm_ring_advance(ring);
     }
+    if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
+        st1 = mm_tile_wait_full(stages, p, ahead);
+        mm_tile_issue(st1, g, blk1);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+        mm_ring_advance(ring);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_retire(st1, p, ring, kb + 1, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk1, acc, side);
+    } else {
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+    }
+    mm_ring_advance(ring);
 }
 
 /* The two-slot ring that hands tile descriptions from the producer to the math warpgroups.
