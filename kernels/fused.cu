@@ -367,7 +367,7 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
 {
     const int mt = mm_math_thread(), lane = threadIdx.x % 32, rows = it->rows, block = it->block;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
-    for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
+    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
         const float w = it->meta[r].weight;
         float4 g = *(const float4 *)(gate + r * SMALL_STRIDE + 4 * lane);
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
@@ -405,7 +405,7 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
         *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    for (int r = mt / 32; r < rows; r += MM_CONSUMER_WARPS) {
+    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
         if (lane >= MM_GEMM_BN * 2 / 16) continue;
         wire_meta m = it->meta[r];
         uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
@@ -423,15 +423,12 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     mm_ring ring = {0, 0};
     const int mt = mm_math_thread();
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
-    bool gemm2_seen = false;
+    stamp_math(a, 3); /* then the end of each GEMM1 item: the last one's stays */
     for (uint32_t n = 0;; n++) {
         const fused_item *it = &slots[n & 1];
         if (!mm_item_wait_ready(ring_items, n, limit)) return false;
         const int item = it->item;
-        if (item < 0) {
-            if (!gemm2_seen) stamp_math(a, 3);
-            return item == ITEM_END;
-        }
+        if (item < 0) return item == ITEM_END;
         float acc[MM_TILE_ACC];
         /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
@@ -449,11 +446,11 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         }
         if (is_gemm1 && small) {
             gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+            stamp_math(a, 3);
         } else if (is_gemm1) {
             gemm1_epilogue(a, sc, it, staging, acc);
+            stamp_math(a, 3);
         } else {
-            if (!gemm2_seen) stamp_math(a, 3);
-            gemm2_seen = true;
             gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
         }
         mm_item_release(ring_items, n);

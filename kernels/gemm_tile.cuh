@@ -110,6 +110,15 @@ __device__ __forceinline__ int mm_warpgroup()
     return __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 }
 
+/* The math warp index 0..7, read from the hardware each time (a value ptxas would otherwise keep
+ * live across the whole mainloop, where registers are scarce). */
+__device__ __forceinline__ int mm_math_warp()
+{
+    unsigned w;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(w));
+    return (int)(w / 32) - MM_PRODUCER_THREADS / 32;
+}
+
 /* The math thread index 0..255 (warpgroups 1 and 2). */
 __device__ __forceinline__ int mm_math_thread()
 {
@@ -362,26 +371,40 @@ typedef struct {
     float limit;
 } mm_tile_gate_silu;
 
-/* Issues one K block's four k32 wgmmas for this warpgroup's 64 rows into `blk` (a fresh sum) and
- * commits them as one group. */
-__device__ __forceinline__ void mm_tile_issue(const uint8_t *stage, int g, float blk[MM_TILE_ACC])
-{
-    const uint8_t *sa = stage + g * 64 * 128, *sb = stage + MM_TILE_A_STAGE;
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int ks = 0; ks < MM_GEMM_BK / 32; ks++)
-        if (ks == 0) mm_wgmma_64x128x32_fresh(blk, mm_wgmma_desc(sa), mm_wgmma_desc(sb));
-        else mm_wgmma_64x128x32_acc(blk, mm_wgmma_desc(sa + ks * 32), mm_wgmma_desc(sb + ks * 32));
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
+/* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
+ * full (so the loads are long done when the promotion needs them), the weight block's scale
+ * and this thread's two rows' activation scales. */
+typedef struct {
+    int stage;
+    float s_lo, s_hi; /* a_scale * w_scale of this thread's two rows (0 for rows past the tile's) */
+} mm_block;
 
-/* Waits for the stage's `full` barrier and makes the producer's cp.async (generic proxy) writes
- * visible to wgmma's async-proxy reads. */
-__device__ __forceinline__ const uint8_t *mm_tile_wait_full(uint8_t *stages, mm_tile_pipe *p, const mm_ring &r)
+/* Waits for the block's `full` barrier, makes the producer's cp.async (generic proxy) writes
+ * visible to wgmma's async-proxy reads, and reads the block's scales. */
+__device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
+                                                      int r_lo, int r_hi, bool valid_lo, bool valid_hi)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    return stages + r.stage * MM_TILE_STAGE_BYTES;
+    const float *sc = (const float *)(stages + r.stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+    const float sw = sc[MM_GEMM_BM];
+    mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
+    return b;
+}
+
+/* Issues one K block's four k32 wgmmas for this warpgroup's 64 rows into `blk` (a fresh sum) and
+ * commits them as one group. desc0: the descriptors of stage 0's A rows of this warpgroup and
+ * of its B block; a stage, and a k32 step (32 bytes), are constant offsets from them (the
+ * descriptors hold the address >> 4 in their low 14 bits, which shared memory never overflows). */
+__device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0, int stage, float blk[MM_TILE_ACC])
+{
+    const uint64_t step = (uint64_t)stage * (MM_TILE_STAGE_BYTES >> 4);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    mm_wgmma_64x128x32_fresh(blk, desc_a0 + step, desc_b0 + step);
+#pragma unroll
+    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
+        mm_wgmma_64x128x32_acc(blk, desc_a0 + step + 2 * ks, desc_b0 + step + 2 * ks);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
 /* K block kb's share of the side work (after the block's wait: nothing here sits between a
@@ -396,29 +419,25 @@ __device__ __forceinline__ void mm_tile_side_work(const mm_tile_gate_silu &side,
     }
 }
 
-/* The end of one K block whose MMAs completed: read its scales, free its stage, promote the
- * block sum into acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0) and do the
- * block's share of the side work. */
-__device__ __forceinline__ void mm_tile_retire(const uint8_t *stage, mm_tile_pipe *p, const mm_ring &r, int kb,
-                                               int kblocks, int r_lo, int r_hi, bool valid_lo, bool valid_hi,
-                                               const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC],
-                                               const mm_tile_gate_silu &side)
+/* The end of one K block whose MMAs completed: free its stage, promote the block sum into acc
+ * ((a_scale * w_scale) * sum, in K order; invalid rows get 0) and do the block's share of the
+ * side work. */
+__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, int kb, int kblocks,
+                                               const float blk[MM_TILE_ACC],
+                                               float acc[MM_TILE_ACC], const mm_tile_gate_silu &side)
 {
-    const float *sc = (const float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-    const float sw = sc[MM_GEMM_BM];
-    const float s_lo = valid_lo ? sc[r_lo] * sw : 0.0f, s_hi = valid_hi ? sc[r_hi] * sw : 0.0f;
     __syncwarp();
-    if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[r.stage]);
+    if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[b.stage]);
 #pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc[i]);
     mm_tile_side_work(side, kb, kblocks);
 }
 
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
  * per-block promotion, from the blocks the producer put in the ring. One block's MMAs stay in
  * flight while the previous block is promoted (two block sums, `wgmma.wait_group 1`), so the
- * tensor cores do not idle through each block's scale reads, stage release and 64 FMAs; this
- * needs 192 accumulator registers per thread, hence the math warpgroups' setmaxnreg.
+ * tensor cores do not idle through each block's stage release and 64 FMAs; this needs 192
+ * accumulator registers per thread, hence the math warpgroups' setmaxnreg.
  * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. side.park: also the gate block's SwiGLU half, spread over the
@@ -433,7 +452,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring);
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
             __syncwarp();
             if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[ring.stage]);
             mm_tile_side_work(side, kb, kblocks);
@@ -441,39 +460,37 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         }
         return;
     }
+    const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
-    mm_ring ahead = ring; /* the block being issued; `ring` is the block being retired */
-    const uint8_t *st0 = mm_tile_wait_full(stages, p, ahead), *st1;
-    mm_tile_issue(st0, g, blk0);
-    mm_ring_advance(ahead);
+    /* `ring` walks the blocks being issued; b0 / b1 are the blocks whose sums are in blk0 / blk1 */
+    mm_block b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi), b1;
+    mm_tile_issue(da, db, b0.stage, blk0);
+    mm_ring_advance(ring);
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        st1 = mm_tile_wait_full(stages, p, ahead);
-        mm_tile_issue(st1, g, blk1);
-        mm_ring_advance(ahead);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+        b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+        mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
-        st0 = mm_tile_wait_full(stages, p, ahead);
-        mm_tile_issue(st0, g, blk0);
-        mm_ring_advance(ahead);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(st1, p, ring, kb + 1, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk1, acc, side);
+        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
+        b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+        mm_tile_issue(da, db, b0.stage, blk0);
         mm_ring_advance(ring);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(b1, p, kb + 1, kblocks, blk1, acc, side);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        st1 = mm_tile_wait_full(stages, p, ahead);
-        mm_tile_issue(st1, g, blk1);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+        b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+        mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(st1, p, ring, kb + 1, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk1, acc, side);
+        mm_tile_retire(b1, p, kb + 1, kblocks, blk1, acc, side);
     } else {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(st0, p, ring, kb, kblocks, r_lo, r_hi, valid_lo, valid_hi, blk0, acc, side);
+        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
     }
-    mm_ring_advance(ring);
 }
 
 /* The two-slot ring that hands tile descriptions from the producer to the math warpgroups.
