@@ -210,7 +210,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
     *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
     if (is_gemm1) {
-        *am = mm_tile_a_map{NULL, 0}; /* rows from several senders' regions: gathered */
+        *am = mm_tile_a_map{NULL, 0, 0}; /* rows from several senders' regions: gathered */
         it->tab.row[pt] = wire;
         it->tab.scale[pt] = (const float *)(wire + a.hidden);
         b->map = a.w1_map;
@@ -218,7 +218,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.hidden / 128);
         *k = a.hidden;
     } else {
-        *am = mm_tile_a_map{a.act_map, (int)act_row0};
+        *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
         it->tab.row[pt] = a.act + ar * a.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
@@ -436,7 +436,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         for (int pass = 0; pass < passes; pass++) {
             /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
             const mm_tile_gate_silu side = {is_gemm1 && !small && pass == 1 ? staging + mt : NULL, a.has_limit, a.limit};
-            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, acc, side);
+            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, false, acc, side);
             if (is_gemm1 && small) {
                 park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
             } else if (is_gemm1 && pass == 0) {
@@ -471,7 +471,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     int *tile_start = cnt + a.experts;                              /* [El + 1] */
     const uint64_t epoch = *epoch_word(a) + 1;
     if (threadIdx.x == 0) {
-        mm_tile_pipe_init(&pipe);
+        mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
     }
     stamp(a, 0);

@@ -35,11 +35,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     uint8_t *stages = mm_tile_stages(smem);
+    /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
+     * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
+    const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
-        mm_tile_pipe_init(&pipe);
+        mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         mm_item_ring_init(&items);
     }
-    __syncthreads();
+    if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
+    else __syncthreads();
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = {0, 0};
@@ -72,7 +76,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_item_publish(&items, n);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_a_map am = {g.a_map, a_row0};
+            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -83,7 +87,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (it->last) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, acc, mm_tile_gate_silu{NULL, 0, 0.0f});
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, acc, mm_tile_gate_silu{NULL, 0, 0.0f});
             mm_item_release(&items, n);
             /* epilogue: valid rows only, two adjacent columns at a time */
 #pragma unroll
@@ -99,6 +103,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
         }
     }
+    /* neither CTA of a pair leaves while the other may still arrive on its barriers or write its
+     * stages */
+    if (pair) mm_cluster_sync();
 }
 
 /* One thread block computes the tile prefix on the device: no host sync between the count and
@@ -108,12 +115,12 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
     if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
 }
 
-/* A TMA descriptor for expert weights [rows][k] FP8 (row stride k bytes), box 128 rows x 128
- * bytes with the 128-byte swizzle the GEMM core's stages use; kept in device memory. The
+/* TMA descriptors over [rows][k] FP8 (row stride k bytes) in boxes of `box_rows[i]` rows x 128
+ * bytes with the 128-byte swizzle the wgmma descriptors name, `count` of them side by side in
+ * device memory (each 128 bytes); rows past the end of the tensor come back as zeros. The
  * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
-/* [rows][k] FP8 in boxes of 128 rows x 128 bytes with the 128-byte swizzle the wgmma descriptors
- * name; rows past the end of the tensor come back as zeros. */
-static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, void **out)
+static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, const int *box_rows, int count,
+                                 void **out)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     *out = NULL;
@@ -124,17 +131,20 @@ static cudaError_t fp8_rows_map(const uint8_t *p, uint64_t rows, uint64_t k, voi
         if (e != cudaSuccess) return e;
         if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
     }
-    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
-    CUtensorMap map;
-    cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
-    cuuint32_t box[2] = {MM_GEMM_BK, MM_GEMM_BN}, elem[2] = {1, 1};
-    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    cudaError_t e = cudaMalloc(out, sizeof map);
+    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2) return cudaErrorInvalidValue;
+    static_assert(sizeof(CUtensorMap) == 128, "the pair's second map is 128 bytes after the first");
+    CUtensorMap maps[2];
+    for (int i = 0; i < count; i++) {
+        cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
+        cuuint32_t box[2] = {MM_GEMM_BK, (cuuint32_t)box_rows[i]}, elem[2] = {1, 1};
+        CUresult r = encode(&maps[i], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    }
+    cudaError_t e = cudaMalloc(out, count * sizeof(CUtensorMap));
     if (e != cudaSuccess) return e;
-    e = cudaMemcpy(*out, &map, sizeof map, cudaMemcpyHostToDevice);
+    e = cudaMemcpy(*out, maps, count * sizeof(CUtensorMap), cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
         cudaFree(*out);
         *out = NULL;
@@ -146,13 +156,15 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-    return fp8_rows_map(w, rows, k, out);
+    const int box[1] = {MM_GEMM_BN};
+    return fp8_rows_maps(w, rows, k, box, 1, out);
 }
 
+/* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
-    static_assert(MM_GEMM_BM == MM_GEMM_BN, "one box shape serves A and W");
-    return fp8_rows_map(a, rows, k, out);
+    const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
+    return fp8_rows_maps(a, rows, k, box, 2, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)
@@ -160,20 +172,60 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
     return MM_TILE_SMEM_BYTES;
 }
 
-/* Raises the kernel's shared-memory limit; call once before the first launch (and before any
- * graph capture). */
+#ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
+#define MM_GEMM_CLUSTER 2
+#endif
+/* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
+ * GPC, so this can be fewer than half the SMs. */
+static int pairs_resident = 0;
+
+/* Raises the kernel's shared-memory limit and measures how many CTA pairs fit; call once before
+ * the first launch (and before any graph capture). */
 extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                MM_TILE_SMEM_BYTES);
+    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, MM_TILE_SMEM_BYTES);
+    if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
+    int dev = 0, sms = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)(sms / 2 * 2));
+    cfg.blockDim = dim3(MM_TILE_THREADS);
+    cfg.dynamicSmemBytes = MM_TILE_SMEM_BYTES;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 
+/* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
+ * the same rows) and prepare found room for them; else one CTA per tile. */
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
-    grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, MM_TILE_SMEM_BYTES, stream>>>(g);
-    return cudaGetLastError();
+    const int pairs = ctas / 2 < pairs_resident ? ctas / 2 : pairs_resident;
+    if ((g.n / MM_GEMM_BN) % 2 || pairs < 1) {
+        grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, MM_TILE_SMEM_BYTES, stream>>>(g);
+        return cudaGetLastError();
+    }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)(2 * pairs));
+    cfg.blockDim = dim3(MM_TILE_THREADS);
+    cfg.dynamicSmemBytes = MM_TILE_SMEM_BYTES;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }

@@ -77,8 +77,9 @@ typedef struct {
 /* The A side of a tile when its rows are contiguous in memory: TMA copies its [128][128] blocks
  * (map NULL: the rows are gathered through the row table). */
 typedef struct {
-    const void *map; /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
+    const void *map; /* mm_rows_map_create's pair: box 128 x 128, then box 64 x 128; 128-byte swizzle */
     int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
+    int pair;        /* 1: a 2-CTA cluster on the same rows, each CTA loads 64 of them into both */
 } mm_tile_a_map;
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
@@ -216,6 +217,38 @@ __device__ __forceinline__ void mm_mbar_arrive(uint64_t *bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
 }
 
+/* This CTA's rank in its cluster, and the cluster's size (1 when launched without one). */
+__device__ __forceinline__ unsigned mm_cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ unsigned mm_cluster_size()
+{
+    unsigned n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+}
+
+/* Every thread of every CTA of the cluster: arrive (release) and wait (acquire). */
+__device__ __forceinline__ void mm_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/* Arrival on the barrier at the same shared-memory offset in the other CTA of a 2-CTA cluster. */
+__device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar), remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(mm_cluster_rank() ^ 1u));
+    /* default (CTA-scope) release, as for the local arrival: what it orders are this warp's
+     * wgmma reads of the stage, complete before the arrival; a cluster-scope release would add a
+     * GPU-wide fence per warp and block */
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
 /* Waits until the barrier's phase with this parity completed; false after `limit_ns`. No trap
  * here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). */
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns)
@@ -242,12 +275,14 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
  * garbage fails every check. */
 #define MM_STAGE_WAIT_NS 10000000000ull
 
-/* Called by thread 0 once per kernel, before a __syncthreads. */
-__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p)
+/* Called by thread 0 once per kernel, before a __syncthreads (and, in a cluster, before the
+ * cluster barrier that precedes any remote arrival). cluster: CTAs sharing the A blocks (1 or
+ * 2); a stage is free once the math warps of all of them released it. */
+__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 {
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
-        mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS);
+        mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS * cluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -317,6 +352,11 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * issued instruction, tensor pipe 37%). Small tiles keep the gather: it loads only their
      * rows, not a 128-row box. */
     const bool a_tma = am.map != NULL && rows > 64;
+    /* in a pair, this CTA loads rows 64 * rank .. + 63 of the block into both CTAs' stages (the
+     * 64-row box of the map pair); the other CTA loads the other half, and each CTA's `full`
+     * expects the whole block */
+    const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
+    const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     const unsigned tx_bytes = MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
@@ -340,7 +380,13 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
-            if (a_tma)
+            if (a_tma && am.pair)
+                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                             ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * 64 * 128)), "l"(half_map),
+                             "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)rank), "r"(full), "h"((uint16_t)3)
+                             : "memory");
+            else if (a_tma)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
@@ -419,15 +465,25 @@ __device__ __forceinline__ void mm_tile_side_work(const mm_tile_gate_silu &side,
     }
 }
 
+/* Frees a stage: one arrival per math warp, also on the other CTA's barrier in a pair (its
+ * producer multicasts into this CTA's stage too). */
+__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
+{
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+        mm_mbar_arrive(&p->empty[stage]);
+        if (pair) mm_mbar_arrive_peer(&p->empty[stage]);
+    }
+}
+
 /* The end of one K block whose MMAs completed: free its stage, promote the block sum into acc
  * ((a_scale * w_scale) * sum, in K order; invalid rows get 0) and do the block's share of the
  * side work. */
-__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, int kb, int kblocks,
+__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair, int kb, int kblocks,
                                                const float blk[MM_TILE_ACC],
                                                float acc[MM_TILE_ACC], const mm_tile_gate_silu &side)
 {
-    __syncwarp();
-    if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[b.stage]);
+    mm_tile_release(p, b.stage, pair);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc[i]);
     mm_tile_side_work(side, kb, kblocks);
@@ -443,7 +499,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. side.park: also the gate block's SwiGLU half, spread over the
  * pass's blocks (all 64 values by its end). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
+                                                int k, bool pair, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -453,8 +509,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
             mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-            __syncwarp();
-            if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[ring.stage]);
+            mm_tile_release(p, ring.stage, pair);
             mm_tile_side_work(side, kb, kblocks);
             mm_ring_advance(ring);
         }
@@ -472,24 +527,24 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
+        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
         b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b0.stage, blk0);
         mm_ring_advance(ring);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b1, p, kb + 1, kblocks, blk1, acc, side);
+        mm_tile_retire(b1, p, pair, kb + 1, kblocks, blk1, acc, side);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
         b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
+        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(b1, p, kb + 1, kblocks, blk1, acc, side);
+        mm_tile_retire(b1, p, pair, kb + 1, kblocks, blk1, acc, side);
     } else {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(b0, p, kb, kblocks, blk0, acc, side);
+        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
     }
 }
 
