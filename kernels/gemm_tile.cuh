@@ -270,6 +270,17 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
     }
 }
 
+/* Whether the barrier's phase with this parity has completed, without waiting. */
+__device__ __forceinline__ bool mm_mbar_ready(uint64_t *bar, uint32_t parity)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    uint32_t done;
+    asm volatile("{\n.reg .pred q;\nmbarrier.test_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, q;\n}\n"
+                 : "=r"(done) : "r"(a), "r"(parity) : "memory");
+    return done != 0;
+}
+
 /* A stage barrier that never completes is a kernel bug (the roles of one CTA wait for nothing
  * outside it while a tile runs): after 10 s the wait gives up rather than hang, and the block's
  * garbage fails every check. */
@@ -476,17 +487,14 @@ __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool
     }
 }
 
-/* The end of one K block whose MMAs completed: free its stage, promote the block sum into acc
- * ((a_scale * w_scale) * sum, in K order; invalid rows get 0) and do the block's share of the
- * side work. */
-__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair, int kb, int kblocks,
-                                               const float blk[MM_TILE_ACC],
-                                               float acc[MM_TILE_ACC], const mm_tile_gate_silu &side)
+/* The end of one K block whose MMAs completed: free its stage and promote the block sum into
+ * acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0). */
+__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair,
+                                               const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
     mm_tile_release(p, b.stage, pair);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc[i]);
-    mm_tile_side_work(side, kb, kblocks);
 }
 
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
@@ -522,29 +530,53 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     mm_tile_issue(da, db, b0.stage, blk0);
     mm_ring_advance(ring);
     int kb = 0;
-    for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
+    /* Each step: block kb's sum in flight in one accumulator, block kb + 1 to issue into the other.
+     * When kb + 1's data is already there (compute-bound), issue it first and retire kb while it
+     * runs. When it is not (weight streaming at decode), retire kb first: its stage goes back to
+     * the producer without waiting for kb + 1's data, so the ring keeps its full depth of loads
+     * in flight. */
+    for (; kb + 2 < kblocks; kb += 2) {
+        bool ready = mm_mbar_ready(&p->full[ring.stage], ring.phase);
+        if (!ready) {
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            mm_tile_retire(b0, p, pair, blk0, acc);
+        }
         b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
+        if (ready) {
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            mm_tile_retire(b0, p, pair, blk0, acc);
+        }
+        mm_tile_side_work(side, kb, kblocks);
+        ready = mm_mbar_ready(&p->full[ring.stage], ring.phase);
+        if (!ready) {
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            mm_tile_retire(b1, p, pair, blk1, acc);
+        }
         b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b0.stage, blk0);
         mm_ring_advance(ring);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b1, p, pair, kb + 1, kblocks, blk1, acc, side);
+        if (ready) {
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            mm_tile_retire(b1, p, pair, blk1, acc);
+        }
+        mm_tile_side_work(side, kb + 1, kblocks);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_retire(b0, p, pair, blk0, acc);
         b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(b1, p, pair, kb + 1, kblocks, blk1, acc, side);
+        mm_tile_retire(b1, p, pair, blk1, acc);
+        mm_tile_side_work(side, kb, kblocks);
+        mm_tile_side_work(side, kb + 1, kblocks);
     } else {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(b0, p, pair, kb, kblocks, blk0, acc, side);
+        mm_tile_retire(b0, p, pair, blk0, acc);
+        mm_tile_side_work(side, kb, kblocks);
     }
 }
 
