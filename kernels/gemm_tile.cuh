@@ -3,7 +3,9 @@
  * (fused.cu) both run one producer warpgroup and two consumer warpgroups over the same stage
  * ring and differ only in where a tile's rows come from and what the epilogue does.
  *
- * Version 8: warp specialization; A by TMA for large tiles of contiguous rows. A CTA has 384 threads:
+ * Version 12: warp specialization; A by TMA for large tiles of contiguous rows; in large tiles
+ * one block's MMAs in flight while the previous one is promoted; 2-CTA clusters that share A
+ * blocks (standalone GEMM). A CTA has 384 threads (registers split 64 / 216 by setmaxnreg):
  *   warpgroup 0 (producer)   fills the stage ring: each stage holds one 128-wide K block of a
  *                            tile: the A rows (one TMA when the tile has more than 64 rows and
  *                            they are contiguous, else cp.async gathered through a row table from
@@ -15,6 +17,11 @@
  *   warpgroups 1, 2 (math)   wait for `full`, run wgmma m64n128k32 (e4m3 x e4m3 -> f32, both
  *                            operands from shared memory) on rows 64g..64g+63, read the block's
  *                            scales, free the stage (`empty`, one arrival per warp) and promote.
+ * In a pair (2-CTA cluster, mm_tile_a_map.pair): both CTAs run tiles on the same rows and
+ * adjacent columns; each producer loads 64 of the A block's rows into both CTAs' stages (TMA
+ * multicast), so `full` expects the whole A block in both, and a stage is free only once the
+ * math warps of both CTAs released it (each arrives on both `empty` barriers). A and B traffic
+ * from L2 per block drops from 32 to 24 KB.
  * The producer runs up to MM_TILE_STAGES blocks ahead, also across passes and tiles: it never
  * waits for the math of a block it loaded, and the math never waits for a refill it issued, so
  * the weight stream is not broken at tile boundaries (v6 drained and refilled the pipeline per
@@ -270,17 +277,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
     }
 }
 
-/* Whether the barrier's phase with this parity has completed, without waiting. */
-__device__ __forceinline__ bool mm_mbar_ready(uint64_t *bar, uint32_t parity)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    uint32_t done;
-    asm volatile("{\n.reg .pred q;\nmbarrier.test_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, q;\n}\n"
-                 : "=r"(done) : "r"(a), "r"(parity) : "memory");
-    return done != 0;
-}
-
 /* A stage barrier that never completes is a kernel bug (the roles of one CTA wait for nothing
  * outside it while a tile runs): after 10 s the wait gives up rather than hang, and the block's
  * garbage fails every check. */
@@ -498,13 +494,15 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
 }
 
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
- * per-block promotion, from the blocks the producer put in the ring. One block's MMAs stay in
- * flight while the previous block is promoted (two block sums, `wgmma.wait_group 1`), so the
- * tensor cores do not idle through each block's stage release and 64 FMAs; this needs 192
- * accumulator registers per thread, hence the math warpgroups' setmaxnreg.
+ * per-block promotion, from the blocks the producer put in the ring. In a tile of more than 64
+ * rows, one block's MMAs stay in flight while the previous block is promoted (two block sums,
+ * `wgmma.wait_group 1`), so the tensor cores do not idle through each block's stage release and
+ * 64 FMAs; this needs 192 accumulator registers per thread, hence the math warpgroups'
+ * setmaxnreg. A smaller tile retires each block before waiting for the next (see below).
  * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
- * `rows`, and must not be stored. side.park: also the gate block's SwiGLU half, spread over the
+ * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
+ * cluster (mm_tile_release). side.park: also the gate block's SwiGLU half, spread over the
  * pass's blocks (all 64 values by its end). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, bool pair, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
@@ -526,49 +524,48 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
     /* `ring` walks the blocks being issued; b0 / b1 are the blocks whose sums are in blk0 / blk1 */
-    mm_block b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi), b1;
+    mm_block b0, b1;
+    if (rows <= 64) {
+        /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
+         * as soon as its MMAs are done, so its stage goes back to the producer without waiting
+         * for the next block's data and the ring keeps its full depth of loads in flight (with
+         * the next block issued first, decode ran 2-4% slower). */
+        for (int kb = 0; kb < kblocks; kb++) {
+            b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+            mm_tile_issue(da, db, b0.stage, blk0);
+            mm_ring_advance(ring);
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            mm_tile_retire(b0, p, pair, blk0, acc);
+            mm_tile_side_work(side, kb, kblocks);
+        }
+        return;
+    }
+    /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
+     * cores work through each block's stage release and promotion. */
+    b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
     mm_tile_issue(da, db, b0.stage, blk0);
     mm_ring_advance(ring);
     int kb = 0;
-    /* Each step: block kb's sum in flight in one accumulator, block kb + 1 to issue into the other.
-     * When kb + 1's data is already there (compute-bound), issue it first and retire kb while it
-     * runs. When it is not (weight streaming at decode), retire kb first: its stage goes back to
-     * the producer without waiting for kb + 1's data, so the ring keeps its full depth of loads
-     * in flight. */
-    for (; kb + 2 < kblocks; kb += 2) {
-        bool ready = mm_mbar_ready(&p->full[ring.stage], ring.phase);
-        if (!ready) {
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            mm_tile_retire(b0, p, pair, blk0, acc);
-        }
+    for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
         b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
-        if (ready) {
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-            mm_tile_retire(b0, p, pair, blk0, acc);
-        }
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(b0, p, pair, blk0, acc);
         mm_tile_side_work(side, kb, kblocks);
-        ready = mm_mbar_ready(&p->full[ring.stage], ring.phase);
-        if (!ready) {
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            mm_tile_retire(b1, p, pair, blk1, acc);
-        }
         b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b0.stage, blk0);
         mm_ring_advance(ring);
-        if (ready) {
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-            mm_tile_retire(b1, p, pair, blk1, acc);
-        }
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(b1, p, pair, blk1, acc);
         mm_tile_side_work(side, kb + 1, kblocks);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        mm_tile_retire(b0, p, pair, blk0, acc);
         b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
         mm_tile_issue(da, db, b1.stage, blk1);
         mm_ring_advance(ring);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        mm_tile_retire(b0, p, pair, blk0, acc);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
         mm_tile_side_work(side, kb, kblocks);
