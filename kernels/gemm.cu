@@ -175,6 +175,24 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
 #ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
 #define MM_GEMM_CLUSTER 2
 #endif
+/* The launch of `pairs` 2-CTA clusters of the grouped GEMM kernel (attr: storage for the
+ * cluster attribute the config points at). */
+static cudaLaunchConfig_t pair_launch(int pairs, cudaStream_t stream, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 2;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)(2 * pairs));
+    cfg.blockDim = dim3(MM_TILE_THREADS);
+    cfg.dynamicSmemBytes = MM_TILE_SMEM_BYTES;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 /* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
  * GPC, so this can be fewer than half the SMs. */
 static int pairs_resident = 0;
@@ -190,17 +208,8 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)(sms / 2 * 2));
-    cfg.blockDim = dim3(MM_TILE_THREADS);
-    cfg.dynamicSmemBytes = MM_TILE_SMEM_BYTES;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cudaLaunchConfig_t cfg = pair_launch(sms / 2, 0, &attr);
     return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 
@@ -215,17 +224,7 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
         grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, MM_TILE_SMEM_BYTES, stream>>>(g);
         return cudaGetLastError();
     }
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)(2 * pairs));
-    cfg.blockDim = dim3(MM_TILE_THREADS);
-    cfg.dynamicSmemBytes = MM_TILE_SMEM_BYTES;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cudaLaunchConfig_t cfg = pair_launch(pairs, stream, &attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }
