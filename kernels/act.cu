@@ -1,5 +1,5 @@
-/* The separate activation stage of the pipelines that run GEMM1 and GEMM2 as their own launches
- * (ll, normal): for every valid row of the grouped layout (found through the GEMM's row-tile
+/* The expert FFN of the pipelines that run GEMM1 and GEMM2 as their own launches (ll, normal):
+ * GEMM1, this file's activation stage, GEMM2 (mm_launch_expert_ffn). The activation stage: for every valid row of the grouped layout (found through the GEMM's row-tile
  * schedule), h = SwiGLU(gate, up) with the limit, times the row's top-k weight (mm_swiglu), then
  * FP8 quantization per 128 (recipe steps 4-5). The fused kernel does the same in GEMM1's epilogue
  * with the same functions, so all three agree bit for bit.
@@ -49,4 +49,21 @@ extern "C" cudaError_t mm_launch_swiglu_quant(mm_act_args a, int ctas, cudaStrea
 {
     swiglu_quant_kernel<<<ctas, 256, 0, stream>>>(a);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
+                                            int local_experts, int sm_count, cudaEvent_t *marks, cudaStream_t stream)
+{
+    cudaError_t e;
+    mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->w1, w->w1_map, w->s1, f->row_offset, f->row_count,
+                               f->tile_start, local_experts, 2 * m->inter, m->hidden, f->gemm1_out, 1, f->x_map};
+    if ((e = mm_launch_grouped_gemm(g1, sm_count, stream)) != cudaSuccess) return e;
+    if (marks && (e = cudaEventRecord(marks[0], stream)) != cudaSuccess) return e;
+    mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
+                       f->row_count, f->packed_meta, f->gemm1_out, f->act, f->act_scales};
+    if ((e = mm_launch_swiglu_quant(act, sm_count * 2, stream)) != cudaSuccess) return e;
+    if (marks && (e = cudaEventRecord(marks[1], stream)) != cudaSuccess) return e;
+    mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
+                               f->tile_start, local_experts, m->hidden, m->inter, f->gemm2_out, 0, f->act_map};
+    return mm_launch_grouped_gemm(g2, sm_count, stream);
 }

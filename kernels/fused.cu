@@ -110,7 +110,7 @@ __device__ __forceinline__ uint32_t *send_counters(const mm_fused_args &a)
 
 __device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
 {
-    return send_counters(a) + a.experts;
+    return send_counters(a) + a.m.experts;
 }
 
 /* Bounded wait on a local counter written by other CTAs of this launch. */
@@ -149,15 +149,15 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 /* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 {
-    const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
+    const int el = a.m.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
     __shared__ int slots[MM_KERNEL_MAX_TOPK];
-    mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.max_tokens, el};
-    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
-        mm_dispatch_token(d, a.hidden, a.topk, a.ue8m0, a.x + (size_t)t * a.hidden, a.ids + (size_t)t * a.topk,
-                          a.topk_w + (size_t)t * a.topk, t, send_counters(a), row, slots);
+    mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.m.max_tokens, el};
+    for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
+        mm_dispatch_token(d, a.m.hidden, a.m.topk, a.m.ue8m0, a.io.x + (size_t)t * a.m.hidden, a.io.ids + (size_t)t * a.m.topk,
+                          a.io.topk_w + (size_t)t * a.m.topk, t, send_counters(a), row, slots);
     if (mm_last_cta(&counters(a)[DONE_DISPATCH])) {
         uint64_t epoch = *epoch_word(a) + 1;
-        for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
+        for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
             uint32_t n = mm_ld_volatile_u32(&send_counters(a)[e]);
             uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) + (size_t)(e % el) * a.comm.peers.ranks + me;
             mm_st_release_sys(slot_p, (epoch << 32) | n);
@@ -191,7 +191,7 @@ typedef struct {
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
-    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, pt = threadIdx.x;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
     const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.hb_count;
     const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.hb_count;
@@ -201,31 +201,31 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     for (int s = 0; s < ranks; s++) expert_rows += sc.cnt[le * ranks + s];
     int rows = expert_rows - t.row_tile * MM_GEMM_BM;
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-    const size_t act_row0 = (size_t)le * ranks * a.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
+    const size_t act_row0 = (size_t)le * ranks * a.m.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
 
     int r = t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), s = 0;
     while (s < ranks - 1 && r >= sc.cnt[le * ranks + s]) r -= sc.cnt[le * ranks + s++];
     const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
-                          ((size_t)(le * ranks + s) * a.max_tokens + r) * a.row_bytes;
+                          ((size_t)(le * ranks + s) * a.m.max_tokens + r) * a.row_bytes;
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
     *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
     if (is_gemm1) {
         *am = mm_tile_a_map{NULL, 0, 0}; /* rows from several senders' regions: gathered */
         it->tab.row[pt] = wire;
-        it->tab.scale[pt] = (const float *)(wire + a.hidden);
-        b->map = a.w1_map;
-        b->row0 = le * 2 * a.inter + block * 128; /* the gate rows; up is a.inter further */
-        b->scale = a.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.hidden / 128);
-        *k = a.hidden;
+        it->tab.scale[pt] = (const float *)(wire + a.m.hidden);
+        b->map = a.w.w1_map;
+        b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
+        b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
+        *k = a.m.hidden;
     } else {
         *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
-        it->tab.row[pt] = a.act + ar * a.inter;
+        it->tab.row[pt] = a.act + ar * a.m.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
-        b->map = a.w2_map;
-        b->row0 = le * a.hidden + block * 128;
-        b->scale = a.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
-        *k = a.inter;
+        b->map = a.w.w2_map;
+        b->row0 = le * a.m.hidden + block * 128;
+        b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        *k = a.m.inter;
     }
     if (pt == 0) {
         it->item = item;
@@ -285,8 +285,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_item_publish(ring_items, n);
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
         if (item < sc.gemm1_items) {
-            b.row0 += a.inter;
-            b.scale += (size_t)sc.ib_count * (a.hidden / 128);
+            b.row0 += a.m.inter;
+            b.scale += (size_t)sc.ib_count * (a.m.hidden / 128);
             mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     }
@@ -310,7 +310,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         for (int i = 0; i < MM_TILE_ACC; i++) {
             int hi = (i >> 1) & 1;
             if (!(hi ? ok_hi : ok_lo)) continue;
-            float hv = mm_swiglu_apply(silu[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.has_limit, a.limit);
+            float hv = mm_swiglu_apply(silu[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.m.has_limit, a.m.limit);
             acc[i] = hv;
             amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
         }
@@ -321,7 +321,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     for (int hi = 0; hi < 2; hi++) {
         amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 1));
         amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
-        scale[hi] = mm_block_scale(amax[hi], a.ue8m0);
+        scale[hi] = mm_block_scale(amax[hi], a.m.ue8m0);
     }
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
@@ -329,7 +329,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (r >= rows) continue;
         uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
                      (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
-        *(uint16_t *)(a.act + (act_row0 + r) * a.inter + block * 128 + mm_acc_col(i)) = q;
+        *(uint16_t *)(a.act + (act_row0 + r) * a.m.inter + block * 128 + mm_acc_col(i)) = q;
     }
     if (threadIdx.x % 4 == 0) {
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
@@ -371,15 +371,15 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
         const float w = it->meta[r].weight;
         float4 g = *(const float4 *)(gate + r * SMALL_STRIDE + 4 * lane);
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
-        float h[4] = {mm_swiglu(g.x, u.x, w, a.has_limit, a.limit), mm_swiglu(g.y, u.y, w, a.has_limit, a.limit),
-                      mm_swiglu(g.z, u.z, w, a.has_limit, a.limit), mm_swiglu(g.w, u.w, w, a.has_limit, a.limit)};
+        float h[4] = {mm_swiglu(g.x, u.x, w, a.m.has_limit, a.m.limit), mm_swiglu(g.y, u.y, w, a.m.has_limit, a.m.limit),
+                      mm_swiglu(g.z, u.z, w, a.m.has_limit, a.m.limit), mm_swiglu(g.w, u.w, w, a.m.has_limit, a.m.limit)};
         float amax = fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3])));
         for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        const float scale = mm_block_scale(amax, a.ue8m0);
+        const float scale = mm_block_scale(amax, a.m.ue8m0);
         uint32_t q = 0;
         for (int j = 0; j < 4; j++) q |= (uint32_t)mm_quantize(h[j], scale) << (8 * j);
         const size_t row = it->act_row0 + r;
-        *(uint32_t *)(a.act + row * a.inter + block * 128 + 4 * lane) = q;
+        *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = q;
         if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
     }
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
@@ -409,7 +409,7 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
         if (lane >= MM_GEMM_BN * 2 / 16) continue;
         wire_meta m = it->meta[r];
         uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
-                               (((size_t)m.token * a.topk + m.k) * a.hidden + block * 128) * 2u);
+                               (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
         dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
     }
 }
@@ -435,8 +435,8 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool small = it->rows <= SMALL_ROWS;
         for (int pass = 0; pass < passes; pass++) {
             /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
-            const mm_tile_gate_silu side = {is_gemm1 && !small && pass == 1 ? staging + mt : NULL, a.has_limit, a.limit};
-            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.hidden : a.inter, false, acc, side);
+            const mm_tile_gate_silu side = {is_gemm1 && !small && pass == 1 ? staging + mt : NULL, a.m.has_limit, a.m.limit};
+            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc, side);
             if (is_gemm1 && small) {
                 park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
             } else if (is_gemm1 && pass == 0) {
@@ -466,9 +466,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ int claim_s;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
-    const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.experts / ranks;
+    const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
-    int *tile_start = cnt + a.experts;                              /* [El + 1] */
+    int *tile_start = cnt + a.m.experts;                              /* [El + 1] */
     const uint64_t epoch = *epoch_word(a) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
@@ -512,8 +512,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.cnt = cnt;
     sc.tile_start = tile_start;
     sc.tiles = tile_start[el];
-    sc.ib_count = a.inter / 128;
-    sc.hb_count = a.hidden / 128;
+    sc.ib_count = a.m.inter / 128;
+    sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.items = sc.gemm1_items + sc.tiles * sc.hb_count;
 
@@ -538,7 +538,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     }
 
     /* 5: combine this CTA's tokens */
-    if (blockIdx.x < a.tokens) {
+    if (blockIdx.x < a.io.tokens) {
         int good = 1;
         if (threadIdx.x == 0) {
             const uint64_t *flags = (const uint64_t *)region(a, me, a.off_flags);
@@ -547,9 +547,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         if (!__syncthreads_and(good)) return;
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)region(a, me, a.off_combine);
-        for (int t = blockIdx.x; t < a.tokens; t += gridDim.x)
-            mm_combine_token(home + (size_t)t * a.topk * a.hidden, a.ids + (size_t)t * a.topk, a.topk, a.hidden,
-                             (__nv_bfloat16 *)a.y + (size_t)t * a.hidden);
+        for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
+            mm_combine_token(home + (size_t)t * a.m.topk * a.m.hidden, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden,
+                             (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
     }
 
     stamp(a, 5);
@@ -592,7 +592,7 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
 
 extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t stream)
 {
-    size_t smem = mm_fused_smem_bytes(a.hidden, a.experts, a.comm.peers.ranks);
+    size_t smem = mm_fused_smem_bytes(a.m.hidden, a.m.experts, a.comm.peers.ranks);
     fused_moe_kernel<<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     return cudaGetLastError();
 }

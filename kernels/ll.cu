@@ -75,15 +75,15 @@ __global__ void __launch_bounds__(128) ll_dispatch_kernel(mm_ll_args a)
     extern __shared__ __align__(16) uint8_t row[]; /* one wire row */
     __shared__ int slots[MM_KERNEL_MAX_TOPK];
     const int t = blockIdx.x;
-    const int el = a.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
-    if (t < a.tokens) {
-        mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.max_tokens, el};
-        mm_dispatch_token(d, a.hidden, a.topk, a.ue8m0, a.x + (size_t)t * a.hidden, a.ids + (size_t)t * a.topk,
-                          a.topk_w + (size_t)t * a.topk, t, send_counters(a), row, slots);
+    const int el = a.m.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
+    if (t < a.io.tokens) {
+        mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.m.max_tokens, el};
+        mm_dispatch_token(d, a.m.hidden, a.m.topk, a.m.ue8m0, a.io.x + (size_t)t * a.m.hidden, a.io.ids + (size_t)t * a.m.topk,
+                          a.io.topk_w + (size_t)t * a.m.topk, t, send_counters(a), row, slots);
     }
     if (mm_last_cta(&done_counters(a)[0])) {
         uint64_t epoch = *epoch_word(a);
-        for (int e = threadIdx.x; e < a.experts; e += blockDim.x) {
+        for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
             uint32_t n = *(volatile uint32_t *)&send_counters(a)[e];
             uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) +
                                (size_t)(e % el) * a.comm.peers.ranks + me;
@@ -112,42 +112,42 @@ __global__ void __launch_bounds__(256) ll_receive_kernel(mm_ll_args a)
         }
         offset = off;
         ok = good;
-        if (good && src == 0) a.row_count[le] = total;
+        if (good && src == 0) a.f.row_count[le] = total;
     }
     __syncthreads();
     if (!ok) return;
     const char *recv = region(a, a.comm.peers.rank, a.off_recv) +
-                       (size_t)(le * ranks + src) * a.max_tokens * row_bytes;
-    const size_t base = (size_t)le * ranks * a.max_tokens + offset;
-    const int qchunks = a.hidden / 16;
+                       (size_t)(le * ranks + src) * a.m.max_tokens * row_bytes;
+    const size_t base = (size_t)le * ranks * a.m.max_tokens + offset;
+    const int qchunks = a.m.hidden / 16;
     for (int i = 0; i < count; i++) {
         const char *r = recv + (size_t)i * row_bytes;
         size_t j = base + i;
         for (int c = threadIdx.x; c < qchunks; c += blockDim.x)
-            ((uint4 *)(a.packed_x + j * a.hidden))[c] = ((const uint4 *)r)[c];
+            ((uint4 *)(a.f.packed_x + j * a.m.hidden))[c] = ((const uint4 *)r)[c];
         /* scales: H/128 floats (the wire pads them to 16 B; the packed layout does not) */
-        for (int c = threadIdx.x; c < a.hidden / 128; c += blockDim.x)
-            a.packed_scales[j * (a.hidden / 128) + c] = ((const float *)(r + a.hidden))[c];
+        for (int c = threadIdx.x; c < a.m.hidden / 128; c += blockDim.x)
+            a.f.packed_scales[j * (a.m.hidden / 128) + c] = ((const float *)(r + a.m.hidden))[c];
         if (threadIdx.x == 0)
-            ((uint4 *)a.packed_meta)[j] = *(const uint4 *)(r + row_bytes - 16);
+            ((uint4 *)a.f.packed_meta)[j] = *(const uint4 *)(r + row_bytes - 16);
     }
 }
 
 __global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
 {
-    const int el = a.experts / a.comm.peers.ranks, lane = threadIdx.x % 32;
-    const long long items = (long long)a.tile_start[el] * MM_GEMM_BM;
+    const int el = a.m.experts / a.comm.peers.ranks, lane = threadIdx.x % 32;
+    const long long items = (long long)a.f.tile_start[el] * MM_GEMM_BM;
     const long long warps = (long long)gridDim.x * (blockDim.x / 32);
     for (long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < items; w += warps) {
         size_t row;
-        if (!mm_tile_row_index(a.tile_start, a.row_offset, a.row_count, el, (int)(w / MM_GEMM_BM),
+        if (!mm_tile_row_index(a.f.tile_start, a.f.row_offset, a.f.row_count, el, (int)(w / MM_GEMM_BM),
                                (int)(w % MM_GEMM_BM), &row))
             continue;
-        row_meta m = ((const row_meta *)a.packed_meta)[row];
+        row_meta m = ((const row_meta *)a.f.packed_meta)[row];
         uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
-                               ((size_t)m.token * a.topk + m.k) * a.hidden * 2u);
-        const uint4 *src = (const uint4 *)(a.gemm2_out + row * a.hidden);
-        for (int c = lane; c < a.hidden / 8; c += 32) dst[c] = src[c];
+                               ((size_t)m.token * a.m.topk + m.k) * a.m.hidden * 2u);
+        const uint4 *src = (const uint4 *)(a.f.gemm2_out + row * a.m.hidden);
+        for (int c = lane; c < a.m.hidden / 8; c += 32) dst[c] = src[c];
     }
     if (mm_last_cta(&done_counters(a)[1])) {
         uint64_t epoch = *epoch_word(a);
@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     __syncthreads();
     if (!ok) return;
     const __nv_bfloat16 *in = (const __nv_bfloat16 *)region(a, a.comm.peers.rank, a.off_combine) +
-                              (size_t)t * a.topk * a.hidden;
-    mm_combine_token(in, a.ids + (size_t)t * a.topk, a.topk, a.hidden, (__nv_bfloat16 *)a.y + (size_t)t * a.hidden);
+                              (size_t)t * a.m.topk * a.m.hidden;
+    mm_combine_token(in, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
 }
 
 #define MARK(i)                                                                                   \
@@ -183,31 +183,22 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
 
 extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
-    const int el = a.experts / a.comm.peers.ranks;
+    const int el = a.m.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
     MARK(0);
     ll_begin_kernel<<<1, 1, 0, stream>>>(a);
-    ll_dispatch_kernel<<<a.tokens > 0 ? a.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
+    ll_dispatch_kernel<<<a.io.tokens > 0 ? a.io.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
     MARK(1);
     dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(2);
-    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
-                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1, a.x_map};
-    if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
-    MARK(3);
-    mm_act_args act = {el, a.inter, a.has_limit, a.ue8m0, a.limit, a.tile_start, a.row_offset, a.row_count,
-                       a.packed_meta, a.gemm1_out, a.act, a.act_scales};
-    if ((e = mm_launch_swiglu_quant(act, a.sm_count * 2, stream)) != cudaSuccess) return e;
-    MARK(4);
-    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
-                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0, a.act_map};
-    if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 3 : NULL, stream)) != cudaSuccess)
+        return e;
     MARK(5);
     ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
     MARK(6);
-    if (a.tokens > 0) ll_combine_recv_kernel<<<a.tokens, 128, 0, stream>>>(a);
+    if (a.io.tokens > 0) ll_combine_recv_kernel<<<a.io.tokens, 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(7);
     return cudaSuccess;

@@ -177,35 +177,60 @@ typedef struct {
 
 cudaError_t mm_launch_swiglu_quant(mm_act_args args, int ctas, cudaStream_t stream);
 
+/* The model's shape and numerics as every mode's kernels see them (set once at setup). */
+typedef struct {
+    int hidden, inter, experts, topk, max_tokens;
+    int has_limit, ue8m0;
+    float limit;
+} mm_model_args;
+
+/* One call: this rank's tokens in, its output out (device pointers). */
+typedef struct {
+    int tokens;
+    const uint16_t *x;   /* [T][H] BF16 */
+    const int32_t *ids;  /* [T][K] */
+    const float *topk_w; /* [T][K] */
+    uint16_t *y;         /* [T][H] BF16 */
+} mm_call_io;
+
+/* This rank's local experts' weights, and their TMA descriptors. */
+typedef struct {
+    const uint8_t *w1, *w2;
+    const float *s1, *s2;
+    const void *w1_map, *w2_map;
+} mm_expert_args;
+
+/* The expert FFN of ll and normal on rows in the GEMM core's grouped layout (contiguous: each
+ * expert's segment at row_offset, row_count rows, padded to the tile height): GEMM1 to FP32, the
+ * act stage, GEMM2 to BF16. The pipelines differ only in how the rows get there. */
+typedef struct {
+    uint8_t *packed_x;     /* [rows][H] FP8 */
+    float *packed_scales;  /* [rows][H/128] */
+    void *packed_meta;     /* [rows] mm_wire_meta-shaped {receive row, token, k, weight} */
+    int32_t *row_offset, *row_count, *tile_start; /* [El], [El], [El + 1] */
+    float *gemm1_out;      /* [rows][2I] */
+    uint8_t *act;          /* [rows][I] FP8 */
+    float *act_scales;     /* [rows][I/128] */
+    uint16_t *gemm2_out;   /* [rows][H] BF16 */
+    const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
+} mm_ffn_buffers;
+
+/* GEMM1, act, GEMM2 on `local_experts` experts; marks: NULL, or 2 events recorded after GEMM1
+ * and after act (the caller marks GEMM2's end with what follows it). */
+cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
+                                 int local_experts, int sm_count, cudaEvent_t *marks, cudaStream_t stream);
+
 /* One call of the low-latency pipeline (ll.cu), all launches enqueued on `stream`. */
 typedef struct {
     mm_comm comm;
     /* the ll region in every rank's symmetric buffer, and its parts (layout.h mm_layout_ll_sym) */
     uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
     uint64_t row_bytes; /* mm_ll_row_bytes */
-    int hidden, inter, experts, topk, max_tokens;
-    int has_limit, ue8m0, sm_count;
-    float limit;
-    /* this call: this rank's tokens */
-    int tokens;
-    const uint16_t *x;     /* [T][H] BF16 */
-    const int32_t *ids;    /* [T][K] */
-    const float *topk_w;   /* [T][K] */
-    uint16_t *y;           /* [T][H] BF16 */
-    /* local workspace (mm_layout_ll_local) */
-    uint8_t *packed_x;
-    float *packed_scales;
-    void *packed_meta;
-    float *gemm1_out;
-    uint8_t *act;
-    float *act_scales;
-    uint16_t *gemm2_out;
-    int32_t *row_offset, *row_count, *tile_start;
-    /* local experts' weights, and their TMA descriptors */
-    const uint8_t *w1, *w2;
-    const float *s1, *s2;
-    const void *w1_map, *w2_map;
-    const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
+    mm_model_args m;
+    int sm_count;
+    mm_call_io io;
+    mm_ffn_buffers f; /* local workspace (mm_layout_ll_local): the masked layout, expert le at le * R * T */
+    mm_expert_args w;
 } mm_ll_args;
 
 /* marks: NULL, or MM_LL_MARKS events recorded around the launches (--breakdown) */
@@ -218,16 +243,10 @@ typedef struct {
     /* byte offsets of the regions in every rank's symmetric buffer (mode offset included) */
     uint64_t off_counts, off_recv, off_combine;
     uint64_t row_bytes; /* mm_normal_row_bytes */
-    int hidden, inter, experts, topk, max_tokens;
-    int has_limit, ue8m0, sm_count;
+    mm_model_args m;
+    int sm_count;
     int comm_ctas; /* grid cap of the communication kernels: 4 CTAs of 128 threads per SM given */
-    float limit;
-    /* this call */
-    int tokens;
-    const uint16_t *x;
-    const int32_t *ids;
-    const float *topk_w;
-    uint16_t *y;
+    mm_call_io io;
     int recv_rows; /* rows this rank received: known on the host after the count exchange */
     /* local workspace (mm_layout_normal_local) */
     uint8_t *xq;
@@ -239,20 +258,10 @@ typedef struct {
     uint32_t *done;        /* CTAs finished: [0] dispatch, [1] reduce-send (last one runs the barrier) */
     int32_t *send_offset;  /* [R] */
     int32_t *recv_base;    /* [R + 1] */
-    int32_t *row_offset, *row_count, *tile_start;
-    uint8_t *packed_x;
-    float *packed_scales;
-    void *packed_meta;     /* [rows] mm_wire_meta-shaped {receive row, token, k, weight} */
     int32_t *perm_index;   /* [R*T][K] */
-    float *gemm1_out;
-    uint8_t *act;
-    float *act_scales;
-    uint16_t *gemm2_out;
     int32_t *host_totals;  /* host-mapped: [0] rows received, [1] padded expert rows */
-    const uint8_t *w1, *w2;
-    const float *s1, *s2;
-    const void *w1_map, *w2_map;
-    const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
+    mm_ffn_buffers f;      /* the contiguous layout, segments padded to the tile height */
+    mm_expert_args w;
 } mm_normal_args;
 
 /* The stages before the CPU sync (quantize, layout, notify, barrier, offsets), and the ones after
@@ -267,22 +276,12 @@ typedef struct {
     /* the fused region in every rank's symmetric buffer (layout.h mm_layout_fused_sym) */
     uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
     uint64_t row_bytes; /* mm_ll_row_bytes */
-    int hidden, inter, experts, topk, max_tokens;
-    int has_limit, ue8m0;
-    float limit;
-    /* this call */
-    int tokens;
-    const uint16_t *x;
-    const int32_t *ids;
-    const float *topk_w;
-    uint16_t *y;
+    mm_model_args m;
+    mm_call_io io;
     /* local workspace (mm_layout_fused_local) */
     uint8_t *act;
     float *act_scales;
-    /* local experts' weights, and their TMA descriptors */
-    const uint8_t *w1, *w2;
-    const float *s1, *s2;
-    const void *w1_map, *w2_map;
+    mm_expert_args w;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
     /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,

@@ -61,38 +61,38 @@ __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t
 /* The header after a dispatched row's FP8 bytes and scales. */
 __device__ __forceinline__ uint64_t header_offset(const mm_normal_args &a)
 {
-    return (uint64_t)a.hidden + (((uint64_t)a.hidden / 128 * 4 + 15) / 16) * 16;
+    return (uint64_t)a.m.hidden + (((uint64_t)a.m.hidden / 128 * 4 + 15) / 16) * 16;
 }
 
 /* x -> FP8 + per-128 scales: one warp per 128-channel block, with the dispatch's own quantizer
  * (token_io.cuh), so x is quantized exactly as in the fused and ll modes. */
 __global__ void __launch_bounds__(256) normal_quantize_kernel(mm_normal_args a)
 {
-    const int sblocks = a.hidden / 128, warps = blockDim.x / 32;
-    const size_t total = (size_t)a.tokens * sblocks;
+    const int sblocks = a.m.hidden / 128, warps = blockDim.x / 32;
+    const size_t total = (size_t)a.io.tokens * sblocks;
     for (size_t b = (size_t)blockIdx.x * warps + threadIdx.x / 32; b < total; b += (size_t)gridDim.x * warps) {
         size_t t = b / sblocks, blk = b % sblocks;
-        mm_quantize_block128(a.x + t * a.hidden + blk * 128, a.xq + t * a.hidden + blk * 128,
-                             a.xq_scales + t * sblocks + blk, a.ue8m0);
+        mm_quantize_block128(a.io.x + t * a.m.hidden + blk * 128, a.xq + t * a.m.hidden + blk * 128,
+                             a.xq_scales + t * sblocks + blk, a.m.ue8m0);
     }
 }
 
 __global__ void normal_layout_kernel(mm_normal_args a)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x, ranks = a.comm.peers.ranks;
-    const int el = a.experts / ranks;
-    if (t >= a.tokens) return;
-    const int32_t *ids = a.ids + (size_t)t * a.topk;
-    uint32_t mask = mm_token_rank_mask(ids, a.topk, el);
+    const int el = a.m.experts / ranks;
+    if (t >= a.io.tokens) return;
+    const int32_t *ids = a.io.ids + (size_t)t * a.m.topk;
+    uint32_t mask = mm_token_rank_mask(ids, a.m.topk, el);
     for (int r = 0; r < ranks; r++)
         a.token_slot[(size_t)t * ranks + r] = (mask >> r) & 1u ? atomicAdd(&a.send_count[r], 1) : -1;
-    for (int k = 0; k < a.topk; k++)
+    for (int k = 0; k < a.m.topk; k++)
         if (ids[k] >= 0) atomicAdd(&a.expert_count[ids[k]], 1);
 }
 
 __global__ void normal_notify_kernel(mm_normal_args a)
 {
-    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     for (int i = threadIdx.x; i < ranks * (1 + el); i += blockDim.x) {
         int r = i / (1 + el), j = i % (1 + el);
         int32_t *row = (int32_t *)sym(a, r, a.off_counts) + (size_t)me * (1 + el);
@@ -102,7 +102,7 @@ __global__ void normal_notify_kernel(mm_normal_args a)
 
 __global__ void normal_offsets_kernel(mm_normal_args a)
 {
-    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const volatile int32_t *mine = (const volatile int32_t *)sym(a, me, a.off_counts);
     if (threadIdx.x < ranks) { /* my block's start at receiver r: rows senders before me send there */
         const volatile int32_t *theirs = (const volatile int32_t *)sym(a, threadIdx.x, a.off_counts);
@@ -113,7 +113,7 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
     for (int e = threadIdx.x; e < el; e += blockDim.x) {
         int rows = 0;
         for (int s = 0; s < ranks; s++) rows += mine[(size_t)s * (1 + el) + 1 + e];
-        a.row_count[e] = rows;
+        a.f.row_count[e] = rows;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -123,8 +123,8 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
             total += mine[(size_t)s * (1 + el)];
         }
         a.recv_base[ranks] = total;
-        int padded = mm_padded_segments(a.row_count, el, MM_GEMM_BM, a.row_offset);
-        mm_tile_prefix(a.row_count, el, a.tile_start);
+        int padded = mm_padded_segments(a.f.row_count, el, MM_GEMM_BM, a.f.row_offset);
+        mm_tile_prefix(a.f.row_count, el, a.f.tile_start);
         volatile int32_t *host = a.host_totals;
         host[0] = total;
         host[1] = padded;
@@ -139,17 +139,17 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
 #define PIECES_PER_THREAD 4
 __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
 {
-    const int ranks = a.comm.peers.ranks, el = a.experts / ranks;
-    const int sblocks = a.hidden / 128, pieces = a.hidden / 16;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
+    const int sblocks = a.m.hidden / 128, pieces = a.m.hidden / 16;
     const uint64_t hdr_off = header_offset(a);
-    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+    for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
         char *dst[MM_MAX_PEERS];
 #pragma unroll
         for (int r = 0; r < MM_MAX_PEERS; r++) {
             int slot = r < ranks ? a.token_slot[(size_t)t * ranks + r] : -1;
             dst[r] = slot >= 0 ? sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes : NULL;
         }
-        const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.hidden);
+        const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.m.hidden);
         for (int base = threadIdx.x; base < pieces; base += PIECES_PER_THREAD * blockDim.x) {
             uint4 v[PIECES_PER_THREAD];
 #pragma unroll
@@ -169,16 +169,16 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
             float sc = a.xq_scales[(size_t)t * sblocks + c];
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((float *)(dst[r] + a.hidden))[c] = sc;
+                if (dst[r]) ((float *)(dst[r] + a.m.hidden))[c] = sc;
         }
         /* the header's 2K + 1 words, a thread each, so each destination gets one coalesced store */
-        for (int w = threadIdx.x; w < 2 * a.topk + 1; w += blockDim.x) {
-            const size_t tk = (size_t)t * a.topk;
-            const int32_t id = w < a.topk ? a.ids[tk + w] : -1;
-            const int32_t word = w < a.topk ? 0 : w < 2 * a.topk ? __float_as_int(a.topk_w[tk + w - a.topk]) : t;
+        for (int w = threadIdx.x; w < 2 * a.m.topk + 1; w += blockDim.x) {
+            const size_t tk = (size_t)t * a.m.topk;
+            const int32_t id = w < a.m.topk ? a.io.ids[tk + w] : -1;
+            const int32_t word = w < a.m.topk ? 0 : w < 2 * a.m.topk ? __float_as_int(a.io.topk_w[tk + w - a.m.topk]) : t;
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.topk ? mm_local_id(id, el, r) : word;
+                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, r) : word;
         }
     }
     /* barrier B, first half: this rank's rows are all out (the wait is the permute's) */
@@ -187,31 +187,31 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
 
 __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
 {
-    const int sblocks = a.hidden / 128;
+    const int sblocks = a.m.hidden / 128;
     __shared__ int dst_row[MAX_K];
     if (!mm_rank_wait_cta(a.comm, MM_PHASE_NORMAL_DISPATCH)) return; /* barrier B: every rank's rows are in */
     for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
         const char *src = sym(a, a.comm.peers.rank, a.off_recv) + (size_t)j * a.row_bytes;
         const int32_t *hdr = (const int32_t *)(src + header_offset(a));
         __syncthreads(); /* the previous row's copies are done with dst_row */
-        if (threadIdx.x < a.topk) {
+        if (threadIdx.x < a.m.topk) {
             int lid = hdr[threadIdx.x], at = -1;
             if (lid >= 0) {
-                at = a.row_offset[lid] + atomicAdd(&a.fill[lid], 1);
-                mm_wire_meta m = {j, hdr[2 * a.topk], (int)threadIdx.x, ((const float *)hdr)[a.topk + threadIdx.x]};
-                ((mm_wire_meta *)a.packed_meta)[at] = m;
+                at = a.f.row_offset[lid] + atomicAdd(&a.fill[lid], 1);
+                mm_wire_meta m = {j, hdr[2 * a.m.topk], (int)threadIdx.x, ((const float *)hdr)[a.m.topk + threadIdx.x]};
+                ((mm_wire_meta *)a.f.packed_meta)[at] = m;
             }
             dst_row[threadIdx.x] = at;
-            a.perm_index[(size_t)j * a.topk + threadIdx.x] = at;
+            a.perm_index[(size_t)j * a.m.topk + threadIdx.x] = at;
         }
         __syncthreads();
-        for (int k = 0; k < a.topk; k++) {
+        for (int k = 0; k < a.m.topk; k++) {
             int at = dst_row[k];
             if (at < 0) continue;
-            for (int c = threadIdx.x; c < a.hidden / 16; c += blockDim.x)
-                ((uint4 *)(a.packed_x + (size_t)at * a.hidden))[c] = ((const uint4 *)src)[c];
+            for (int c = threadIdx.x; c < a.m.hidden / 16; c += blockDim.x)
+                ((uint4 *)(a.f.packed_x + (size_t)at * a.m.hidden))[c] = ((const uint4 *)src)[c];
             for (int c = threadIdx.x; c < sblocks; c += blockDim.x)
-                a.packed_scales[(size_t)at * sblocks + c] = ((const float *)(src + a.hidden))[c];
+                a.f.packed_scales[(size_t)at * sblocks + c] = ((const float *)(src + a.m.hidden))[c];
         }
     }
 }
@@ -223,21 +223,21 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
 {
     const int me = a.comm.peers.rank;
     const char *src = sym(a, me, a.off_recv) + (size_t)j * a.row_bytes;
-    const int token = ((const int32_t *)(src + header_offset(a)))[2 * a.topk];
+    const int token = ((const int32_t *)(src + header_offset(a)))[2 * a.m.topk];
     __syncthreads(); /* the previous row is done with rows[] */
-    if (threadIdx.x < a.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.topk + threadIdx.x];
+    if (threadIdx.x < a.m.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.m.topk + threadIdx.x];
     __syncthreads();
-    __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) + ((size_t)me * a.max_tokens + token) * a.hidden;
+    __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) + ((size_t)me * a.m.max_tokens + token) * a.m.hidden;
     const __nv_bfloat16 *src_rows[MAX_K];
 #pragma unroll
     for (int k = 0; k < MAX_K; k++)
-        src_rows[k] = k < a.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.gemm2_out + (size_t)rows[k] * a.hidden : NULL;
+        src_rows[k] = k < a.m.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.f.gemm2_out + (size_t)rows[k] * a.m.hidden : NULL;
     const int step = blockDim.x * 8;
-    for (int c = threadIdx.x * 8; c < a.hidden; c += 2 * step) {
-        uint4 s0 = mm_sum_rows8(src_rows, a.topk, c), s1;
-        if (c + step < a.hidden) s1 = mm_sum_rows8(src_rows, a.topk, c + step);
+    for (int c = threadIdx.x * 8; c < a.m.hidden; c += 2 * step) {
+        uint4 s0 = mm_sum_rows8(src_rows, a.m.topk, c), s1;
+        if (c + step < a.m.hidden) s1 = mm_sum_rows8(src_rows, a.m.topk, c + step);
         *(uint4 *)(out + c) = s0;
-        if (c + step < a.hidden) *(uint4 *)(out + c + step) = s1;
+        if (c + step < a.m.hidden) *(uint4 *)(out + c + step) = s1;
     }
 }
 
@@ -266,17 +266,17 @@ __global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args 
 
 __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
 {
-    const int ranks = a.comm.peers.ranks, el = a.experts / ranks, me = a.comm.peers.rank;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
     if (!mm_rank_wait_cta(a.comm, MM_PHASE_NORMAL_COMBINE)) return; /* barrier C: every partial row is in */
-    for (int t = blockIdx.x; t < a.tokens; t += gridDim.x) {
-        uint32_t mask = mm_token_rank_mask(a.ids + (size_t)t * a.topk, a.topk, el);
+    for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
+        uint32_t mask = mm_token_rank_mask(a.io.ids + (size_t)t * a.m.topk, a.m.topk, el);
         const __nv_bfloat16 *parts[MM_KERNEL_MAX_TOPK];
 #pragma unroll
         for (int r = 0; r < MM_KERNEL_MAX_TOPK; r++)
-            parts[r] = r < ranks && ((mask >> r) & 1u) ? home + ((size_t)r * a.max_tokens + t) * a.hidden : NULL;
-        for (int c = threadIdx.x * 8; c < a.hidden; c += blockDim.x * 8)
-            *(uint4 *)((__nv_bfloat16 *)a.y + (size_t)t * a.hidden + c) = mm_sum_rows8(parts, ranks, c);
+            parts[r] = r < ranks && ((mask >> r) & 1u) ? home + ((size_t)r * a.m.max_tokens + t) * a.m.hidden : NULL;
+        for (int c = threadIdx.x * 8; c < a.m.hidden; c += blockDim.x * 8)
+            *(uint4 *)((__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden + c) = mm_sum_rows8(parts, ranks, c);
     }
 }
 
@@ -292,16 +292,16 @@ static int grid_for(int items, int cap)
 
 extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
-    const int el = a.experts / a.comm.peers.ranks;
+    const int el = a.m.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
     MARK(0);
     /* send count [R], expert count [E], fill [El], done [2] are contiguous */
-    if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.experts + el + 2) * 4, stream)) != cudaSuccess)
+    if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.m.experts + el + 2) * 4, stream)) != cudaSuccess)
         return e;
-    if (a.tokens > 0) {
-        normal_quantize_kernel<<<grid_for((int)(((size_t)a.tokens * (a.hidden / 128) + 7) / 8), a.sm_count * 8), 256, 0,
+    if (a.io.tokens > 0) {
+        normal_quantize_kernel<<<grid_for((int)(((size_t)a.io.tokens * (a.m.hidden / 128) + 7) / 8), a.sm_count * 8), 256, 0,
                                  stream>>>(a);
-        normal_layout_kernel<<<(a.tokens + 255) / 256, 256, 0, stream>>>(a);
+        normal_layout_kernel<<<(a.io.tokens + 255) / 256, 256, 0, stream>>>(a);
     }
     MARK(1);
     normal_notify_kernel<<<1, 256, 0, stream>>>(a);
@@ -312,35 +312,26 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
 
 extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
-    const int el = a.experts / a.comm.peers.ranks, comm_ctas = a.comm_ctas;
+    const int el = a.m.experts / a.comm.peers.ranks, comm_ctas = a.comm_ctas;
     cudaError_t e = cudaSuccess;
     /* The instrumented call lines the ranks up before each NVLink stage, so that stage times its
      * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(2);
-    normal_dispatch_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a); /* signals barrier B */
+    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* signals barrier B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(3);
     normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* waits for B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(4);
-    mm_grouped_gemm_args g1 = {a.packed_x, a.packed_scales, a.w1, a.w1_map, a.s1, a.row_offset, a.row_count,
-                               a.tile_start, el, 2 * a.inter, a.hidden, a.gemm1_out, 1, a.x_map};
-    if ((e = mm_launch_grouped_gemm(g1, a.sm_count, stream)) != cudaSuccess) return e;
-    MARK(5);
-    mm_act_args act = {el, a.inter, a.has_limit, a.ue8m0, a.limit, a.tile_start, a.row_offset, a.row_count,
-                       a.packed_meta, a.gemm1_out, a.act, a.act_scales};
-    if ((e = mm_launch_swiglu_quant(act, a.sm_count * 2, stream)) != cudaSuccess) return e;
-    MARK(6);
-    mm_grouped_gemm_args g2 = {a.act, a.act_scales, a.w2, a.w2_map, a.s2, a.row_offset, a.row_count,
-                               a.tile_start, el, a.hidden, a.inter, a.gemm2_out, 0, a.act_map};
-    if ((e = mm_launch_grouped_gemm(g2, a.sm_count, stream)) != cudaSuccess) return e;
+    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 5 : NULL, stream)) != cudaSuccess)
+        return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(7);
     normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* signals barrier C */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(8); /* reduce-send: the partial rows' NVLink traffic and barrier C's signal */
-    normal_combine_kernel<<<grid_for(a.tokens, comm_ctas), 128, 0, stream>>>(a); /* waits for C */
+    normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* waits for C */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(9);
     return cudaSuccess;

@@ -61,21 +61,10 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->off_recv = sym.region[FUSED_DISPATCH_RECV].offset;
     a->off_combine = sym.region[FUSED_COMBINE_RECV].offset;
     a->row_bytes = mm_ll_row_bytes(&shape);
-    a->hidden = cfg->hidden;
-    a->inter = cfg->inter;
-    a->experts = cfg->experts;
-    a->topk = cfg->topk;
-    a->max_tokens = max_tokens;
-    a->has_limit = cfg->has_swiglu_limit;
-    a->limit = (float)cfg->swiglu_limit;
-    a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    a->m = modes_model_args(cfg, max_tokens);
     a->act = (uint8_t *)(base + loc.region[FUSED_ACT].offset);
     a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
-    a->w1 = w->w1;
-    a->w2 = w->w2;
-    a->s1 = w->s1;
-    a->s2 = w->s2;
-    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
+    MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
@@ -96,18 +85,14 @@ static mm_fused_args call_args(const fused_state *st, const mm_mode_io *io)
 {
     mm_fused_args a = st->args;
     a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    a.io = *io;
     return a;
 }
 
 mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 {
     fused_state *st = state;
-    MM_TRY(modes_check_tokens("fused", io->tokens, st->args.max_tokens));
+    MM_TRY(modes_check_tokens("fused", io->tokens, st->args.m.max_tokens));
     mm_fused_args a = call_args(st, io);
     CUDA_TRY(mm_launch_fused(a, st->ctas, stream));
     return MM_OK;
@@ -147,8 +132,7 @@ void fused_destroy(void *state)
 {
     fused_state *st = state;
     if (!st) return;
-    cudaFree((void *)st->args.w1_map);
-    cudaFree((void *)st->args.w2_map);
+    modes_expert_args_free(&st->args.w);
     cudaFree((void *)st->args.act_map);
     cudaFree(st->local);
     free(st);

@@ -48,40 +48,29 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     a->off_recv = sym.region[LL_DISPATCH_RECV].offset;
     a->off_combine = sym.region[LL_COMBINE_RECV].offset;
     a->row_bytes = mm_ll_row_bytes(&shape);
-    a->hidden = cfg->hidden;
-    a->inter = cfg->inter;
-    a->experts = cfg->experts;
-    a->topk = cfg->topk;
-    a->max_tokens = max_tokens;
-    a->has_limit = cfg->has_swiglu_limit;
-    a->limit = (float)cfg->swiglu_limit;
-    a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    a->m = modes_model_args(cfg, max_tokens);
     a->sm_count = rt->sm_count;
-    a->packed_x = (uint8_t *)(base + loc.region[LL_PACKED_X].offset);
-    a->packed_scales = (float *)(base + loc.region[LL_PACKED_SCALES].offset);
-    a->packed_meta = base + loc.region[LL_PACKED_META].offset;
-    a->gemm1_out = (float *)(base + loc.region[LL_GEMM1_OUT].offset);
-    a->act = (uint8_t *)(base + loc.region[LL_ACT].offset);
-    a->act_scales = (float *)(base + loc.region[LL_ACT_SCALES].offset);
-    a->gemm2_out = (uint16_t *)(base + loc.region[LL_GEMM2_OUT].offset);
+    a->f.packed_x = (uint8_t *)(base + loc.region[LL_PACKED_X].offset);
+    a->f.packed_scales = (float *)(base + loc.region[LL_PACKED_SCALES].offset);
+    a->f.packed_meta = base + loc.region[LL_PACKED_META].offset;
+    a->f.gemm1_out = (float *)(base + loc.region[LL_GEMM1_OUT].offset);
+    a->f.act = (uint8_t *)(base + loc.region[LL_ACT].offset);
+    a->f.act_scales = (float *)(base + loc.region[LL_ACT_SCALES].offset);
+    a->f.gemm2_out = (uint16_t *)(base + loc.region[LL_GEMM2_OUT].offset);
     int el = cfg->experts / rt->world;
-    a->row_offset = (int32_t *)(base + loc.region[LL_SCHEDULE].offset);
-    a->row_count = a->row_offset + el;
-    a->tile_start = a->row_count + el;
-    a->w1 = w->w1;
-    a->w2 = w->w2;
-    a->s1 = w->s1;
-    a->s2 = w->s2;
-    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
-    MM_TRY(modes_rows_map(a->packed_x, loc.region[LL_PACKED_X].bytes, cfg->hidden, &a->x_map));
-    MM_TRY(modes_rows_map(a->act, loc.region[LL_ACT].bytes, cfg->inter, &a->act_map));
+    a->f.row_offset = (int32_t *)(base + loc.region[LL_SCHEDULE].offset);
+    a->f.row_count = a->f.row_offset + el;
+    a->f.tile_start = a->f.row_count + el;
+    MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
+    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[LL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
+    MM_TRY(modes_rows_map(a->f.act, loc.region[LL_ACT].bytes, cfg->inter, &a->f.act_map));
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;
     for (int e = 0; e < el; e++) offsets[e] = e * rt->world * max_tokens;
-    cudaError_t ce = cudaMemset(a->row_offset, 0, (size_t)(3 * el + 1) * 4);
+    cudaError_t ce = cudaMemset(a->f.row_offset, 0, (size_t)(3 * el + 1) * 4);
     if (ce == cudaSuccess)
-        ce = cudaMemcpy(a->row_offset, offsets, sizeof(int32_t) * (size_t)el, cudaMemcpyHostToDevice);
+        ce = cudaMemcpy(a->f.row_offset, offsets, sizeof(int32_t) * (size_t)el, cudaMemcpyHostToDevice);
     free(offsets);
     CUDA_TRY(ce);
     /* A clean symmetric region on every rank before anyone's first call. */
@@ -103,20 +92,28 @@ static mm_ll_args call_args(const ll_state *st, const mm_mode_io *io)
 {
     mm_ll_args a = st->args;
     a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    a.io = *io;
     return a;
 }
 
 mm_status ll_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 {
     ll_state *st = state;
-    MM_TRY(modes_check_tokens("ll", io->tokens, st->args.max_tokens));
+    MM_TRY(modes_check_tokens("ll", io->tokens, st->args.m.max_tokens));
     mm_ll_args a = call_args(st, io);
     CUDA_TRY(mm_launch_ll(a, NULL, stream));
+    return MM_OK;
+}
+
+typedef struct {
+    mm_ll_args a;
+    cudaStream_t stream;
+} ll_marked_call;
+
+static mm_status ll_run_marked(void *ctx, cudaEvent_t *marks)
+{
+    ll_marked_call *c = ctx;
+    CUDA_TRY(mm_launch_ll(c->a, marks, c->stream));
     return MM_OK;
 }
 
@@ -126,34 +123,17 @@ mm_status ll_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char
 {
     static const char *const stage[MM_LL_MARKS - 1] = {"dispatch", "receive", "gemm1", "act",
                                                        "gemm2", "comb-send", "comb-recv"};
-    ll_state *st = state;
-    cudaEvent_t marks[MM_LL_MARKS];
-    int made = 0;
-    mm_status s = MM_OK;
-    for (; made < MM_LL_MARKS && s == MM_OK; made++)
-        if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
-    mm_ll_args a = call_args(st, io);
-    if (s == MM_OK && (mm_launch_ll(a, marks, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess))
-        s = MM_RUNTIME;
-    for (int i = 0; s == MM_OK && i < MM_LL_MARKS - 1; i++) {
-        float ms = 0;
-        if (cudaEventElapsedTime(&ms, marks[i], marks[i + 1]) != cudaSuccess) s = MM_RUNTIME;
-        mm_fmt(names[i], 16, "%s", stage[i]);
-        us[i] = ms * 1000.0;
-    }
-    for (int i = 0; i < made; i++) cudaEventDestroy(marks[i]);
-    *n = s == MM_OK ? MM_LL_MARKS - 1 : 0;
-    return s;
+    ll_marked_call c = {call_args(state, io), stream};
+    return modes_event_stages(MM_LL_MARKS, stage, ll_run_marked, &c, stream, names, us, n);
 }
 
 void ll_destroy(void *state)
 {
     ll_state *st = state;
     if (!st) return;
-    cudaFree((void *)st->args.w1_map);
-    cudaFree((void *)st->args.w2_map);
-    cudaFree((void *)st->args.x_map);
-    cudaFree((void *)st->args.act_map);
+    modes_expert_args_free(&st->args.w);
+    cudaFree((void *)st->args.f.x_map);
+    cudaFree((void *)st->args.f.act_map);
     cudaFree(st->local);
     free(st);
 }

@@ -51,14 +51,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->off_recv = sym_offset + sym.region[NORMAL_DISPATCH_RECV].offset;
     a->off_combine = sym_offset + sym.region[NORMAL_COMBINE_RECV].offset;
     a->row_bytes = mm_normal_row_bytes(&shape);
-    a->hidden = cfg->hidden;
-    a->inter = cfg->inter;
-    a->experts = cfg->experts;
-    a->topk = cfg->topk;
-    a->max_tokens = max_tokens;
-    a->has_limit = cfg->has_swiglu_limit;
-    a->limit = (float)cfg->swiglu_limit;
-    a->ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    a->m = modes_model_args(cfg, max_tokens);
     a->sm_count = rt->sm_count;
     a->comm_ctas = 4 * (rt->comm_sms > 0 && rt->comm_sms < rt->sm_count ? rt->comm_sms : rt->sm_count);
     a->xq = (uint8_t *)(base + loc.region[NORMAL_XQ].offset);
@@ -70,27 +63,23 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->done = (uint32_t *)(a->fill + el);
     a->send_offset = a->fill + el + 2;
     a->recv_base = a->send_offset + rt->world;
-    a->row_offset = (int32_t *)(base + loc.region[NORMAL_SCHEDULE].offset);
-    a->row_count = a->row_offset + el + 1;
-    a->tile_start = a->row_count + el;
-    a->packed_x = (uint8_t *)(base + loc.region[NORMAL_PACKED_X].offset);
-    a->packed_scales = (float *)(base + loc.region[NORMAL_PACKED_SCALES].offset);
-    a->packed_meta = base + loc.region[NORMAL_PACKED_META].offset;
-    a->perm_index = (int32_t *)((char *)a->packed_meta + (size_t)st->pair_capacity * MM_ROW_META_BYTES);
-    a->gemm1_out = (float *)(base + loc.region[NORMAL_GEMM1_OUT].offset);
-    a->act = (uint8_t *)(base + loc.region[NORMAL_ACT].offset);
-    a->act_scales = (float *)(base + loc.region[NORMAL_ACT_SCALES].offset);
-    a->gemm2_out = (uint16_t *)(base + loc.region[NORMAL_GEMM2_OUT].offset);
+    a->f.row_offset = (int32_t *)(base + loc.region[NORMAL_SCHEDULE].offset);
+    a->f.row_count = a->f.row_offset + el + 1;
+    a->f.tile_start = a->f.row_count + el;
+    a->f.packed_x = (uint8_t *)(base + loc.region[NORMAL_PACKED_X].offset);
+    a->f.packed_scales = (float *)(base + loc.region[NORMAL_PACKED_SCALES].offset);
+    a->f.packed_meta = base + loc.region[NORMAL_PACKED_META].offset;
+    a->perm_index = (int32_t *)((char *)a->f.packed_meta + (size_t)st->pair_capacity * MM_ROW_META_BYTES);
+    a->f.gemm1_out = (float *)(base + loc.region[NORMAL_GEMM1_OUT].offset);
+    a->f.act = (uint8_t *)(base + loc.region[NORMAL_ACT].offset);
+    a->f.act_scales = (float *)(base + loc.region[NORMAL_ACT_SCALES].offset);
+    a->f.gemm2_out = (uint16_t *)(base + loc.region[NORMAL_GEMM2_OUT].offset);
     void *dev_totals = NULL;
     CUDA_TRY(cudaHostGetDevicePointer(&dev_totals, st->host_totals, 0));
     a->host_totals = dev_totals;
-    a->w1 = w->w1;
-    a->w2 = w->w2;
-    a->s1 = w->s1;
-    a->s2 = w->s2;
-    MM_TRY(modes_weight_maps(cfg, rt->world, w, &a->w1_map, &a->w2_map));
-    MM_TRY(modes_rows_map(a->packed_x, loc.region[NORMAL_PACKED_X].bytes, cfg->hidden, &a->x_map));
-    MM_TRY(modes_rows_map(a->act, loc.region[NORMAL_ACT].bytes, cfg->inter, &a->act_map));
+    MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
+    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[NORMAL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
+    MM_TRY(modes_rows_map(a->f.act, loc.region[NORMAL_ACT].bytes, cfg->inter, &a->f.act_map));
     CUDA_TRY(cudaMemset(st->local, 0, loc.total));
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -109,28 +98,24 @@ static mm_normal_args call_args(const normal_state *st, const mm_mode_io *io)
 {
     mm_normal_args a = st->args;
     a.comm = st->rt->comm;
-    a.tokens = io->tokens;
-    a.x = io->x;
-    a.ids = io->ids;
-    a.topk_w = io->topk_w;
-    a.y = io->y;
+    a.io = *io;
     return a;
 }
 
 /* One call; marks (NULL or MM_NORMAL_MARKS events) for --breakdown. */
 static mm_status run_call(normal_state *st, const mm_mode_io *io, cudaStream_t stream, cudaEvent_t *marks)
 {
-    MM_TRY(modes_check_tokens("normal", io->tokens, st->args.max_tokens));
+    MM_TRY(modes_check_tokens("normal", io->tokens, st->args.m.max_tokens));
     mm_normal_args a = call_args(st, io);
     CUDA_TRY(mm_launch_normal_notify(a, marks, stream));
     /* the CPU sync: the received totals size the launches that follow */
     CUDA_TRY(cudaStreamSynchronize(stream));
     a.recv_rows = ((volatile int32_t *)st->host_totals)[0];
     int padded = ((volatile int32_t *)st->host_totals)[1];
-    if (a.recv_rows < 0 || a.recv_rows > st->rt->world * st->args.max_tokens || padded < 0 ||
+    if (a.recv_rows < 0 || a.recv_rows > st->rt->world * st->args.m.max_tokens || padded < 0 ||
         padded > st->pair_capacity) {
         mm_error("normal: count exchange gave %d rows (%d padded), beyond the buffers (%d, %d)", a.recv_rows,
-                 padded, st->rt->world * st->args.max_tokens, st->pair_capacity);
+                 padded, st->rt->world * st->args.m.max_tokens, st->pair_capacity);
         return MM_RUNTIME;
     }
     CUDA_TRY(mm_launch_normal_rest(a, marks, stream));
@@ -142,38 +127,34 @@ mm_status normal_run(void *state, const mm_mode_io *io, cudaStream_t stream)
     return run_call(state, io, stream, NULL);
 }
 
+typedef struct {
+    normal_state *st;
+    const mm_mode_io *io;
+    cudaStream_t stream;
+} normal_marked_call;
+
+static mm_status normal_run_marked(void *ctx, cudaEvent_t *marks)
+{
+    normal_marked_call *c = ctx;
+    return run_call(c->st, c->io, c->stream, marks);
+}
+
 mm_status normal_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
                         int *n)
 {
     static const char *const stage[MM_NORMAL_MARKS - 1] = {"quant-layout", "notify-sync", "dispatch", "permute",
                                                            "gemm1", "act", "gemm2", "reduce-send", "combine"};
-    cudaEvent_t marks[MM_NORMAL_MARKS];
-    int made = 0;
-    mm_status s = MM_OK;
-    *n = 0;
-    for (; made < MM_NORMAL_MARKS && s == MM_OK; made++)
-        if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
-    if (s == MM_OK) s = run_call(state, io, stream, marks);
-    if (s == MM_OK && cudaStreamSynchronize(stream) != cudaSuccess) s = MM_RUNTIME;
-    for (int i = 0; s == MM_OK && i < MM_NORMAL_MARKS - 1; i++) {
-        float ms = 0;
-        if (cudaEventElapsedTime(&ms, marks[i], marks[i + 1]) != cudaSuccess) s = MM_RUNTIME;
-        mm_fmt(names[i], 16, "%s", stage[i]);
-        us[i] = ms * 1000.0;
-    }
-    for (int i = 0; i < made; i++) cudaEventDestroy(marks[i]);
-    if (s == MM_OK) *n = MM_NORMAL_MARKS - 1;
-    return s;
+    normal_marked_call c = {state, io, stream};
+    return modes_event_stages(MM_NORMAL_MARKS, stage, normal_run_marked, &c, stream, names, us, n);
 }
 
 void normal_destroy(void *state)
 {
     normal_state *st = state;
     if (!st) return;
-    cudaFree((void *)st->args.w1_map);
-    cudaFree((void *)st->args.w2_map);
-    cudaFree((void *)st->args.x_map);
-    cudaFree((void *)st->args.act_map);
+    modes_expert_args_free(&st->args.w);
+    cudaFree((void *)st->args.f.x_map);
+    cudaFree((void *)st->args.f.act_map);
     cudaFreeHost(st->host_totals);
     cudaFree(st->local);
     free(st);

@@ -14,16 +14,65 @@ const mm_mode_ops *mode_ops(mm_mode m)
     return &ops[m];
 }
 
-mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
-                            const void **w2_map)
+mm_model_args modes_model_args(const mm_config *cfg, int max_tokens)
+{
+    mm_model_args m;
+    m.hidden = cfg->hidden;
+    m.inter = cfg->inter;
+    m.experts = cfg->experts;
+    m.topk = cfg->topk;
+    m.max_tokens = max_tokens;
+    m.has_limit = cfg->has_swiglu_limit;
+    m.ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    m.limit = (float)cfg->swiglu_limit;
+    return m;
+}
+
+mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out)
 {
     uint64_t local_experts = (uint64_t)(cfg->experts / ranks);
     void *map = NULL;
+    out->w1 = w->w1;
+    out->w2 = w->w2;
+    out->s1 = w->s1;
+    out->s2 = w->s2;
+    out->w1_map = out->w2_map = NULL;
     CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
-    *w1_map = map;
+    out->w1_map = map;
     CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
-    *w2_map = map;
+    out->w2_map = map;
     return MM_OK;
+}
+
+void modes_expert_args_free(mm_expert_args *w)
+{
+    cudaFree((void *)w->w1_map);
+    cudaFree((void *)w->w2_map);
+    w->w1_map = w->w2_map = NULL;
+}
+
+mm_status modes_event_stages(int count, const char *const *stage, mm_status (*run)(void *ctx, cudaEvent_t *marks),
+                             void *ctx, cudaStream_t stream, char names[][16], double *us, int *n)
+{
+    cudaEvent_t marks[MM_MAX_STAGES + 1];
+    int made = 0;
+    mm_status s = count <= MM_MAX_STAGES + 1 ? MM_OK : MM_RUNTIME;
+    *n = 0;
+    while (s == MM_OK && made < count) {
+        if (cudaEventCreate(&marks[made]) != cudaSuccess) s = MM_RUNTIME;
+        else made++;
+    }
+    if (s == MM_OK) s = run(ctx, marks);
+    if (s == MM_OK && cudaStreamSynchronize(stream) != cudaSuccess) s = MM_RUNTIME;
+    for (int i = 0; s == MM_OK && i < count - 1; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, marks[i], marks[i + 1]) != cudaSuccess) s = MM_RUNTIME;
+        mm_fmt(names[i], 16, "%s", stage[i]);
+        us[i] = ms * 1000.0;
+    }
+    for (int i = 0; i < made; i++) cudaEventDestroy(marks[i]);
+    if (s == MM_OK) *n = count - 1;
+    return s;
 }
 
 mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map)

@@ -14,14 +14,8 @@ typedef struct {
     const float *s1, *s2;
 } mm_local_weights;
 
-/* One call: this rank's tokens in, its outputs out (device pointers). */
-typedef struct {
-    int tokens;
-    const uint16_t *x;
-    const int32_t *ids;
-    const float *topk_w;
-    uint16_t *y;
-} mm_mode_io;
+/* One call: this rank's tokens in, its outputs out (device pointers; megamoe_kernels.h). */
+typedef mm_call_io mm_mode_io;
 
 typedef struct {
     const char *missing; /* NULL when the mode is built; else the SKIP note */
@@ -43,9 +37,16 @@ typedef struct {
 
 const mm_mode_ops *mode_ops(mm_mode m);
 
-/* Helpers the modes share. TMA descriptors of this rank's local W1 and W2 (cudaFree them). */
-mm_status modes_weight_maps(const mm_config *cfg, int ranks, const mm_local_weights *w, const void **w1_map,
-                            const void **w2_map);
+/* Helpers the modes share. The kernels' view of the config, for buffers of max_tokens per rank. */
+mm_model_args modes_model_args(const mm_config *cfg, int max_tokens);
+/* This rank's weights with TMA descriptors of W1 and W2 (modes_expert_args_free releases them). */
+mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out);
+void modes_expert_args_free(mm_expert_args *w);
+/* --breakdown for a mode whose launches record `count` events (stage i is the gap between
+ * events i and i + 1): creates the events, calls run(ctx, events) once, waits for the stream and
+ * fills names and us with the count - 1 stages. */
+mm_status modes_event_stages(int count, const char *const *stage, mm_status (*run)(void *ctx, cudaEvent_t *marks),
+                             void *ctx, cudaStream_t stream, char names[][16], double *us, int *n);
 /* TMA descriptor over a GEMM input of [bytes / k][k] FP8 rows (cudaFree it). */
 mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map);
 /* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
