@@ -97,48 +97,25 @@ __device__ __forceinline__ uint64_t *mm_barrier_slot(const mm_comm &c, int dst, 
     return (uint64_t *)(c.peers.base[dst] + MM_SIGNAL_BARRIER_OFFSET) + src;
 }
 
-/* The two halves of a cross-rank barrier, for a barrier whose wait can sit in a later kernel.
- * Signal: thread 0 of ONE CTA per rank, after everything it must order (mm_last_cta's fences):
- * takes the next epoch and stores it into every rank's slot for this rank (release). Wait: any
- * thread, in this kernel or a later one on the same stream (which then reads the epoch the signal
- * took from *c.epoch): every rank's slot here has reached it (acquire, bounded). Epochs only
- * grow and each slot has a single writer, so no slot is ever cleared between uses. */
-__device__ __forceinline__ void mm_rank_signal(const mm_comm &c)
-{
-    uint64_t epoch = ++(*c.epoch);
-    __threadfence_system();
-    for (int p = 0; p < c.peers.ranks; p++) mm_st_release_sys(mm_barrier_slot(c, p, c.peers.rank), epoch);
-}
-
-__device__ __forceinline__ bool mm_rank_wait(const mm_comm &c, uint64_t epoch, uint32_t phase)
-{
-    for (int p = 0; p < c.peers.ranks; p++)
-        if (!mm_wait_geq(c, mm_barrier_slot(c, c.peers.rank, p), epoch, phase, p)) return false;
-    return true;
-}
-
-/* Cross-rank barrier, called by every thread of ONE CTA per rank. Orders everything this CTA
- * wrote before it (to any rank) before everything it reads after it. Returns false on timeout. */
+/* Cross-rank barrier, called by every thread of ONE CTA per rank. Epochs only grow, and each slot
+ * has a single writer, so no slot is ever cleared between uses. Orders everything this CTA wrote
+ * before it (to any rank) before everything it reads after it. Returns false on timeout. */
 __device__ __forceinline__ bool mm_cross_rank_barrier(const mm_comm &c)
 {
     __shared__ int ok;
     __syncthreads();
     if (threadIdx.x == 0) {
-        mm_rank_signal(c);
-        ok = mm_rank_wait(c, *c.epoch, MM_PHASE_BARRIER);
+        uint64_t epoch = ++(*c.epoch);
+        __threadfence_system();
+        for (int p = 0; p < c.peers.ranks; p++)
+            mm_st_release_sys(mm_barrier_slot(c, p, c.peers.rank), epoch);
+        int good = 1;
+        for (int p = 0; p < c.peers.ranks && good; p++)
+            good = mm_wait_geq(c, mm_barrier_slot(c, c.peers.rank, p), epoch, MM_PHASE_BARRIER, p);
+        ok = good;
     }
     __syncthreads();
     return ok != 0;
-}
-
-/* The wait half at the start of a kernel, by every CTA: true when every rank signalled the epoch
- * the previous kernel's signal took. A CTA that gets false must not touch what the barrier
- * guards (the failure is recorded with its phase). */
-__device__ __forceinline__ bool mm_rank_wait_cta(const mm_comm &c, uint32_t phase)
-{
-    int good = 1;
-    if (threadIdx.x == 0) good = mm_rank_wait(c, *(volatile const uint64_t *)c.epoch, phase);
-    return __syncthreads_and(good) != 0;
 }
 
 /* Grid-wide sync for persistent kernels (all CTAs resident). `counter` is zero before the first

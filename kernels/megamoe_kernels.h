@@ -44,8 +44,6 @@ typedef enum {
     MM_PHASE_FUSED_DISPATCH, /* fused: waiting for a peer's dispatch counts */
     MM_PHASE_FUSED_GEMM1,  /* fused: a GEMM2 tile waiting for its GEMM1 tiles (this rank) */
     MM_PHASE_FUSED_COMBINE, /* fused: waiting for a peer's combine rows */
-    MM_PHASE_NORMAL_DISPATCH, /* normal: permute waiting for every rank's dispatched rows */
-    MM_PHASE_NORMAL_COMBINE, /* normal: combine waiting for every rank's partial rows */
     MM_PHASE_COUNT
 } mm_phase;
 

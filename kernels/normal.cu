@@ -15,10 +15,9 @@
  *                 into host-mapped memory
  *   -- the host waits for the stream and reads the totals (the CPU sync this mode is known for)
  *   dispatch      CTA per token: its FP8 row, scales and header {ids as the receiver sees them
- *                 (local id or -1), weights, token} to each destination at offset + slot; the
- *                 last CTA out signals barrier B (its rows are all out: fence, epoch to every rank)
- *   permute       first waits (every CTA, bounded) until every rank signalled B, then: a
- *                 CTA per received row: one copy per local expert of the row into that expert's
+ *                 (local id or -1), weights, token} to each destination at offset + slot
+ *   barrier B     every row has arrived (run by the dispatch's last CTA, no launch of its own)
+ *   permute       CTA per received row: one copy per local expert of the row into that expert's
  *                 segment (slot from an atomic per expert), with {row, token, k, weight} and the
  *                 position in perm_index[row][k]
  *   GEMM1         grouped GEMM core, contiguous form, FP32 out
@@ -26,15 +25,11 @@
  *   GEMM2         grouped GEMM core, BF16 out
  *   reduce-send   a CTA per received row: the FP32 sum of its local experts' BF16 rows in k order,
  *                 rounded to BF16, stored at the sender's combine_recv[me][token] (NVLink); the
- *                 senders' rows interleaved so the link carries traffic for the whole stage;
- *                 the last CTA out signals barrier C
- *   combine       first waits until every rank signalled C, then: a
- *                 CTA per token: y = BF16 of the FP32 sum of the partial rows of the ranks it
+ *                 senders' rows interleaved so the link carries traffic for the whole stage
+ *   barrier C     every partial row has arrived (run by the reduce-send's last CTA)
+ *   combine       CTA per token: y = BF16 of the FP32 sum of the partial rows of the ranks it
  *                 went to, in rank order
  * Buffers: layout.h mm_layout_normal_sym (counts, dispatch_recv, combine_recv) and _local.
- * Barriers B and C are split: the signal ends the sending kernel and the wait starts the next one,
- * so a rank's sending kernel does not also wait out the other ranks' sends, and the receiving
- * kernel's launch overlaps that wait. "After barrier X" below means after its wait.
  * Reuse across calls without clearing: a peer writes our counts for call c+1 after barrier C of
  * call c (we read ours before barrier B), our dispatch_recv after barrier A of c+1 (we read it
  * before C of c), our combine_recv after B of c+1 (we read it after C of c, before A of c+1).
@@ -181,15 +176,13 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
                 if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, r) : word;
         }
     }
-    /* barrier B, first half: this rank's rows are all out (the wait is the permute's) */
-    if (mm_last_cta(&a.done[0]) && threadIdx.x == 0) mm_rank_signal(a.comm);
+    if (mm_last_cta(&a.done[0])) mm_cross_rank_barrier(a.comm);
 }
 
 __global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
 {
     const int sblocks = a.m.hidden / 128;
     __shared__ int dst_row[MAX_K];
-    if (!mm_rank_wait_cta(a.comm, MM_PHASE_NORMAL_DISPATCH)) return; /* barrier B: every rank's rows are in */
     for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
         const char *src = sym(a, a.comm.peers.rank, a.off_recv) + (size_t)j * a.row_bytes;
         const int32_t *hdr = (const int32_t *)(src + header_offset(a));
@@ -260,15 +253,13 @@ __global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args 
             for (int j = a.recv_base[sender] + lo; j < a.recv_base[sender] + hi; j++) reduce_send_row(a, j, sender, rows);
         }
     }
-    /* barrier C, first half (the wait is the combine's) */
-    if (mm_last_cta(&a.done[1]) && threadIdx.x == 0) mm_rank_signal(a.comm);
+    if (mm_last_cta(&a.done[1])) mm_cross_rank_barrier(a.comm);
 }
 
 __global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
-    if (!mm_rank_wait_cta(a.comm, MM_PHASE_NORMAL_COMBINE)) return; /* barrier C: every partial row is in */
     for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
         uint32_t mask = mm_token_rank_mask(a.io.ids + (size_t)t * a.m.topk, a.m.topk, el);
         const __nv_bfloat16 *parts[MM_KERNEL_MAX_TOPK];
@@ -318,20 +309,20 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
      * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(2);
-    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* signals barrier B */
+    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* with barrier B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(3);
-    normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* waits for B */
+    normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(4);
     if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 5 : NULL, stream)) != cudaSuccess)
         return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MARK(7);
-    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* signals barrier C */
+    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* with barrier C */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(8); /* reduce-send: the partial rows' NVLink traffic and barrier C's signal */
-    normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* waits for C */
+    MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
+    normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MARK(9);
     return cudaSuccess;

@@ -17,8 +17,7 @@ const char *phase_name(uint32_t phase)
     static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync",
                                                       "ll-dispatch", "ll-combine",
                                                       "fused-dispatch", "fused-gemm1",
-                                                      "fused-combine", "normal-dispatch",
-                                                      "normal-combine"};
+                                                      "fused-combine"};
     return phase < MM_PHASE_COUNT ? names[phase] : "unknown";
 }
 
