@@ -215,12 +215,18 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 
 /* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
  * the same rows) and prepare found room for them; else one CTA per tile. */
+extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
+{
+    const int pairs = ctas / 2 < pairs_resident ? ctas / 2 : pairs_resident;
+    return (n / MM_GEMM_BN) % 2 || pairs < 1 ? 0 : pairs;
+}
+
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
-    const int pairs = ctas / 2 < pairs_resident ? ctas / 2 : pairs_resident;
-    if ((g.n / MM_GEMM_BN) % 2 || pairs < 1) {
+    const int pairs = mm_grouped_gemm_pairs(g.n, ctas);
+    if (pairs == 0) {
         grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, MM_TILE_SMEM_BYTES, stream>>>(g);
         return cudaGetLastError();
     }

@@ -160,6 +160,9 @@ int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
 cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
+/* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one
+ * CTA per tile (odd column-tile count, or no room for pairs). After mm_grouped_gemm_prepare. */
+int mm_grouped_gemm_pairs(int n, int ctas);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */

@@ -258,6 +258,11 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
            "L2 flush %s, %d iterations\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
            o->l2_flush ? "on" : "off", o->iters);
+    for (int gi = 1; gi <= 2; gi++) {
+        int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount);
+        if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);
+        else printf("# gemm%d: one CTA per tile, no clusters\n", gi);
+    }
     printf("%-5s %-22s %8s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
