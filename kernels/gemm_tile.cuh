@@ -90,7 +90,8 @@ typedef struct {
 } mm_tile_a_map;
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
- * stage landed) + 1 arrival with the TMA's expected bytes. empty[s]: one arrival per math warp. */
+ * stage landed) + 1 arrival with the TMA's expected bytes (in a pair, half of A comes from the
+ * other CTA's multicast). empty[s]: one arrival per math warp of every CTA of the pair. */
 typedef struct {
     uint64_t full[MM_TILE_STAGES];
     uint64_t empty[MM_TILE_STAGES];
@@ -334,11 +335,12 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
 }
 
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
- * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer threads (a named barrier after
- * writing it). Per block: wait until the math warps freed the stage, gather the A rows and the
- * scales by cp.async (thread t: chunks t, t + 128, ...; rows past the last 8-row group with a
- * valid row are not loaded, the MMA's results for them are never stored), the weight block by
- * one TMA (thread 0), then report on `full`. */
+ * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer
+ * threads (a named barrier after writing it). Per block: wait until the math warps (of both CTAs
+ * of a pair) freed the stage; the A block by TMA (a tile of more than 64 contiguous rows; in a
+ * pair this CTA's 64-row half, multicast) or gathered by cp.async (rows past the last 8-row
+ * group with a valid row are not loaded, the MMA's results for them are never stored); the
+ * scales by cp.async; the weight block by one TMA (thread 0); then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end)
