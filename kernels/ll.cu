@@ -176,30 +176,25 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     mm_combine_token(in, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
 }
 
-#define MARK(i)                                                                                   \
-    do {                                                                                          \
-        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
-    } while (0)
-
 extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
     const int el = a.m.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
-    MARK(0);
+    MM_MARK(0);
     ll_begin_kernel<<<1, 1, 0, stream>>>(a);
     ll_dispatch_kernel<<<a.io.tokens > 0 ? a.io.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
-    MARK(1);
+    MM_MARK(1);
     dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(2);
+    MM_MARK(2);
     if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 3 : NULL, stream)) != cudaSuccess)
         return e;
-    MARK(5);
+    MM_MARK(5);
     ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);
-    MARK(6);
+    MM_MARK(6);
     if (a.io.tokens > 0) ll_combine_recv_kernel<<<a.io.tokens, 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(7);
+    MM_MARK(7);
     return cudaSuccess;
 }

@@ -216,6 +216,13 @@ typedef struct {
     const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
 } mm_ffn_buffers;
 
+/* In a launch sequence returning cudaError_t, with `cudaError_t e`, `cudaEvent_t *marks` and
+ * `cudaStream_t stream` in scope: records marks[i] (--breakdown; nothing when marks is NULL). */
+#define MM_MARK(i)                                                                                \
+    do {                                                                                          \
+        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
+    } while (0)
+
 /* GEMM1, act, GEMM2 on `local_experts` experts; marks: NULL, or 2 events recorded after GEMM1
  * and after act (the caller marks GEMM2's end with what follows it). */
 cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,

@@ -276,16 +276,11 @@ static int grid_for(int items, int cap)
     return items < 1 ? 1 : (items < cap ? items : cap);
 }
 
-#define MARK(i)                                                                                   \
-    do {                                                                                          \
-        if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
-    } while (0)
-
 extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
     const int el = a.m.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
-    MARK(0);
+    MM_MARK(0);
     /* send count [R], expert count [E], fill [El], done [2] are contiguous */
     if ((e = cudaMemsetAsync(a.send_count, 0, (size_t)(a.comm.peers.ranks + a.m.experts + el + 2) * 4, stream)) != cudaSuccess)
         return e;
@@ -294,7 +289,7 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
                                  stream>>>(a);
         normal_layout_kernel<<<(a.io.tokens + 255) / 256, 256, 0, stream>>>(a);
     }
-    MARK(1);
+    MM_MARK(1);
     normal_notify_kernel<<<1, 256, 0, stream>>>(a);
     if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     normal_offsets_kernel<<<1, 256, 0, stream>>>(a);
@@ -308,22 +303,22 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     /* The instrumented call lines the ranks up before each NVLink stage, so that stage times its
      * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
-    MARK(2);
+    MM_MARK(2);
     normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* with barrier B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(3);
+    MM_MARK(3);
     normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(4);
+    MM_MARK(4);
     if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 5 : NULL, stream)) != cudaSuccess)
         return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
-    MARK(7);
+    MM_MARK(7);
     normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* with barrier C */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
+    MM_MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
     normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MARK(9);
+    MM_MARK(9);
     return cudaSuccess;
 }
