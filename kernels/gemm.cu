@@ -217,8 +217,7 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
  * the same rows) and prepare found room for them; else one CTA per tile. */
 extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
 {
-    const int pairs = ctas / 2 < pairs_resident ? ctas / 2 : pairs_resident;
-    return (n / MM_GEMM_BN) % 2 || pairs < 1 ? 0 : pairs;
+    return mm_tile_pairs(n, ctas, pairs_resident);
 }
 
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)

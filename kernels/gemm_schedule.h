@@ -59,6 +59,17 @@ MM_HD mm_tile mm_tile_locate(const int32_t *tile_start, int experts, int col_til
     return t;
 }
 
+/* The 2-CTA clusters of the standalone grouped GEMM (gemm.cu): CTA 2c + r of a grid of 2p CTAs
+ * walks items 2c + r, 2c + r + 2p, ..., so a pair always holds items w and w + 1 (w even); with
+ * an even count of column tiles those share their row tile (the A blocks the pair splits), and
+ * the pair runs out of items together. How many pairs a launch of `ctas` CTAs over N = n columns
+ * runs when `resident` pairs fit at once; 0: one CTA per tile. */
+MM_HD int mm_tile_pairs(int n, int ctas, int resident)
+{
+    const int pairs = ctas / 2 < resident ? ctas / 2 : resident;
+    return (n / MM_GEMM_BN) % 2 || pairs < 1 ? 0 : pairs;
+}
+
 /* Row r_in_tile of flat row tile `tile_flat` (one column tile): its row index in A, or false
  * when the tile's expert has fewer rows. */
 MM_HD bool mm_tile_row_index(const int32_t *tile_start, const int32_t *row_offset, const int32_t *row_count,

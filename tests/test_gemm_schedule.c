@@ -59,12 +59,48 @@ static void row_index(void **state)
     assert_false(mm_tile_row_index(start, offset, count, 3, 2, 2, &row));
 }
 
+/* The clusters' invariant: with an even count of column tiles, the two CTAs of a pair always
+ * hold items on the same expert and row tile, in adjacent columns (they split that A block), and
+ * run out of items at the same step; odd column counts or no room for pairs mean no clusters. */
+static void pairs_share_row_tiles(void **state)
+{
+    (void)state;
+    const int32_t count[] = {0, 1, 64, MM_GEMM_BM, 0, 3 * MM_GEMM_BM + 8, MM_GEMM_BM + 1};
+    const int experts = 7;
+    int32_t start[8];
+    const int total_rows = mm_tile_prefix(count, experts, start);
+    for (int col_tiles = 2; col_tiles <= 56; col_tiles += 6) {
+        const int n = col_tiles * MM_GEMM_BN, items = total_rows * col_tiles;
+        for (int resident = 1; resident <= 80; resident += 13) {
+            const int pairs = mm_tile_pairs(n, 132, resident), grid = 2 * pairs;
+            assert_int_equal(pairs, resident < 66 ? resident : 66);
+            for (int c = 0; c < pairs; c++) {
+                int w0 = 2 * c, w1 = 2 * c + 1;
+                for (; w0 < items; w0 += grid, w1 += grid) {
+                    assert_true(w1 < items); /* both CTAs of the pair have an item, or neither */
+                    mm_tile a = mm_tile_locate(start, experts, col_tiles, w0);
+                    mm_tile b = mm_tile_locate(start, experts, col_tiles, w1);
+                    assert_int_equal(a.expert, b.expert);
+                    assert_int_equal(a.row_tile, b.row_tile);
+                    assert_int_equal(b.col_tile, a.col_tile + 1);
+                }
+                assert_true(w1 >= items);
+            }
+        }
+    }
+    assert_int_equal(mm_tile_pairs(3 * MM_GEMM_BN, 132, 66), 0); /* odd column tiles */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 0), 0);  /* no pair fits */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 1, 66), 0);   /* one CTA */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 7, 66), 3);   /* an odd CTA left out */
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_every_tile_once),
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
+        cmocka_unit_test(pairs_share_row_tiles),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
