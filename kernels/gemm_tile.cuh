@@ -453,6 +453,17 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
+/* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
+__device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                       uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
+                                                       bool valid_hi, float blk[MM_TILE_ACC])
+{
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+    mm_tile_issue(da, db, b.stage, blk);
+    mm_ring_advance(ring);
+    return b;
+}
+
 /* K block kb's share of the side work (after the block's wait: nothing here sits between a
  * wgmma and its wait). */
 __device__ __forceinline__ void mm_tile_side_work(const mm_tile_gate_silu &side, int kb, int kblocks)
@@ -516,47 +527,36 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
-    /* `ring` walks the blocks being issued; b0 / b1 are the blocks whose sums are in blk0 / blk1 */
-    mm_block b0, b1;
     if (rows <= 64) {
         /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
          * as soon as its MMAs are done, so its stage goes back to the producer without waiting
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-            mm_tile_issue(da, db, b0.stage, blk0);
-            mm_ring_advance(ring);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            mm_tile_retire(b0, p, pair, blk0, acc);
+            mm_tile_retire(b, p, pair, blk0, acc);
             mm_tile_side_work(side, kb, kblocks);
         }
         return;
     }
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
-     * cores work through each block's stage release and promotion. */
-    b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-    mm_tile_issue(da, db, b0.stage, blk0);
-    mm_ring_advance(ring);
+     * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
+     * sums are in blk0 / blk1. */
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-        mm_tile_issue(da, db, b1.stage, blk1);
-        mm_ring_advance(ring);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
         mm_tile_side_work(side, kb, kblocks);
-        b0 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-        mm_tile_issue(da, db, b0.stage, blk0);
-        mm_ring_advance(ring);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
         mm_tile_side_work(side, kb + 1, kblocks);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-        mm_tile_issue(da, db, b1.stage, blk1);
-        mm_ring_advance(ring);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
