@@ -198,13 +198,15 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
     const int le = t.expert;
     int expert_rows = 0;
-    for (int s = 0; s < ranks; s++) expert_rows += sc.cnt[le * ranks + s];
+    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[le * ranks + q];
     int rows = expert_rows - t.row_tile * MM_GEMM_BM;
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
     const size_t act_row0 = (size_t)le * ranks * a.m.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
 
-    int r = t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), s = 0;
-    while (s < ranks - 1 && r >= sc.cnt[le * ranks + s]) r -= sc.cnt[le * ranks + s++];
+    /* logical row -> (sender segment, row in it): whole 128-row chunks first, so their tiles are
+     * contiguous (mm_segment_row) */
+    int r;
+    const int s = mm_segment_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
     const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
                           ((size_t)(le * ranks + s) * a.m.max_tokens + r) * a.row_bytes;
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
@@ -245,6 +247,10 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = {0, 0};
+    const uint8_t *recv_base = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv);
+    /* thread 0 issues the TMA reads of dispatch_recv: order them after the rows the counts'
+     * acquire (phase 2, then a CTA barrier) made visible to the generic proxy */
+    if (threadIdx.x == 0) asm volatile("fence.proxy.async.global;" ::: "memory");
     /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
     int next = 0;
     if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
@@ -278,6 +284,13 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
+        /* a GEMM1 tile whose rows lie one after another in dispatch_recv (one sender wrote them
+         * all) takes its A blocks by TMA, like GEMM2: the gather's issue slots and latency go */
+        if (item < sc.gemm1_items && rows > 64) {
+            const uint8_t *first = it->tab.row[0];
+            if (it->tab.row[rows - 1] == first + (size_t)(rows - 1) * a.row_bytes)
+                am = mm_tile_a_map{a.recv_map, (int)((size_t)(first - recv_base) / a.row_bytes), 0};
+        }
         /* the first block goes out before the item is published: its loads do not wait for the
          * meta, and the math is still busy with the previous item */
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);

@@ -119,8 +119,8 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
  * bytes with the 128-byte swizzle the wgmma descriptors name, `count` of them side by side in
  * device memory (each 128 bytes); rows past the end of the tensor come back as zeros. The
  * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
-static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, const int *box_rows, int count,
-                                 void **out)
+static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, uint64_t stride, const int *box_rows,
+                                 int count, void **out)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     *out = NULL;
@@ -131,11 +131,12 @@ static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, co
         if (e != cudaSuccess) return e;
         if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
     }
-    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2) return cudaErrorInvalidValue;
+    if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2)
+        return cudaErrorInvalidValue;
     static_assert(sizeof(CUtensorMap) == 128, "the pair's second map is 128 bytes after the first");
     CUtensorMap maps[2];
     for (int i = 0; i < count; i++) {
-        cuuint64_t dims[2] = {k, rows}, strides[1] = {k};
+        cuuint64_t dims[2] = {k, rows}, strides[1] = {stride};
         cuuint32_t box[2] = {MM_GEMM_BK, (cuuint32_t)box_rows[i]}, elem[2] = {1, 1};
         CUresult r = encode(&maps[i], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -157,14 +158,19 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
     const int box[1] = {MM_GEMM_BN};
-    return fp8_rows_maps(w, rows, k, box, 1, out);
+    return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
 /* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
+    return mm_rows_map_create_strided(a, rows, k, k, out);
+}
+
+extern "C" cudaError_t mm_rows_map_create_strided(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride, void **out)
+{
     const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
-    return fp8_rows_maps(a, rows, k, box, 2, out);
+    return fp8_rows_maps(a, rows, k, stride, box, 2, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -156,6 +156,8 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
+/* The same over rows `stride` bytes apart whose first k bytes are the FP8 values (wire rows). */
+cudaError_t mm_rows_map_create_strided(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
@@ -291,6 +293,9 @@ typedef struct {
     float *act_scales;
     mm_expert_args w;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
+    /* TMA map over this rank's dispatch_recv wire rows [El * R * T] (their first H bytes), for
+     * GEMM1 tiles whose rows one sender wrote one after another */
+    const void *recv_map;
     /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */

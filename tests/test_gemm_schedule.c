@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "../kernels/gemm_schedule.h"
 #include "test_util.h"
 
@@ -94,6 +96,35 @@ static void pairs_share_row_tiles(void **state)
     assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 7, 66), 3);   /* an odd CTA left out */
 }
 
+/* Segment rows: every row of every sender appears exactly once, and every row tile of the chunk
+ * part is one run of BM rows of one segment (what lets the fused kernel load it by TMA). */
+static void segment_rows_cover_once(void **state)
+{
+    (void)state;
+    static const int cases[][4] = {{96, 96, 0, 0}, {192, 200, 0, 0}, {0, 128, 5, 300},
+                                   {256, 0, 0, 1}, {0, 0, 0, 0},   {127, 129, 128, 1}};
+    static int seen[4][512];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int *cnt = cases[c];
+        int total = 0, chunks = 0;
+        for (int s = 0; s < 4; s++) total += cnt[s], chunks += cnt[s] / MM_GEMM_BM;
+        memset(seen, 0, sizeof seen);
+        for (int r = 0; r < total; r++) {
+            int idx, s = mm_segment_row(cnt, 4, r, &idx);
+            assert_true(s >= 0 && s < 4 && idx >= 0 && idx < cnt[s]);
+            seen[s][idx]++;
+            if (r < chunks * MM_GEMM_BM && r % MM_GEMM_BM) { /* a chunk tile is one run */
+                int idx0, s0 = mm_segment_row(cnt, 4, r - 1, &idx0);
+                assert_int_equal(s0, s);
+                assert_int_equal(idx0 + 1, idx);
+            }
+        }
+        for (int s = 0; s < 4; s++)
+            for (int i = 0; i < cnt[s]; i++) assert_int_equal(seen[s][i], 1);
+        assert_int_equal(mm_row_tiles(total), chunks + mm_row_tiles(total - chunks * MM_GEMM_BM));
+    }
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +132,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
         cmocka_unit_test(pairs_share_row_tiles),
+        cmocka_unit_test(segment_rows_cover_once),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
