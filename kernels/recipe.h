@@ -10,7 +10,9 @@
 
 #include <stdint.h>
 #include <string.h>
-#ifndef __CUDACC__
+#ifdef __CUDACC__
+#include <cuda_fp8.h> /* the hardware FP8 conversion */
+#else
 #include <math.h> /* expf */
 #endif
 
@@ -57,7 +59,9 @@ MM_HD float mm_bits_f32(uint32_t u)
 
 /* FP8 e4m3 (the "fn" variant: no infinities, 0x7F/0xFF are NaN, max 448), round to nearest even,
  * saturating to +-448; NaN in gives NaN out. */
-MM_HD uint8_t mm_fp8_encode(float x)
+/* The recipe's FP8 e4m3 encoder on the bit pattern: round to nearest even, saturate to +-448,
+ * NaN to 0x7f with its sign. The host's, and the self-test's reference for the hardware's. */
+MM_HD uint8_t mm_fp8_encode_sw(float x)
 {
     uint32_t b = mm_f32_bits(x);
     uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
@@ -81,6 +85,18 @@ MM_HD uint8_t mm_fp8_encode(float x)
     uint32_t m = sig >> s, rem = sig & ((1u << s) - 1u), half = 1u << (s - 1);
     if (rem > half || (rem == half && (m & 1u))) m++;
     return (uint8_t)(sign | m); /* m == 8 is the smallest normal, code 0x08: still right */
+}
+
+/* On the GPU the hardware conversion (one instruction instead of ~20): the self-test (fp8-hw)
+ * checks it against mm_fp8_encode_sw on every midpoint, special and random value; the two differ
+ * only in the sign bit of a NaN. */
+MM_HD uint8_t mm_fp8_encode(float x)
+{
+#if defined(__CUDA_ARCH__)
+    return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+#else
+    return mm_fp8_encode_sw(x);
+#endif
 }
 
 MM_HD float mm_fp8_decode(uint8_t v)
@@ -126,9 +142,31 @@ MM_HD float mm_block_scale(float amax, int ue8m0)
     return ue8m0 ? mm_ue8m0_round_up(s) : s;
 }
 
+/* 1 / scale when scale is a positive power of two (then x * (1 / scale) and x / scale round the
+ * same real number, so they are the same float, subnormal results included), else 0. */
+MM_HD float mm_scale_inverse(float scale)
+{
+    uint32_t b = mm_f32_bits(scale), e = b >> 23;
+    if ((b & 0x7fffffu) || e == 0u || e > 253u) return 0.0f; /* not 2^k, negative, or 1/scale not normal */
+    return mm_bits_f32((254u - e) << 23);
+}
+
+/* x / scale in FP8; a UE8M0 scale multiplies by its exact inverse instead of dividing. */
 MM_HD uint8_t mm_quantize(float x, float scale)
 {
-    return mm_fp8_encode(MM_DIV(x, scale));
+    const float inv = mm_scale_inverse(scale);
+    return mm_fp8_encode(inv != 0.0f ? MM_MUL(x, inv) : MM_DIV(x, scale));
+}
+
+/* gate / den for den > 2^64 and |gate| > 44 (SiLU's division once gate < -44), without the
+ * slow path __fdiv_rn takes once den passes ~2^126 (a few lanes of most warps at large batches):
+ * den = inf gives gate / inf = gate * 0; else divide by den * 2^-64 (exact) and scale the
+ * quotient back by 2^-64 (exact: |quotient| > 44 / 2^128 is a normal float). Equal to the plain
+ * division bit for bit (tests/test_recipe.c). */
+MM_HD float mm_div_large(float gate, float den)
+{
+    if (mm_f32_bits(den) == 0x7f800000u) return MM_MUL(gate, 0.0f);
+    return MM_MUL(MM_DIV(gate, MM_MUL(den, 0x1p-64f)), 0x1p-64f);
 }
 
 /* Recipe step 4 in FP32: g = min(gate, L), u = clamp(up, -L, L), h = g / (1 + exp(-g)) * u * w.
@@ -138,7 +176,11 @@ MM_HD uint8_t mm_quantize(float x, float scale)
 MM_HD float mm_swiglu_gate(float gate, int has_limit, float limit)
 {
     if (has_limit) gate = gate < limit ? gate : limit;
-    return MM_DIV(gate, MM_ADD(1.0f, expf(-gate)));
+    const float den = MM_ADD(1.0f, expf(-gate));
+#if defined(__CUDA_ARCH__)
+    if (den > 0x1p64f) return mm_div_large(gate, den);
+#endif
+    return MM_DIV(gate, den);
 }
 
 MM_HD float mm_swiglu_apply(float silu, float up, float w, int has_limit, float limit)

@@ -136,6 +136,40 @@ static void swiglu_against_double(void **state)
     }
 }
 
+/* The GPU's shortcuts are the same floats as the plain operations: x * mm_scale_inverse(s) ==
+ * x / s for power-of-two scales (subnormal and overflowing results included), 0 (divide) for
+ * other scales; mm_div_large(g, den) == g / den over SiLU's range of large denominators. */
+static void shortcuts_are_exact(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    assert_true(mm_scale_inverse(3.0f) == 0.0f);
+    assert_true(mm_scale_inverse(-2.0f) == 0.0f);
+    assert_true(mm_scale_inverse(0.0f) == 0.0f);
+    assert_true(mm_scale_inverse(0x1p-127f) == 0.0f); /* subnormal scale */
+    assert_true(mm_scale_inverse(0x1p127f) == 0.0f);  /* 1/scale would be subnormal */
+    assert_true(mm_scale_inverse(0x1p-8f) == 256.0f);
+    for (int n = 0; n < 400000; n++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        float x = mm_bits_f32((uint32_t)(rng >> 32));
+        if (isnan(x)) continue;
+        int k = (int)((rng >> 8) % 252) - 125; /* scales 2^-125 .. 2^126 */
+        float scale = ldexpf(1.0f, k), inv = mm_scale_inverse(scale);
+        assert_true(inv != 0.0f);
+        float a = x * inv, b = x / scale;
+        if (mm_f32_bits(a) != mm_f32_bits(b)) fail_msg("x %a scale 2^%d: %a vs %a", (double)x, k, (double)a, (double)b);
+        assert_int_equal(mm_quantize(x, scale), mm_fp8_encode(b));
+    }
+    for (float g = -44.5f; g > -200.0f; g = nextafterf(g, -1000.0f) - 0.001f) {
+        float den = 1.0f + expf(-g);
+        if (!(den > 0x1p64f)) continue;
+        float a = mm_div_large(g, den), b = g / den;
+        if (mm_f32_bits(a) != mm_f32_bits(b)) fail_msg("g %a: %a vs %a", (double)g, (double)a, (double)b);
+    }
+    assert_true(mm_f32_bits(mm_div_large(-100.0f, INFINITY)) == mm_f32_bits(-0.0f));
+    assert_true(isnan(mm_div_large(-INFINITY, INFINITY)));
+}
+
 int run_recipe_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +178,7 @@ int run_recipe_tests(void)
         cmocka_unit_test(bf16_and_scales),
         cmocka_unit_test(hardware_table),
         cmocka_unit_test(swiglu_against_double),
+        cmocka_unit_test(shortcuts_are_exact),
     };
     return cmocka_run_group_tests_name("recipe", tests, NULL, NULL);
 }
