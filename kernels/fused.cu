@@ -244,8 +244,10 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
-                              mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
+                              mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s,
+                              float *park, uint64_t *silu_bars)
 {
+    uint32_t large_gemm1 = 0; /* large GEMM1 items so far: the parity of the SiLU barriers */
     mm_ring ring = {0, 0};
     const uint8_t *recv_base = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv);
     /* thread 0 issues the TMA reads of dispatch_recv: order them after the rows the counts'
@@ -300,7 +302,14 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         if (item < sc.gemm1_items) {
             b.row0 += a.m.inter;
             b.scale += (size_t)sc.ib_count * (a.m.hidden / 128);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
+            if (rows > SMALL_ROWS) {
+                const mm_tile_gate_silu side = {park, &silu_bars[0], &silu_bars[1], large_gemm1++ & 1u, a.m.has_limit,
+                                                a.m.limit};
+                mm_tile_produce_with_silu(stages, pipe, ring, &it->tab, rows, am, b, kblocks, side);
+            } else {
+                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            }
         }
     }
 }
@@ -431,8 +440,9 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
  * accumulators in `staging` (each thread its own, no sync) while the up pass runs. Returns false
  * when the producer aborted. */
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
-                              mm_item_ring *ring_items, const fused_item *slots, float *staging)
+                              mm_item_ring *ring_items, const fused_item *slots, float *staging, uint64_t *silu_bars)
 {
+    uint32_t large_gemm1 = 0; /* as the producer counts them */
     mm_ring ring = {0, 0};
     const int mt = mm_math_thread();
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
@@ -447,16 +457,18 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
         const bool small = it->rows <= SMALL_ROWS;
         for (int pass = 0; pass < passes; pass++) {
-            /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
-            const mm_tile_gate_silu side = {is_gemm1 && !small && pass == 1 ? staging + mt : NULL, a.m.has_limit, a.m.limit};
-            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc, side);
+            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc);
             if (is_gemm1 && small) {
                 park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
             } else if (is_gemm1 && pass == 0) {
+                /* the producer computes the gate's SwiGLU half from here while the up pass runs */
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_CONSUMER_THREADS + mt] = acc[i];
+                __syncwarp();
+                if (threadIdx.x % 32 == 0) mm_mbar_arrive(&silu_bars[0]);
             }
         }
+        if (is_gemm1 && !small) mm_mbar_wait(&silu_bars[1], large_gemm1++ & 1u, limit);
         if (is_gemm1 && small) {
             gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
             stamp_math(a, 3);
@@ -477,6 +489,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
     __shared__ int claim_s;
+    __shared__ __align__(8) uint64_t silu_bars[2]; /* parked (8 math warps), done (128 producer threads) */
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
@@ -486,6 +499,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
+        mm_mbar_init(&silu_bars[0], MM_CONSUMER_WARPS);
+        mm_mbar_init(&silu_bars[1], MM_PRODUCER_THREADS);
     }
     stamp(a, 0);
 
@@ -534,10 +549,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s, staging, silu_bars);
     } else {
         mm_regs_math();
-        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging, silu_bars);
     }
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
     if (!__syncthreads_and(ok)) return;
@@ -568,7 +583,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     stamp(a, 5);
     /* 6: the last CTA out leaves the state clean for the next call */
     if (mm_last_cta(&counters(a)[DONE_EXIT])) {
-        for (int i = threadIdx.x; i < sc.tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
+        /* the tile count re-read from shared memory, not kept in a register across phase 3 */
+        const int tiles = ((volatile int *)cnt)[a.m.experts + a.m.experts / a.comm.peers.ranks];
+        for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
         if (threadIdx.x == 0) {
             counters(a)[WORK_CLAIM] = 0;
             *epoch_word(a) = epoch;

@@ -334,6 +334,35 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
+/* Producer side work of a GEMM1 up pass (the fused kernel): the math warps park the gate
+ * pass's block in shared memory (MM_TILE_PARK_FLOATS floats, any order) and arrive on `parked`;
+ * the producer turns each value into mm_swiglu_gate of itself in place, a slice after each K block
+ * it loads from block MM_TILE_STAGES on (by then the math has started the up pass, so it parked),
+ * and every producer thread arrives on `done`, which the math waits for before its epilogue.
+ * The exp and IEEE division run in the producer's idle time (it waits for free stages) instead of
+ * between the math warps' MMAs. */
+#define MM_TILE_PARK_FLOATS (MM_GEMM_BM * MM_GEMM_BN)
+#define MM_TILE_SILU_SLICES 16
+typedef struct {
+    float *park; /* NULL: no side work */
+    uint64_t *parked, *done;
+    uint32_t parity; /* of this item's phase of both barriers */
+    int has_limit;
+    float limit;
+} mm_tile_gate_silu;
+
+/* Slice `slice` of the side work (producer thread pt); the first slice waits for the park. */
+__device__ __forceinline__ void mm_tile_silu_slice(const mm_tile_gate_silu &side, int slice)
+{
+    constexpr int per = MM_TILE_PARK_FLOATS / MM_PRODUCER_THREADS / MM_TILE_SILU_SLICES;
+    if (slice == 0) mm_mbar_wait(side.parked, side.parity, MM_STAGE_WAIT_NS);
+    float *v = side.park + slice * per * MM_PRODUCER_THREADS + threadIdx.x;
+    /* two at a time: the producer's 64 registers also hold its gather pointers */
+#pragma unroll 2
+    for (int j = 0; j < per; j++) v[j * MM_PRODUCER_THREADS] = mm_swiglu_gate(v[j * MM_PRODUCER_THREADS], side.has_limit, side.limit);
+    if (slice == MM_TILE_SILU_SLICES - 1) mm_mbar_arrive(side.done);
+}
+
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
  * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer
  * threads (a named barrier after writing it). Per block: wait until the math warps (of both CTAs
@@ -407,15 +436,22 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
-/* Side work of a GEMM1 up pass: the gate block, parked per thread in shared memory (value i of
- * this thread at park[i * MM_CONSUMER_THREADS]), turned into mm_swiglu_gate of itself in place,
- * a few values after each K block's MMAs, while the other warpgroup's MMAs keep the tensor cores
- * busy; the epilogue is then left with mm_swiglu_apply's two multiplies. */
-typedef struct {
-    float *park; /* NULL: no side work */
-    int has_limit;
-    float limit;
-} mm_tile_gate_silu;
+/* A GEMM1 up pass with the producer's side work: K blocks one at a time, a slice after each from
+ * block MM_TILE_STAGES on, the slices left over after the last block. (Block by block, so the
+ * side work's registers are not live across the loader's loop: the producer has 64.) */
+__device__ __forceinline__ void mm_tile_produce_with_silu(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                          const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
+                                                          const mm_tile_b &b, int kblocks, const mm_tile_gate_silu &side)
+{
+    const int first = kblocks < MM_TILE_STAGES ? kblocks : MM_TILE_STAGES;
+    mm_tile_produce(stages, p, ring, a, rows, am, b, 0, first);
+    int slice = 0;
+    for (int kb = first; kb < kblocks; kb++) {
+        mm_tile_produce(stages, p, ring, a, rows, am, b, kb, kb + 1);
+        if (slice < MM_TILE_SILU_SLICES) mm_tile_silu_slice(side, slice++);
+    }
+    for (; slice < MM_TILE_SILU_SLICES; slice++) mm_tile_silu_slice(side, slice);
+}
 
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
  * full (so the loads are long done when the promotion needs them), the weight block's scale
@@ -464,18 +500,6 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
     return b;
 }
 
-/* K block kb's share of the side work (after the block's wait: nothing here sits between a
- * wgmma and its wait). */
-__device__ __forceinline__ void mm_tile_side_work(const mm_tile_gate_silu &side, int kb, int kblocks)
-{
-    if (!side.park) return;
-    const int per = (MM_TILE_ACC + kblocks - 1) / kblocks;
-    for (int i = kb * per; i < (kb + 1) * per && i < MM_TILE_ACC; i++) {
-        float *v = side.park + i * MM_CONSUMER_THREADS;
-        *v = mm_swiglu_gate(*v, side.has_limit, side.limit);
-    }
-}
-
 /* Frees a stage: one arrival per math warp, also on the other CTA's barrier in a pair (its
  * producer multicasts into this CTA's stage too). */
 __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
@@ -506,10 +530,9 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
- * cluster (mm_tile_release). side.park: also the gate block's SwiGLU half, spread over the
- * pass's blocks (all 64 values by its end). */
+ * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, float acc[MM_TILE_ACC], mm_tile_gate_silu side)
+                                                int k, bool pair, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -520,7 +543,6 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         for (int kb = 0; kb < kblocks; kb++) {
             mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
             mm_tile_release(p, ring.stage, pair);
-            mm_tile_side_work(side, kb, kblocks);
             mm_ring_advance(ring);
         }
         return;
@@ -536,7 +558,6 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
             const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             mm_tile_retire(b, p, pair, blk0, acc);
-            mm_tile_side_work(side, kb, kblocks);
         }
         return;
     }
@@ -549,11 +570,9 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
-        mm_tile_side_work(side, kb, kblocks);
         b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
-        mm_tile_side_work(side, kb + 1, kblocks);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
@@ -561,12 +580,9 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         mm_tile_retire(b0, p, pair, blk0, acc);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
-        mm_tile_side_work(side, kb, kblocks);
-        mm_tile_side_work(side, kb + 1, kblocks);
     } else {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
-        mm_tile_side_work(side, kb, kblocks);
     }
 }
 
