@@ -31,6 +31,21 @@ __device__ __forceinline__ void mm_st_release_sys(uint64_t *p, uint64_t v)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/* GPU-scope release add and acquire load: a counter that hands data from CTAs of this launch to
+ * other CTAs. After a CTA barrier, one thread's release covers every thread's earlier stores
+ * (release is cumulative), without the full fence (MEMBAR.SC) a __threadfence costs. */
+__device__ __forceinline__ void mm_red_add_release_gpu(uint32_t *p, uint32_t v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t mm_ld_acquire_gpu_u32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ uint32_t mm_ld_volatile_u32(const uint32_t *p)
 {
     return *(const volatile uint32_t *)p;

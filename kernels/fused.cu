@@ -119,11 +119,8 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
 {
     uint64_t start = mm_globaltimer();
     for (uint32_t spin = 0;; spin++) {
-        uint32_t seen = mm_ld_volatile_u32(p);
-        if (seen >= target) {
-            __threadfence();
-            return true;
-        }
+        uint32_t seen = mm_ld_acquire_gpu_u32(p);
+        if (seen >= target) return true;
         if ((spin & 31u) == 31u) {
             if (mm_aborted(c)) return false;
             if (mm_globaltimer() - start > c.timeout_ns) {
@@ -358,13 +355,12 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
     /* every math thread's act stores, then one release by one thread (the barrier orders them
-     * before its fence) */
+     * before it) */
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     if (mt == 0) {
-        __threadfence();
         /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        atomicAdd(&gemm1_done(a)[it->tile], 1u);
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
     }
 }
 
@@ -406,10 +402,9 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     }
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
     if (mt == 0) {
-        __threadfence();
         /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        atomicAdd(&gemm1_done(a)[it->tile], 1u);
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
     }
 }
 
