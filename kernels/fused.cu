@@ -311,6 +311,30 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
     }
 }
 
+/* Stores one row's 128 FP8 values from a quad, whose lane q holds bytes 2q, 2q + 1 of each 8-byte
+ * chunk j (p[j], the wgmma fragment's column pairs): a 4 x 4 transpose of 2-byte pieces across
+ * the quad in two exchanges leaves lane q with whole chunks q, q + 4, q + 8, q + 12, stored as 8
+ * bytes each, so a warp's store writes 32 contiguous bytes of each of its 8 rows (not 8 bytes of
+ * each in a 2-byte store per column pair). `valid` is the same on the quad's 4 lanes. */
+__device__ __forceinline__ void store_row_fp8(uint8_t *row, const uint32_t p[16], bool valid)
+{
+    const int q = threadIdx.x % 4;
+    const bool odd2 = (q & 2) != 0, odd1 = (q & 1) != 0;
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const uint32_t w0 = p[4 * m] | p[4 * m + 1] << 16, w1 = p[4 * m + 2] | p[4 * m + 3] << 16;
+        /* lanes q and q ^ 2: the lower keeps chunks 4m, 4m + 1 of both, the upper 4m + 2, 4m + 3 */
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd2 ? w0 : w1, 2);
+        const uint32_t lo = odd2 ? got : w0, hi = odd2 ? w1 : got; /* pieces of lanes q & 1 and (q & 1) + 2 */
+        /* lanes q and q ^ 1: the even one keeps its chunk's pieces, the odd one the other chunk's */
+        const uint32_t got1 = __shfl_xor_sync(0xffffffffu, odd1 ? __byte_perm(lo, hi, 0x5410) : __byte_perm(lo, hi, 0x7632), 1);
+        uint2 chunk;
+        chunk.x = odd1 ? __byte_perm(got1, lo, 0x7610) : __byte_perm(lo, got1, 0x5410);
+        chunk.y = odd1 ? __byte_perm(got1, hi, 0x7632) : __byte_perm(hi, got1, 0x7610);
+        if (valid) *(uint2 *)(row + 8 * (4 * m + q)) = chunk;
+    }
+}
+
 /* GEMM1 epilogue (math threads): h = swiglu(gate, up) * w per row, quantized per 128 (recipe
  * steps 4-5) into act. `silu` is this thread's parked gate block, already turned into
  * mm_swiglu_gate during the up pass; `acc` the up block. */
@@ -342,14 +366,14 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         amax[hi] = fmaxf(amax[hi], __shfl_xor_sync(0xffffffffu, amax[hi], 2));
         scale[hi] = mm_block_scale(amax[hi], a.m.ue8m0);
     }
+    uint32_t pairs[2][16]; /* [row][chunk j]: this thread's 2 bytes of 8-byte chunk j */
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        int hi = (i >> 1) & 1, r = hi ? r_hi : r_lo;
-        if (r >= rows) continue;
-        uint16_t q = (uint16_t)mm_quantize(acc[i], scale[hi]) |
-                     (uint16_t)((uint16_t)mm_quantize(acc[i + 1], scale[hi]) << 8);
-        *(uint16_t *)(a.act + (act_row0 + r) * a.m.inter + block * 128 + mm_acc_col(i)) = q;
+        const int hi = (i >> 1) & 1;
+        pairs[hi][i >> 2] = (uint32_t)mm_quantize(acc[i], scale[hi]) | (uint32_t)mm_quantize(acc[i + 1], scale[hi]) << 8;
     }
+    store_row_fp8(a.act + (act_row0 + r_lo) * a.m.inter + block * 128, pairs[0], ok_lo);
+    store_row_fp8(a.act + (act_row0 + r_hi) * a.m.inter + block * 128, pairs[1], ok_hi);
     if (threadIdx.x % 4 == 0) {
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
