@@ -19,20 +19,24 @@
  *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
  *                   describes each in a slot of the two-slot item ring (row table, row metas,
  *                   rows, tile), and streams its K blocks into the stage ring (TMA for the weight
- *                   block; GEMM1's A rows gathered by cp.async, GEMM2's by TMA; cp.async for the
- *                   scales; full/empty mbarriers),
- *                   running ahead across passes and items. GEMM1 rows are read in place from
- *                   dispatch_recv (the row table points at each row, whichever source rank sent
- *                   it); a GEMM2 item's rows (act) are loaded only after gemm1_done[row tile]
- *                   == I/128 (bounded wait by producer thread 0).
+ *                   block; A by TMA for GEMM2 and for a GEMM1 tile whose rows one sender wrote
+ *                   one after another, else gathered by cp.async; cp.async for the scales;
+ *                   full/empty mbarriers), running ahead across passes and items. GEMM1 rows
+ *                   are read in place from dispatch_recv (the row table points at each row,
+ *                   whichever source rank sent it; an expert's whole 128-row sender chunks come
+ *                   first, mm_segment_row, so most large tiles are contiguous); a GEMM2 item's
+ *                   rows (act) are loaded only after gemm1_done[row tile] == I/128 (bounded
+ *                   acquire wait by producer thread 0). During a large GEMM1 tile's up pass the
+ *                   producer also turns the parked gate block into SwiGLU's gate half (exp and
+ *                   IEEE division; silu_bars: `parked` from the math, `done` back to it).
  *                   Math warpgroups: take the items in the same order; GEMM1 runs the gate pass
  *                   then the up pass (one call site of the mainloop for every pass), parks the
- *                   gate block in shared memory (the up pass turns it into SwiGLU's gate half,
- *                   a few values per K block), then the epilogue applies SwiGLU with the limit
+ *                   gate block in shared memory, then the epilogue applies SwiGLU with the limit
  *                   and the row's top-k weight and quantizes per 128 (recipe steps 4-5) into act
- *                   (tiles of <= 64 rows: gate and up parked row-major and the valid rows spread
- *                   over all 8 math warps), then one thread bumps gemm1_done[row tile] after a
- *                   fence. GEMM2 stages the tile as BF16 (two alternating out tiles) and stores
+ *                   (8-byte stores after a quad transpose; tiles of <= 64 rows: gate and up
+ *                   parked row-major and the valid rows spread over all 8 math warps), then one
+ *                   thread adds 1 to gemm1_done[row tile] with release semantics after a CTA
+ *                   barrier. GEMM2 stages the tile as BF16 (two alternating out tiles) and stores
  *                   each row's 256 bytes straight into its token's rank at combine_recv[token][k]
  *                   (NVLink). The producer ends with an END (or ABORT) slot.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
@@ -47,7 +51,9 @@
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
- * only on its own producer; counts and flags are written unconditionally by every rank (also with
+ * only on its own producer (the SiLU hand-off too: the producer waits for `parked` only after
+ * loading the up pass's first MM_TILE_STAGES blocks, which the math consumes after parking, and
+ * finishes its slices by the end of the up pass, before the math waits for `done`); counts and flags are written unconditionally by every rank (also with
  * 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
  * never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
