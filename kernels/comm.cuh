@@ -165,4 +165,28 @@ __device__ __forceinline__ bool mm_grid_sync(const mm_comm &c, unsigned int *cou
     return ok != 0;
 }
 
+/* A mode's exchange region (mm_exchange: ll, fused) in rank `rank`'s symmetric buffer, at offset
+ * `off` within it. */
+__device__ __forceinline__ char *mm_xchg_at(const mm_comm &c, const mm_exchange &x, int rank, uint64_t off)
+{
+    return c.peers.base[rank] + x.mode_offset + off;
+}
+
+/* This rank's state words (layout.h mm_layout_exchange_sym): the epoch (u64) at 0, the mode's
+ * counters (u32) at 8, the send slots [E] (u32) at 32. */
+__device__ __forceinline__ uint64_t *mm_xchg_epoch(const mm_comm &c, const mm_exchange &x)
+{
+    return (uint64_t *)mm_xchg_at(c, x, c.peers.rank, x.off_state);
+}
+
+__device__ __forceinline__ uint32_t *mm_xchg_counters(const mm_comm &c, const mm_exchange &x)
+{
+    return (uint32_t *)((char *)mm_xchg_epoch(c, x) + 8);
+}
+
+__device__ __forceinline__ uint32_t *mm_xchg_send_slots(const mm_comm &c, const mm_exchange &x)
+{
+    return (uint32_t *)((char *)mm_xchg_epoch(c, x) + 32);
+}
+
 #endif

@@ -89,34 +89,9 @@ typedef mm_wire_meta wire_meta;
 
 enum { DONE_DISPATCH, DONE_GEMM2, DONE_EXIT, WORK_CLAIM };
 
-__device__ __forceinline__ char *region(const mm_fused_args &a, int rank, uint64_t off)
-{
-    return a.comm.peers.base[rank] + a.mode_offset + off;
-}
-
-__device__ __forceinline__ char *state_base(const mm_fused_args &a)
-{
-    return region(a, a.comm.peers.rank, a.off_state);
-}
-
-__device__ __forceinline__ uint64_t *epoch_word(const mm_fused_args &a)
-{
-    return (uint64_t *)state_base(a);
-}
-
-__device__ __forceinline__ uint32_t *counters(const mm_fused_args &a)
-{
-    return (uint32_t *)(state_base(a) + 8);
-}
-
-__device__ __forceinline__ uint32_t *send_counters(const mm_fused_args &a)
-{
-    return (uint32_t *)(state_base(a) + 32);
-}
-
 __device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
 {
-    return send_counters(a) + a.m.experts;
+    return mm_xchg_send_slots(a.comm, a.x) + a.m.experts;
 }
 
 /* Bounded wait on a local counter written by other CTAs of this launch. */
@@ -154,19 +129,19 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
 {
     const int el = a.m.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
     __shared__ int slots[MM_KERNEL_MAX_TOPK];
-    mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.m.max_tokens, el};
+    mm_dispatch_dest d = {&a.comm.peers, a.x.mode_offset + a.x.off_recv, a.x.row_bytes, a.m.max_tokens, el};
     for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
         mm_dispatch_token(d, a.m.hidden, a.m.topk, a.m.ue8m0, a.io.x + (size_t)t * a.m.hidden, a.io.ids + (size_t)t * a.m.topk,
-                          a.io.topk_w + (size_t)t * a.m.topk, t, send_counters(a), row, slots);
-    if (mm_last_cta(&counters(a)[DONE_DISPATCH])) {
-        uint64_t epoch = *epoch_word(a) + 1;
+                          a.io.topk_w + (size_t)t * a.m.topk, t, mm_xchg_send_slots(a.comm, a.x), row, slots);
+    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH])) {
+        uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
         for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
-            uint32_t n = mm_ld_volatile_u32(&send_counters(a)[e]);
-            uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) + (size_t)(e % el) * a.comm.peers.ranks + me;
+            uint32_t n = mm_ld_volatile_u32(&mm_xchg_send_slots(a.comm, a.x)[e]);
+            uint64_t *slot_p = (uint64_t *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_counts) + (size_t)(e % el) * a.comm.peers.ranks + me;
             mm_st_release_sys(slot_p, (epoch << 32) | n);
-            send_counters(a)[e] = 0;
+            mm_xchg_send_slots(a.comm, a.x)[e] = 0;
         }
-        if (threadIdx.x == 0) counters(a)[DONE_DISPATCH] = 0;
+        if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH] = 0;
     }
 }
 
@@ -210,10 +185,10 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
      * contiguous (mm_segment_row) */
     int r;
     const int s = mm_segment_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
-    const uint8_t *wire = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv) +
-                          ((size_t)(le * ranks + s) * a.m.max_tokens + r) * a.row_bytes;
+    const uint8_t *wire = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
+                          ((size_t)(le * ranks + s) * a.m.max_tokens + r) * a.x.row_bytes;
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
-    *meta = __ldcg((const int4 *)(wire + a.row_bytes - 16));
+    *meta = __ldcg((const int4 *)(wire + a.x.row_bytes - 16));
     if (is_gemm1) {
         *am = mm_tile_a_map{NULL, 0, 0}; /* rows from several senders' regions: gathered */
         it->tab.row[pt] = wire;
@@ -252,20 +227,20 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
 {
     uint32_t large_gemm1 = 0; /* large GEMM1 items so far: the parity of the SiLU barriers */
     mm_ring ring = {0, 0};
-    const uint8_t *recv_base = (const uint8_t *)region(a, a.comm.peers.rank, a.off_recv);
+    const uint8_t *recv_base = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv);
     /* thread 0 issues the TMA reads of dispatch_recv: order them after the rows the counts'
      * acquire (phase 2, then a CTA barrier) made visible to the generic proxy */
     if (threadIdx.x == 0) asm volatile("fence.proxy.async.global;" ::: "memory");
     /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
     int next = 0;
-    if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+    if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
         mm_item_wait_free(ring_items, n);
         if (threadIdx.x == 0) {
             int item = next;
             if (item < sc.items)
-                next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&counters(a)[WORK_CLAIM], 1u);
+                next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = (item - sc.gemm1_items) / sc.hb_count;
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
@@ -293,8 +268,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
          * all) takes its A blocks by TMA, like GEMM2: the gather's issue slots and latency go */
         if (item < sc.gemm1_items && rows > 64) {
             const uint8_t *first = it->tab.row[0];
-            if (it->tab.row[rows - 1] == first + (size_t)(rows - 1) * a.row_bytes)
-                am = mm_tile_a_map{a.recv_map, (int)((size_t)(first - recv_base) / a.row_bytes), 0};
+            if (it->tab.row[rows - 1] == first + (size_t)(rows - 1) * a.x.row_bytes)
+                am = mm_tile_a_map{a.recv_map, (int)((size_t)(first - recv_base) / a.x.row_bytes), 0};
         }
         /* the first block goes out before the item is published: its loads do not wait for the
          * meta, and the math is still busy with the previous item */
@@ -455,7 +430,7 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
     for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
         if (lane >= MM_GEMM_BN * 2 / 16) continue;
         wire_meta m = it->meta[r];
-        uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
+        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
                                (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
         dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
     }
@@ -520,7 +495,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts;                              /* [El + 1] */
-    const uint64_t epoch = *epoch_word(a) + 1;
+    const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
@@ -538,7 +513,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 2: counts of this rank's experts, then the row-tile schedule */
     {
-        const uint64_t *slot_words = (const uint64_t *)region(a, me, a.off_counts);
+        const uint64_t *slot_words = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_counts);
         int good = 1;
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
             if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
@@ -584,22 +559,22 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     stamp(a, 4);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
-    if (mm_last_cta(&counters(a)[DONE_GEMM2])) {
+    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_GEMM2])) {
         for (int r = threadIdx.x; r < ranks; r += blockDim.x)
-            mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + me, epoch);
-        if (threadIdx.x == 0) counters(a)[DONE_GEMM2] = 0;
+            mm_st_release_sys((uint64_t *)mm_xchg_at(a.comm, a.x, r, a.x.off_flags) + me, epoch);
+        if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_GEMM2] = 0;
     }
 
     /* 5: combine this CTA's tokens */
     if (blockIdx.x < a.io.tokens) {
         int good = 1;
         if (threadIdx.x == 0) {
-            const uint64_t *flags = (const uint64_t *)region(a, me, a.off_flags);
+            const uint64_t *flags = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_flags);
             for (int r = 0; r < ranks && good; r++)
                 good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_FUSED_COMBINE, r);
         }
         if (!__syncthreads_and(good)) return;
-        const __nv_bfloat16 *home = (const __nv_bfloat16 *)region(a, me, a.off_combine);
+        const __nv_bfloat16 *home = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, me, a.x.off_combine);
         for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
             mm_combine_token(home + (size_t)t * a.m.topk * a.m.hidden, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden,
                              (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
@@ -607,15 +582,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     stamp(a, 5);
     /* 6: the last CTA out leaves the state clean for the next call */
-    if (mm_last_cta(&counters(a)[DONE_EXIT])) {
+    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_EXIT])) {
         /* the tile count re-read from shared memory, not kept in a register across phase 3 */
         const int tiles = ((volatile int *)cnt)[a.m.experts + a.m.experts / a.comm.peers.ranks];
         for (int i = threadIdx.x; i < tiles; i += blockDim.x) gemm1_done(a)[i] = 0;
         if (threadIdx.x == 0) {
-            counters(a)[WORK_CLAIM] = 0;
-            *epoch_word(a) = epoch;
+            mm_xchg_counters(a.comm, a.x)[WORK_CLAIM] = 0;
+            *mm_xchg_epoch(a.comm, a.x) = epoch;
             __threadfence();
-            counters(a)[DONE_EXIT] = 0;
+            mm_xchg_counters(a.comm, a.x)[DONE_EXIT] = 0;
         }
     }
 }

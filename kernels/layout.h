@@ -124,7 +124,6 @@ static inline mm_layout mm_layout_normal_local(const mm_shape *s)
     return l;
 }
 
-enum { LL_STATE, LL_COUNTS, LL_COMBINE_FLAGS, LL_DISPATCH_RECV, LL_COMBINE_RECV };
 enum { LL_PACKED_X, LL_PACKED_SCALES, LL_PACKED_META, LL_GEMM1_OUT, LL_ACT, LL_ACT_SCALES,
        LL_GEMM2_OUT, LL_SCHEDULE };
 
@@ -135,24 +134,33 @@ static inline uint64_t mm_ll_row_bytes(const mm_shape *s)
     return (uint64_t)s->hidden + mm_align_up((uint64_t)(s->hidden / 128) * 4u, 16) + MM_ROW_META_BYTES;
 }
 
-/* ll, symmetric part (after the runtime's head). Every wait is on a 64-bit slot tagged with the
- * call's epoch, so nothing is ever cleared between calls. */
-static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
+/* The exchange region ll and fused each have in the symmetric buffer (after the runtime's head):
+ * the same epoch-tagged count slots, combine flags, wire rows and combine rows, so the two modes
+ * share one dispatch format; only the size of the state words differs. Every wait is on a 64-bit
+ * slot tagged with the call's epoch, so nothing is ever cleared between calls. */
+enum { XCHG_STATE, XCHG_COUNTS, XCHG_COMBINE_FLAGS, XCHG_DISPATCH_RECV, XCHG_COMBINE_RECV };
+static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state_bytes)
 {
     mm_layout l = {0};
     int64_t el = mm_local_experts(s);
-    /* this rank's own counters: epoch (u64) at 0, 2 done counters (u32) at 8, [E] send slots
-     * (u32) from 32 */
-    mm_layout_add(&l, "state", 32u + (uint64_t)s->experts * 4u);
+    /* this rank's own words: epoch (u64) at 0, counters (u32) at 8, [E] send slots (u32) from
+     * 32, then whatever the mode adds */
+    mm_layout_add(&l, "state", state_bytes);
     /* [El][R] uint64: (epoch << 32) | rows sent by rank r to local expert e */
     mm_layout_add(&l, "counts", (uint64_t)(el * s->ranks) * 8u);
     /* [R] uint64: epoch once rank r has written all its combine rows for us */
     mm_layout_add(&l, "combine_flags", (uint64_t)s->ranks * 8u);
-    /* [El][R][T] rows of mm_ll_row_bytes */
+    /* [El][R][T] rows of mm_ll_row_bytes (fused's GEMM1 reads them in place) */
     mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) * mm_ll_row_bytes(s));
-    /* [T][K][H] BF16 expert outputs coming home */
+    /* [T][K][H] BF16 expert outputs coming home, summed in k order */
     mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
     return l;
+}
+
+/* ll: counters at 8 are its 2 done counters */
+static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
+{
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u);
 }
 
 /* ll, local workspace: the masked layout [El][R*T][...] of the GEMM core. */
@@ -187,28 +195,14 @@ static inline int64_t mm_fused_max_row_tiles(const mm_shape *s)
     return by_expert < by_rows ? by_expert : by_rows;
 }
 
-enum { FUSED_STATE, FUSED_COUNTS, FUSED_COMBINE_FLAGS, FUSED_DISPATCH_RECV, FUSED_COMBINE_RECV };
 enum { FUSED_ACT, FUSED_ACT_SCALES };
 
-/* fused, symmetric part. The wire rows and the epoch-tagged slots are those of ll (so the two
- * modes share one dispatch format); the state words are this rank's own, kept in the symmetric
- * buffer so a reset after a timeout clears them with everything else. */
+/* fused: counters at 8 are dispatch, gemm2, exit and the work claim; after the send slots,
+ * [row tiles] GEMM1-done counters (u32). The state lives in the symmetric buffer so a reset after
+ * a timeout clears it with everything else. */
 static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 {
-    mm_layout l = {0};
-    int64_t el = mm_local_experts(s);
-    /* epoch (u64) at 0; done counters (u32) at 8: dispatch, gemm2, exit, work claim; [E] send
-     * slots (u32) from 32; then [row tiles] GEMM1-done counters (u32) */
-    mm_layout_add(&l, "state", 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u);
-    /* [El][R] uint64: (epoch << 32) | rows sent by rank r to local expert e */
-    mm_layout_add(&l, "counts", (uint64_t)(el * s->ranks) * 8u);
-    /* [R] uint64: epoch once rank r has written all its combine rows for us */
-    mm_layout_add(&l, "combine_flags", (uint64_t)s->ranks * 8u);
-    /* [El][R][T] rows of mm_ll_row_bytes, read in place by GEMM1 (no packing pass) */
-    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) * mm_ll_row_bytes(s));
-    /* [T][K][H] BF16 expert outputs coming home, summed in k order */
-    mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
-    return l;
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u);
 }
 
 /* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows) in the

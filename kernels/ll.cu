@@ -39,35 +39,11 @@
 
 typedef mm_wire_meta row_meta;
 
-/* The state region: epoch (u64) at 0, done[2] (u32) at 8, send counters [E] (u32) at 32. */
-__device__ __forceinline__ char *state_base(const mm_ll_args &a)
-{
-    return a.comm.peers.base[a.comm.peers.rank] + a.mode_offset + a.off_state;
-}
-
-__device__ __forceinline__ uint64_t *epoch_word(const mm_ll_args &a)
-{
-    return (uint64_t *)state_base(a);
-}
-
-__device__ __forceinline__ uint32_t *done_counters(const mm_ll_args &a)
-{
-    return (uint32_t *)(state_base(a) + 8);
-}
-
-__device__ __forceinline__ uint32_t *send_counters(const mm_ll_args &a)
-{
-    return (uint32_t *)(state_base(a) + 32);
-}
-
-__device__ __forceinline__ char *region(const mm_ll_args &a, int rank, uint64_t off)
-{
-    return a.comm.peers.base[rank] + a.mode_offset + off;
-}
+/* The state words (mm_xchg_*): counters at 8 are done[2]: dispatch, combine. */
 
 __global__ void ll_begin_kernel(mm_ll_args a)
 {
-    *epoch_word(a) += 1;
+    *mm_xchg_epoch(a.comm, a.x) += 1;
 }
 
 __global__ void __launch_bounds__(128) ll_dispatch_kernel(mm_ll_args a)
@@ -77,31 +53,31 @@ __global__ void __launch_bounds__(128) ll_dispatch_kernel(mm_ll_args a)
     const int t = blockIdx.x;
     const int el = a.m.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
     if (t < a.io.tokens) {
-        mm_dispatch_dest d = {&a.comm.peers, a.mode_offset + a.off_recv, a.row_bytes, a.m.max_tokens, el};
+        mm_dispatch_dest d = {&a.comm.peers, a.x.mode_offset + a.x.off_recv, a.x.row_bytes, a.m.max_tokens, el};
         mm_dispatch_token(d, a.m.hidden, a.m.topk, a.m.ue8m0, a.io.x + (size_t)t * a.m.hidden, a.io.ids + (size_t)t * a.m.topk,
-                          a.io.topk_w + (size_t)t * a.m.topk, t, send_counters(a), row, slots);
+                          a.io.topk_w + (size_t)t * a.m.topk, t, mm_xchg_send_slots(a.comm, a.x), row, slots);
     }
-    if (mm_last_cta(&done_counters(a)[0])) {
-        uint64_t epoch = *epoch_word(a);
+    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[0])) {
+        uint64_t epoch = *mm_xchg_epoch(a.comm, a.x);
         for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
-            uint32_t n = *(volatile uint32_t *)&send_counters(a)[e];
-            uint64_t *slot_p = (uint64_t *)region(a, e / el, a.off_counts) +
+            uint32_t n = *(volatile uint32_t *)&mm_xchg_send_slots(a.comm, a.x)[e];
+            uint64_t *slot_p = (uint64_t *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_counts) +
                                (size_t)(e % el) * a.comm.peers.ranks + me;
             mm_st_release_sys(slot_p, (epoch << 32) | n);
-            send_counters(a)[e] = 0;
+            mm_xchg_send_slots(a.comm, a.x)[e] = 0;
         }
-        if (threadIdx.x == 0) done_counters(a)[0] = 0;
+        if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[0] = 0;
     }
 }
 
 __global__ void __launch_bounds__(256) ll_receive_kernel(mm_ll_args a)
 {
     const int le = blockIdx.x, src = blockIdx.y, ranks = a.comm.peers.ranks;
-    const uint64_t row_bytes = a.row_bytes;
+    const uint64_t row_bytes = a.x.row_bytes;
     __shared__ int count, offset, ok;
     if (threadIdx.x == 0) {
-        uint64_t target = *epoch_word(a) << 32;
-        const uint64_t *counts = (const uint64_t *)region(a, a.comm.peers.rank, a.off_counts) + (size_t)le * ranks;
+        uint64_t target = *mm_xchg_epoch(a.comm, a.x) << 32;
+        const uint64_t *counts = (const uint64_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_counts) + (size_t)le * ranks;
         int off = 0, total = 0, good = 1;
         for (int s = 0; s < ranks && good; s++) {
             good = mm_wait_geq(a.comm, counts + s, target, MM_PHASE_LL_DISPATCH, s);
@@ -116,7 +92,7 @@ __global__ void __launch_bounds__(256) ll_receive_kernel(mm_ll_args a)
     }
     __syncthreads();
     if (!ok) return;
-    const char *recv = region(a, a.comm.peers.rank, a.off_recv) +
+    const char *recv = mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
                        (size_t)(le * ranks + src) * a.m.max_tokens * row_bytes;
     const size_t base = (size_t)le * ranks * a.m.max_tokens + offset;
     const int qchunks = a.m.hidden / 16;
@@ -144,16 +120,16 @@ __global__ void __launch_bounds__(256) ll_combine_send_kernel(mm_ll_args a)
                                (int)(w % MM_GEMM_BM), &row))
             continue;
         row_meta m = ((const row_meta *)a.f.packed_meta)[row];
-        uint4 *dst = (uint4 *)(region(a, m.src_rank, a.off_combine) +
+        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
                                ((size_t)m.token * a.m.topk + m.k) * a.m.hidden * 2u);
         const uint4 *src = (const uint4 *)(a.f.gemm2_out + row * a.m.hidden);
         for (int c = lane; c < a.m.hidden / 8; c += 32) dst[c] = src[c];
     }
-    if (mm_last_cta(&done_counters(a)[1])) {
-        uint64_t epoch = *epoch_word(a);
+    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[1])) {
+        uint64_t epoch = *mm_xchg_epoch(a.comm, a.x);
         for (int r = threadIdx.x; r < a.comm.peers.ranks; r += blockDim.x)
-            mm_st_release_sys((uint64_t *)region(a, r, a.off_flags) + a.comm.peers.rank, epoch);
-        if (threadIdx.x == 0) done_counters(a)[1] = 0;
+            mm_st_release_sys((uint64_t *)mm_xchg_at(a.comm, a.x, r, a.x.off_flags) + a.comm.peers.rank, epoch);
+        if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[1] = 0;
     }
 }
 
@@ -162,8 +138,8 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     const int t = blockIdx.x;
     __shared__ int ok;
     if (threadIdx.x == 0) {
-        uint64_t epoch = *epoch_word(a);
-        const uint64_t *flags = (const uint64_t *)region(a, a.comm.peers.rank, a.off_flags);
+        uint64_t epoch = *mm_xchg_epoch(a.comm, a.x);
+        const uint64_t *flags = (const uint64_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_flags);
         int good = 1;
         for (int r = 0; r < a.comm.peers.ranks && good; r++)
             good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_LL_COMBINE, r);
@@ -171,7 +147,7 @@ __global__ void __launch_bounds__(128) ll_combine_recv_kernel(mm_ll_args a)
     }
     __syncthreads();
     if (!ok) return;
-    const __nv_bfloat16 *in = (const __nv_bfloat16 *)region(a, a.comm.peers.rank, a.off_combine) +
+    const __nv_bfloat16 *in = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_combine) +
                               (size_t)t * a.m.topk * a.m.hidden;
     mm_combine_token(in, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
 }
@@ -182,7 +158,7 @@ extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream
     cudaError_t e = cudaSuccess;
     MM_MARK(0);
     ll_begin_kernel<<<1, 1, 0, stream>>>(a);
-    ll_dispatch_kernel<<<a.io.tokens > 0 ? a.io.tokens : 1, 128, (size_t)a.row_bytes, stream>>>(a);
+    ll_dispatch_kernel<<<a.io.tokens > 0 ? a.io.tokens : 1, 128, (size_t)a.x.row_bytes, stream>>>(a);
     MM_MARK(1);
     dim3 recv_grid((unsigned)el, (unsigned)a.comm.peers.ranks);
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);

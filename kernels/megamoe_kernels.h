@@ -230,12 +230,18 @@ typedef struct {
 cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
                                  int local_experts, int sm_count, cudaEvent_t *marks, cudaStream_t stream);
 
+/* Where a mode's exchange region (layout.h mm_layout_exchange_sym: ll and fused) sits in every
+ * rank's symmetric buffer: its offset from the buffer's base, its parts' offsets within it, and
+ * the wire row's size. */
+typedef struct {
+    uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
+    uint64_t row_bytes; /* mm_ll_row_bytes */
+} mm_exchange;
+
 /* One call of the low-latency pipeline (ll.cu), all launches enqueued on `stream`. */
 typedef struct {
     mm_comm comm;
-    /* the ll region in every rank's symmetric buffer, and its parts (layout.h mm_layout_ll_sym) */
-    uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
-    uint64_t row_bytes; /* mm_ll_row_bytes */
+    mm_exchange x; /* mm_layout_ll_sym */
     mm_model_args m;
     int sm_count;
     mm_call_io io;
@@ -283,9 +289,7 @@ cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStre
 /* The fused mega-MoE kernel (fused.cu): one persistent launch per call. */
 typedef struct {
     mm_comm comm;
-    /* the fused region in every rank's symmetric buffer (layout.h mm_layout_fused_sym) */
-    uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
-    uint64_t row_bytes; /* mm_ll_row_bytes */
+    mm_exchange x; /* mm_layout_fused_sym */
     mm_model_args m;
     mm_call_io io;
     /* local workspace (mm_layout_fused_local) */

@@ -54,22 +54,16 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     char *base = st->local;
     mm_fused_args *a = &st->args;
     a->comm = rt->comm;
-    a->mode_offset = sym_offset;
-    a->off_state = sym.region[FUSED_STATE].offset;
-    a->off_counts = sym.region[FUSED_COUNTS].offset;
-    a->off_flags = sym.region[FUSED_COMBINE_FLAGS].offset;
-    a->off_recv = sym.region[FUSED_DISPATCH_RECV].offset;
-    a->off_combine = sym.region[FUSED_COMBINE_RECV].offset;
-    a->row_bytes = mm_ll_row_bytes(&shape);
+    a->x = modes_exchange(&sym, sym_offset, &shape);
     a->m = modes_model_args(cfg, max_tokens);
     a->act = (uint8_t *)(base + loc.region[FUSED_ACT].offset);
     a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
     void *recv_map = NULL;
-    CUDA_TRY(mm_rows_map_create_strided((const uint8_t *)rt->sym + sym_offset + a->off_recv,
-                                        sym.region[FUSED_DISPATCH_RECV].bytes / a->row_bytes, (uint64_t)cfg->hidden,
-                                        a->row_bytes, &recv_map));
+    CUDA_TRY(mm_rows_map_create_strided((const uint8_t *)rt->sym + sym_offset + a->x.off_recv,
+                                        sym.region[XCHG_DISPATCH_RECV].bytes / a->x.row_bytes, (uint64_t)cfg->hidden,
+                                        a->x.row_bytes, &recv_map));
     a->recv_map = recv_map;
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));

@@ -41,13 +41,7 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     char *base = st->local;
     mm_ll_args *a = &st->args;
     a->comm = rt->comm;
-    a->mode_offset = sym_offset;
-    a->off_state = sym.region[LL_STATE].offset;
-    a->off_counts = sym.region[LL_COUNTS].offset;
-    a->off_flags = sym.region[LL_COMBINE_FLAGS].offset;
-    a->off_recv = sym.region[LL_DISPATCH_RECV].offset;
-    a->off_combine = sym.region[LL_COMBINE_RECV].offset;
-    a->row_bytes = mm_ll_row_bytes(&shape);
+    a->x = modes_exchange(&sym, sym_offset, &shape);
     a->m = modes_model_args(cfg, max_tokens);
     a->sm_count = rt->sm_count;
     a->f.packed_x = (uint8_t *)(base + loc.region[LL_PACKED_X].offset);

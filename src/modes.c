@@ -28,6 +28,19 @@ mm_model_args modes_model_args(const mm_config *cfg, int max_tokens)
     return m;
 }
 
+mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_shape *shape)
+{
+    mm_exchange x;
+    x.mode_offset = sym_offset;
+    x.off_state = sym->region[XCHG_STATE].offset;
+    x.off_counts = sym->region[XCHG_COUNTS].offset;
+    x.off_flags = sym->region[XCHG_COMBINE_FLAGS].offset;
+    x.off_recv = sym->region[XCHG_DISPATCH_RECV].offset;
+    x.off_combine = sym->region[XCHG_COMBINE_RECV].offset;
+    x.row_bytes = mm_ll_row_bytes(shape);
+    return x;
+}
+
 mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out)
 {
     uint64_t local_experts = (uint64_t)(cfg->experts / ranks);

@@ -93,8 +93,8 @@ static void layouts(void **state)
         if (i) assert_true(l.region[i].offset >= l.region[i - 1].offset + l.region[i - 1].bytes);
     }
     /* ll receive region: [128][2][1024] rows of 4096 + 128 + 16 bytes */
-    assert_true(l.region[LL_DISPATCH_RECV].bytes == 128ull * 2 * 1024 * (4096 + 128 + 16));
-    assert_true(l.region[LL_COUNTS].bytes == 128ull * 2 * 8);
+    assert_true(l.region[XCHG_DISPATCH_RECV].bytes == 128ull * 2 * 1024 * (4096 + 128 + 16));
+    assert_true(l.region[XCHG_COUNTS].bytes == 128ull * 2 * 8);
     mm_layout loc = mm_layout_ll_local(&s);
     assert_true(loc.region[LL_GEMM1_OUT].bytes == 128ull * 2 * 1024 * 4096 * 4);
     uint64_t sym, local;
