@@ -13,7 +13,8 @@
  *                            (cp.async), and the weight block (one TMA). Its 128 threads report
  *                            their copies on the stage's `full` mbarrier (cp.async.mbarrier.arrive)
  *                            and thread 0 adds the TMA's byte count, so the consumers wait on one
- *                            barrier for everything.
+ *                            barrier for everything. In a fused GEMM1 up pass it also computes
+ *                            SwiGLU's gate half of the block the math parked (mm_tile_gate_silu).
  *   warpgroups 1, 2 (math)   wait for `full`, run wgmma m64n128k32 (e4m3 x e4m3 -> f32, both
  *                            operands from shared memory) on rows 64g..64g+63, read the block's
  *                            scales, free the stage (`empty`, one arrival per warp) and promote.
