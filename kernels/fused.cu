@@ -53,8 +53,8 @@
  * already streamed every block of them before claiming anything later, and whose math waits
  * only on its own producer (the SiLU hand-off too: the producer waits for `parked` only after
  * loading the up pass's first MM_TILE_STAGES blocks, which the math consumes after parking, and
- * finishes its slices by the end of the up pass, before the math waits for `done`); counts and flags are written unconditionally by every rank (also with
- * 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
+ * finishes its slices by the end of the up pass, before the math waits for `done`); counts and
+ * flags are written unconditionally by every rank (also with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
  * never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
  * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv for
@@ -190,7 +190,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     /* the meta's load latency hides behind the item's first loads: stored just before publishing */
     *meta = __ldcg((const int4 *)(wire + a.x.row_bytes - 16));
     if (is_gemm1) {
-        *am = mm_tile_a_map{NULL, 0, 0}; /* rows from several senders' regions: gathered */
+        *am = mm_tile_a_map{NULL, 0, 0}; /* gathered, unless produce_items finds the rows contiguous */
         it->tab.row[pt] = wire;
         it->tab.scale[pt] = (const float *)(wire + a.m.hidden);
         b->map = a.w.w1_map;
