@@ -340,8 +340,9 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
  * the producer turns each value into mm_swiglu_gate of itself in place, a slice after each K block
  * it loads from block MM_TILE_STAGES on (by then the math has started the up pass, so it parked),
  * and every producer thread arrives on `done`, which the math waits for before its epilogue.
- * The exp and IEEE division run in the producer's idle time (it waits for free stages) instead of
- * between the math warps' MMAs. */
+ * The exp and IEEE division run on the producer, between its loads, instead of on the math warps'
+ * critical path between two blocks' MMAs (perf-notes, sixth session: the producer is then busy
+ * ~77% of its time, so a slice can delay a load). */
 #define MM_TILE_PARK_FLOATS (MM_GEMM_BM * MM_GEMM_BN)
 #define MM_TILE_SILU_SLICES 16
 typedef struct {
@@ -358,7 +359,7 @@ __device__ __forceinline__ void mm_tile_silu_slice(const mm_tile_gate_silu &side
     constexpr int per = MM_TILE_PARK_FLOATS / MM_PRODUCER_THREADS / MM_TILE_SILU_SLICES;
     if (slice == 0) mm_mbar_wait(side.parked, side.parity, MM_STAGE_WAIT_NS);
     float *v = side.park + slice * per * MM_PRODUCER_THREADS + threadIdx.x;
-    /* two at a time: the producer's 64 registers also hold its gather pointers */
+    /* two at a time: the producer has 64 registers */
 #pragma unroll 2
     for (int j = 0; j < per; j++) v[j * MM_PRODUCER_THREADS] = mm_swiglu_gate(v[j * MM_PRODUCER_THREADS], side.has_limit, side.limit);
     if (slice == MM_TILE_SILU_SLICES - 1) mm_mbar_arrive(side.done);
