@@ -6,12 +6,13 @@
  * threads work alike. Every CTA goes through the same phases; the hand-offs between them are
  * counters, not grid barriers, so a CTA starts a phase's work as soon as what that work needs is
  * there:
- *   1 dispatch      CTAs stride over tokens (token_io.cuh, shared with ll): quantize the row
- *                   (recipe step 2) in shared memory, then store FP8 row + scales + meta {src
- *                   rank, token, k, weight} for every k into the owner's dispatch_recv[le][me][slot]
- *                   over NVLink (slots from local atomics per expert). The last CTA out publishes
- *                   (epoch << 32) | count to each expert's owner with st.release.sys and clears
- *                   the send counters.
+ *   1 dispatch      CTAs stride over tokens, 4 at a time: claim a slot per valid k (local
+ *                   atomics per expert), quantize the row (recipe step 2, token_io.cuh's
+ *                   mm_quantize_block128, as ll does) in shared memory, then store FP8 row +
+ *                   scales ONCE per destination rank at its dispatch_recv[me][t] and a 16-byte
+ *                   meta {src rank, token, k, weight} per valid k at dispatch_meta[le][me][slot]
+ *                   (NVLink). The last CTA out publishes (epoch << 32) | count to each expert's
+ *                   owner with st.release.sys and clears the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
  *                   experts and builds the row-tile schedule in shared memory (tile_start).
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I), then
@@ -19,12 +20,10 @@
  *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
  *                   describes each in a slot of the two-slot item ring (row table, row metas,
  *                   rows, tile), and streams its K blocks into the stage ring (TMA for the weight
- *                   block; A by TMA for GEMM2 and for a GEMM1 tile whose rows one sender wrote
- *                   one after another, else gathered by cp.async; cp.async for the scales;
- *                   full/empty mbarriers), running ahead across passes and items. GEMM1 rows
- *                   are read in place from dispatch_recv (the row table points at each row,
- *                   whichever source rank sent it; an expert's whole 128-row sender chunks come
- *                   first, mm_segment_row, so most large tiles are contiguous); a GEMM2 item's
+ *                   block; A by TMA for GEMM2, gathered by cp.async for GEMM1; cp.async for the
+ *                   scales; full/empty mbarriers), running ahead across passes and items. GEMM1
+ *                   rows are read in place from dispatch_recv (the row table points at the row
+ *                   of each of the tile's metas, sender by sender); a GEMM2 item's
  *                   rows (act) are loaded only after gemm1_done[row tile] == I/128 (bounded
  *                   acquire wait by producer thread 0). During a large GEMM1 tile's up pass the
  *                   producer also turns the parked gate block into SwiGLU's gate half (exp and
@@ -46,8 +45,8 @@
  *   6 exit          the last CTA out clears the counters it owns and stores the epoch, so the
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
- * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [El][R][T] wire rows,
- * combine_recv [T][K][H] BF16 (symmetric); act [El][R*T][I] FP8 + scales (local).
+ * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [R][T] rows, combine_recv
+ * [T][K][H] BF16, dispatch_meta [El][R][T] (symmetric); act [El][R*T][I] FP8 + scales (local).
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
@@ -57,9 +56,9 @@
  * flags are written unconditionally by every rank (also with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
  * never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
- * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv for
- * call c+1 only after our combine flag of call c, which we publish after every GEMM1 tile (the
- * only reader of dispatch_recv) is done; it writes our combine_recv for c+1 only after we sent
+ * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv and
+ * dispatch_meta for call c+1 only after our combine flag of call c, which we publish after every
+ * GEMM item (their only readers) is done; it writes our combine_recv for c+1 only after we sent
  * it our counts of c+1, i.e. after our call c ended.
  * Numerics: the same tile mainloop, recipe functions and k-order sum as ll, so the two modes'
  * outputs are bit-identical. */
@@ -70,6 +69,7 @@
 #include "gemm_tile.cuh"
 #include "layout.h"
 #include "megamoe_kernels.h"
+#include "normal_layout.h"
 #include "recipe.h"
 #include "token_io.cuh"
 
@@ -124,15 +124,63 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
     if (a.stamps && threadIdx.x == MM_PRODUCER_THREADS) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
-/* Phase 1: this CTA's tokens, quantized and sent to their experts' owners. */
-__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *row)
+/* Phase 1: this CTA's tokens, DISPATCH_GROUP at a time (every thread of the CTA), so one group's
+ * latencies (the ids, the slot atomics, the x loads) are paid once for several tokens. Each
+ * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
+ * (recipe step 2, into `rows` in shared memory, with ll's mm_quantize_block128); then its row goes once
+ * to each rank that owns one of its experts, at dispatch_recv[me][t] there (up to topk times fewer
+ * NVLink bytes than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
+ * dispatch_meta[le][me][slot] at the expert's owner. */
+#define DISPATCH_GROUP 4
+__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
 {
-    const int el = a.m.experts / a.comm.peers.ranks, me = a.comm.peers.rank;
-    __shared__ int slots[MM_KERNEL_MAX_TOPK];
-    mm_dispatch_dest d = {&a.comm.peers, a.x.mode_offset + a.x.off_recv, a.x.row_bytes, a.m.max_tokens, el};
-    for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
-        mm_dispatch_token(d, a.m.hidden, a.m.topk, a.m.ue8m0, a.io.x + (size_t)t * a.m.hidden, a.io.ids + (size_t)t * a.m.topk,
-                          a.io.topk_w + (size_t)t * a.m.topk, t, mm_xchg_send_slots(a.comm, a.x), row, slots);
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
+    const int hb = a.m.hidden / 128, pieces = (int)(a.x.row_bytes / 16), warp = threadIdx.x / 32;
+    __shared__ int slots[DISPATCH_GROUP][MM_KERNEL_MAX_TOPK], dests[DISPATCH_GROUP][1 + MM_MAX_PEERS];
+    /* as many rows as the stage ring holds (mm_fused_prepare checks one fits) */
+    const int fit = (int)((uint64_t)MM_TILE_STAGES * MM_TILE_STAGE_BYTES / a.x.row_bytes);
+    const int group = fit < DISPATCH_GROUP ? fit : DISPATCH_GROUP;
+    for (int t0 = blockIdx.x; t0 < a.io.tokens; t0 += gridDim.x * group) {
+        __syncthreads(); /* the previous group's stores are done with rows, slots and dests */
+        if (threadIdx.x < group * topk) {
+            const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
+            const int e = t < a.io.tokens ? a.io.ids[(size_t)t * topk + k] : -1;
+            slots[g][k] = e >= 0 ? (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e], 1u) : -1;
+        } else if (warp == (group * topk + 31) / 32 && threadIdx.x % 32 < group) {
+            const int g = threadIdx.x % 32, t = t0 + g * gridDim.x;
+            int n = 0;
+            if (t < a.io.tokens)
+                for (uint32_t mask = mm_token_rank_mask(a.io.ids + (size_t)t * topk, topk, el); mask; mask &= mask - 1)
+                    dests[g][1 + n++] = __ffs(mask) - 1;
+            dests[g][0] = n;
+        }
+        for (int b = warp; b < group * hb; b += blockDim.x / 32) {
+            const int g = b / hb, t = t0 + g * gridDim.x;
+            uint8_t *row = rows + (size_t)g * a.x.row_bytes;
+            if (t < a.io.tokens)
+                mm_quantize_block128(a.io.x + (size_t)t * a.m.hidden + (b % hb) * 128, row + (b % hb) * 128,
+                                     (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
+        }
+        __syncthreads();
+        for (int g = 0; g < group; g++) {
+            const int t = t0 + g * gridDim.x, n = dests[g][0];
+            const size_t at = ((size_t)me * a.m.max_tokens + t) * a.x.row_bytes;
+            const uint4 *row = (const uint4 *)(rows + (size_t)g * a.x.row_bytes);
+            for (int c = threadIdx.x; c < n * pieces; c += blockDim.x) {
+                const int d = c / pieces, part = c - d * pieces;
+                ((uint4 *)(mm_xchg_at(a.comm, a.x, dests[g][1 + d], a.x.off_recv) + at))[part] = row[part];
+            }
+        }
+        if (threadIdx.x < group * topk) {
+            const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
+            if (slots[g][k] >= 0) {
+                const int e = a.io.ids[(size_t)t * topk + k], le = e % el;
+                const wire_meta m = {me, t, k, a.io.topk_w[(size_t)t * topk + k]};
+                wire_meta *dst = (wire_meta *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_meta);
+                dst[((size_t)le * ranks + me) * a.m.max_tokens + slots[g][k]] = m;
+            }
+        }
+    }
     if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH])) {
         uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
         for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
@@ -163,9 +211,9 @@ typedef struct {
 } fused_schedule;
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
- * Logical row r of expert le is the (r - prefix)-th row that source rank s sent, s the first with
- * prefix + cnt[s] > r; GEMM1 reads these rows in place from dispatch_recv, GEMM2 reads act. The
- * row's meta comes back in a register. */
+ * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
+ * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
+ * dispatch_recv[s][token]; GEMM2 reads act. The meta comes back in a register. */
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
@@ -181,18 +229,17 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
     const size_t act_row0 = (size_t)le * ranks * a.m.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
 
-    /* logical row -> (sender segment, row in it): whole 128-row chunks first, so their tiles are
-     * contiguous (mm_segment_row) */
     int r;
-    const int s = mm_segment_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
-    const uint8_t *wire = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
-                          ((size_t)(le * ranks + s) * a.m.max_tokens + r) * a.x.row_bytes;
-    /* the meta's load latency hides behind the item's first loads: stored just before publishing */
-    *meta = __ldcg((const int4 *)(wire + a.x.row_bytes - 16));
+    const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
+    const wire_meta *metas = (const wire_meta *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_meta);
+    /* written by other ranks and CTAs: read at L2, after the counts' acquire */
+    *meta = __ldcg((const int4 *)(metas + ((size_t)le * ranks + s) * a.m.max_tokens + r));
     if (is_gemm1) {
-        *am = mm_tile_a_map{NULL, 0, 0}; /* gathered, unless produce_items finds the rows contiguous */
-        it->tab.row[pt] = wire;
-        it->tab.scale[pt] = (const float *)(wire + a.m.hidden);
+        const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
+                             ((size_t)s * a.m.max_tokens + meta->y) * a.x.row_bytes;
+        *am = mm_tile_a_map{NULL, 0, 0}; /* gathered: a token's row serves all its experts here */
+        it->tab.row[pt] = row;
+        it->tab.scale[pt] = (const float *)(row + a.m.hidden);
         b->map = a.w.w1_map;
         b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
         b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
@@ -227,10 +274,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
 {
     uint32_t large_gemm1 = 0; /* large GEMM1 items so far: the parity of the SiLU barriers */
     mm_ring ring = {0, 0};
-    const uint8_t *recv_base = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv);
-    /* thread 0 issues the TMA reads of dispatch_recv: order them after the rows the counts'
-     * acquire (phase 2, then a CTA barrier) made visible to the generic proxy */
-    if (threadIdx.x == 0) asm volatile("fence.proxy.async.global;" ::: "memory");
     /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
     int next = 0;
     if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
@@ -264,15 +307,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
-        /* a GEMM1 tile whose rows lie one after another in dispatch_recv (one sender wrote them
-         * all) takes its A blocks by TMA, like GEMM2: the gather's issue slots and latency go */
-        if (item < sc.gemm1_items && rows > 64) {
-            const uint8_t *first = it->tab.row[0];
-            if (it->tab.row[rows - 1] == first + (size_t)(rows - 1) * a.x.row_bytes)
-                am = mm_tile_a_map{a.recv_map, (int)((size_t)(first - recv_base) / a.x.row_bytes), 0};
-        }
-        /* the first block goes out before the item is published: its loads do not wait for the
-         * meta, and the math is still busy with the previous item */
+        /* the first block goes out before the item is published (a GEMM2 item's loads do not
+         * wait for the meta; the math is still busy with the previous item) */
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
@@ -597,14 +633,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
-    (void)hidden; /* the dispatch row (<= H + H/32 + 16 bytes) lives in the stages: checked below */
+    (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
     return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 1) * 4;
 }
 
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)
 {
     *max_ctas = 0;
-    size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16 + 16;
+    size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16; /* mm_fused_row_bytes */
     if (wire > MM_TILE_STAGES * MM_TILE_STAGE_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
     cudaError_t e = mm_regs_split_ok((const void *)fused_moe_kernel);

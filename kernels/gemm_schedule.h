@@ -82,22 +82,13 @@ MM_HD bool mm_tile_row_index(const int32_t *tile_start, const int32_t *row_offse
     return true;
 }
 
-/* Where logical row r of an expert lives when its rows arrive in per-sender segments
- * (cnt[s] rows from sender s, s < senders): the senders' whole BM-row chunks first, in sender
- * order, then their remainders, in sender order. Every row tile of the chunk part is BM rows one
- * after another in one segment (a TMA box); only the tiles of the remainders mix senders; the
- * tile count is that of the plain concatenation. Returns the segment, its row in *index. */
-MM_HD int mm_segment_row(const int *cnt, int senders, int r, int *index)
+/* Where logical row r of an expert lives when its rows arrive in per-sender segments (cnt[s]
+ * rows from sender s, s < senders), concatenated in sender order. Returns the segment, the row in
+ * it in *index. */
+MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
 {
-    int chunk_rows = 0, s = 0;
-    for (int q = 0; q < senders; q++) chunk_rows += cnt[q] / MM_GEMM_BM * MM_GEMM_BM;
-    if (r < chunk_rows) {
-        while (r >= cnt[s] / MM_GEMM_BM * MM_GEMM_BM) r -= cnt[s++] / MM_GEMM_BM * MM_GEMM_BM;
-    } else {
-        r -= chunk_rows;
-        while (s < senders - 1 && r >= cnt[s] % MM_GEMM_BM) r -= cnt[s++] % MM_GEMM_BM;
-        r += cnt[s] / MM_GEMM_BM * MM_GEMM_BM;
-    }
+    int s = 0;
+    while (s < senders - 1 && r >= cnt[s]) r -= cnt[s++];
     *index = r;
     return s;
 }

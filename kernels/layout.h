@@ -134,15 +134,25 @@ static inline uint64_t mm_ll_row_bytes(const mm_shape *s)
     return (uint64_t)s->hidden + mm_align_up((uint64_t)(s->hidden / 128) * 4u, 16) + MM_ROW_META_BYTES;
 }
 
+/* One row of fused's dispatch: H FP8 bytes and H/128 FP32 scales padded to 16 B. It crosses the
+ * link once per destination rank however many of its experts live there; the per-expert metas
+ * travel separately (16 B each). */
+static inline uint64_t mm_fused_row_bytes(const mm_shape *s)
+{
+    return (uint64_t)s->hidden + mm_align_up((uint64_t)(s->hidden / 128) * 4u, 16);
+}
+
 /* The exchange region ll and fused each have in the symmetric buffer (after the runtime's head):
- * the same epoch-tagged count slots, combine flags, wire rows and combine rows, so the two modes
- * share one dispatch format; only the size of the state words differs. Every wait is on a 64-bit
- * slot tagged with the call's epoch, so nothing is ever cleared between calls. */
-enum { XCHG_STATE, XCHG_COUNTS, XCHG_COMBINE_FLAGS, XCHG_DISPATCH_RECV, XCHG_COMBINE_RECV };
-static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state_bytes)
+ * the same epoch-tagged count slots, combine flags and combine rows; the dispatched rows differ:
+ * ll receives a wire row per (token, expert) as DeepEP's low-latency mode does, fused a row per
+ * (token, rank) and a meta per (token, expert). Every wait is on a 64-bit slot tagged with the
+ * call's epoch, so nothing is ever cleared between calls. */
+enum { XCHG_STATE, XCHG_COUNTS, XCHG_COMBINE_FLAGS, XCHG_DISPATCH_RECV, XCHG_COMBINE_RECV, XCHG_DISPATCH_META };
+static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state_bytes, int rows_per_rank)
 {
     mm_layout l = {0};
     int64_t el = mm_local_experts(s);
+    uint64_t pairs = (uint64_t)(el * s->ranks * s->max_tokens);
     /* this rank's own words: epoch (u64) at 0, counters (u32) at 8, [E] send slots (u32) from
      * 32, then whatever the mode adds */
     mm_layout_add(&l, "state", state_bytes);
@@ -150,17 +160,21 @@ static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state
     mm_layout_add(&l, "counts", (uint64_t)(el * s->ranks) * 8u);
     /* [R] uint64: epoch once rank r has written all its combine rows for us */
     mm_layout_add(&l, "combine_flags", (uint64_t)s->ranks * 8u);
-    /* [El][R][T] rows of mm_ll_row_bytes (fused's GEMM1 reads them in place) */
-    mm_layout_add(&l, "dispatch_recv", (uint64_t)(el * s->ranks * s->max_tokens) * mm_ll_row_bytes(s));
+    if (rows_per_rank) /* fused: [R][T] rows of mm_fused_row_bytes, sender r's token t at [r][t] */
+        mm_layout_add(&l, "dispatch_recv", (uint64_t)(s->ranks * s->max_tokens) * mm_fused_row_bytes(s));
+    else /* ll: [El][R][T] wire rows of mm_ll_row_bytes */
+        mm_layout_add(&l, "dispatch_recv", pairs * mm_ll_row_bytes(s));
     /* [T][K][H] BF16 expert outputs coming home, summed in k order */
     mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
+    /* fused: [El][R][T] metas {src rank, token, k, weight}: sender r's rows for local expert e */
+    if (rows_per_rank) mm_layout_add(&l, "dispatch_meta", pairs * MM_ROW_META_BYTES);
     return l;
 }
 
 /* ll: counters at 8 are its 2 done counters */
 static inline mm_layout mm_layout_ll_sym(const mm_shape *s)
 {
-    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u);
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u, 0);
 }
 
 /* ll, local workspace: the masked layout [El][R*T][...] of the GEMM core. */
@@ -202,7 +216,7 @@ enum { FUSED_ACT, FUSED_ACT_SCALES };
  * a timeout clears it with everything else. */
 static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 {
-    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u);
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 1);
 }
 
 /* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows) in the

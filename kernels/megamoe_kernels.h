@@ -232,10 +232,11 @@ cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w
 
 /* Where a mode's exchange region (layout.h mm_layout_exchange_sym: ll and fused) sits in every
  * rank's symmetric buffer: its offset from the buffer's base, its parts' offsets within it, and
- * the wire row's size. */
+ * the dispatched row's size. */
 typedef struct {
     uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
-    uint64_t row_bytes; /* mm_ll_row_bytes */
+    uint64_t off_meta;  /* fused only: dispatch_meta */
+    uint64_t row_bytes; /* ll: mm_ll_row_bytes; fused: mm_fused_row_bytes */
 } mm_exchange;
 
 /* One call of the low-latency pipeline (ll.cu), all launches enqueued on `stream`. */
@@ -297,9 +298,6 @@ typedef struct {
     float *act_scales;
     mm_expert_args w;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
-    /* TMA map over this rank's dispatch_recv wire rows [El * R * T] (their first H bytes), for
-     * GEMM1 tiles whose rows one sender wrote one after another */
-    const void *recv_map;
     /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */

@@ -60,11 +60,6 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
-    void *recv_map = NULL;
-    CUDA_TRY(mm_rows_map_create_strided((const uint8_t *)rt->sym + sym_offset + a->x.off_recv,
-                                        sym.region[XCHG_DISPATCH_RECV].bytes / a->x.row_bytes, (uint64_t)cfg->hidden,
-                                        a->x.row_bytes, &recv_map));
-    a->recv_map = recv_map;
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -133,7 +128,6 @@ void fused_destroy(void *state)
     if (!st) return;
     modes_expert_args_free(&st->args.w);
     cudaFree((void *)st->args.act_map);
-    cudaFree((void *)st->args.recv_map);
     cudaFree(st->local);
     free(st);
 }

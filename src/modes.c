@@ -37,7 +37,10 @@ mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_s
     x.off_flags = sym->region[XCHG_COMBINE_FLAGS].offset;
     x.off_recv = sym->region[XCHG_DISPATCH_RECV].offset;
     x.off_combine = sym->region[XCHG_COMBINE_RECV].offset;
-    x.row_bytes = mm_ll_row_bytes(shape);
+    /* fused's layout adds the meta region and sends rows without a meta */
+    int per_rank = sym->count > XCHG_DISPATCH_META;
+    x.off_meta = per_rank ? sym->region[XCHG_DISPATCH_META].offset : 0;
+    x.row_bytes = per_rank ? mm_fused_row_bytes(shape) : mm_ll_row_bytes(shape);
     return x;
 }
 

@@ -41,7 +41,7 @@ const mm_mode_ops *mode_ops(mm_mode m);
 /* Helpers the modes share. The kernels' view of the config, for buffers of max_tokens per rank. */
 mm_model_args modes_model_args(const mm_config *cfg, int max_tokens);
 /* Where an exchange region laid out as `sym` (ll, fused) starts at sym_offset in the symmetric
- * buffer, with the parts' offsets and the wire row size for `shape`. */
+ * buffer, with the parts' offsets and the dispatched row's size for `shape`. */
 mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_shape *shape);
 /* This rank's weights with TMA descriptors of W1 and W2 (modes_expert_args_free releases them). */
 mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out);

@@ -97,9 +97,19 @@ static void layouts(void **state)
     assert_true(l.region[XCHG_COUNTS].bytes == 128ull * 2 * 8);
     mm_layout loc = mm_layout_ll_local(&s);
     assert_true(loc.region[LL_GEMM1_OUT].bytes == 128ull * 2 * 1024 * 4096 * 4);
+    assert_int_equal(l.count, XCHG_DISPATCH_META); /* ll has no meta region */
+    /* fused: a row per (sender, token) of 4096 + 128 bytes, a 16-byte meta per (expert, sender,
+     * token), the rest as ll's */
+    mm_layout f = mm_layout_fused_sym(&s);
+    assert_int_equal(f.count, XCHG_DISPATCH_META + 1);
+    assert_true(f.region[XCHG_DISPATCH_RECV].bytes == 2ull * 1024 * (4096 + 128));
+    assert_true(f.region[XCHG_DISPATCH_META].bytes == 128ull * 2 * 1024 * 16);
+    assert_true(f.region[XCHG_COMBINE_RECV].bytes == l.region[XCHG_COMBINE_RECV].bytes);
+    assert_true(f.region[XCHG_COUNTS].bytes == l.region[XCHG_COUNTS].bytes);
+    for (int i = 1; i < f.count; i++) assert_true(f.region[i].offset >= f.region[i - 1].offset + f.region[i - 1].bytes);
     uint64_t sym, local;
     plan_mode_bytes(MODE_FUSED, &s, &sym, &local);
-    assert_true(sym > 0 && local > 0);
+    assert_true(sym == f.total && local > 0);
     /* normal's wire row: 4096 FP8 + 32 scales (128 B) + header of 6 ids, 6 weights, a token
      * index (52 B, padded to 64) */
     assert_int_equal((int)mm_normal_row_bytes(&s), 4096 + 128 + 64);
