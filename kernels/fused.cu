@@ -127,11 +127,13 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 /* Phase 1: this CTA's tokens, DISPATCH_GROUP at a time (every thread of the CTA), so one group's
  * latencies (the ids, the slot atomics, the x loads) are paid once for several tokens. Each
  * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
- * (recipe step 2, into `rows` in shared memory, with ll's mm_quantize_block128); then its row goes once
- * to each rank that owns one of its experts, at dispatch_recv[me][t] there (up to topk times fewer
- * NVLink bytes than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
- * dispatch_meta[le][me][slot] at the expert's owner. */
+ * (recipe step 2, into `rows` in shared memory, with ll's quantizer; several blocks' loads in
+ * flight per warp); then its row goes once to each rank that owns one of its experts, at
+ * dispatch_recv[me][t] there (up to topk times fewer NVLink bytes than a row per expert), and
+ * each valid k's 16-byte meta {me, t, k, weight} to dispatch_meta[le][me][slot] at the expert's
+ * owner. */
 #define DISPATCH_GROUP 4
+#define QUANT_LOADS 8
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
@@ -154,12 +156,23 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
                     dests[g][1 + n++] = __ffs(mask) - 1;
             dests[g][0] = n;
         }
-        for (int b = warp; b < group * hb; b += blockDim.x / 32) {
-            const int g = b / hb, t = t0 + g * gridDim.x;
-            uint8_t *row = rows + (size_t)g * a.x.row_bytes;
-            if (t < a.io.tokens)
-                mm_quantize_block128(a.io.x + (size_t)t * a.m.hidden + (b % hb) * 128, row + (b % hb) * 128,
-                                     (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
+        /* each warp has QUANT_LOADS blocks' loads in flight before it quantizes the first: one
+         * memory latency per QUANT_LOADS blocks, not one per block */
+        const int warps = blockDim.x / 32, blocks = group * hb;
+        for (int b0 = warp; b0 < blocks; b0 += warps * QUANT_LOADS) {
+            uint2 raw[QUANT_LOADS];
+#pragma unroll
+            for (int u = 0; u < QUANT_LOADS; u++) {
+                const int b = b0 + u * warps, t = t0 + b / hb * gridDim.x;
+                if (b < blocks && t < a.io.tokens) raw[u] = mm_load_block128(a.io.x + (size_t)t * a.m.hidden + (b % hb) * 128);
+            }
+#pragma unroll
+            for (int u = 0; u < QUANT_LOADS; u++) {
+                const int b = b0 + u * warps, t = t0 + b / hb * gridDim.x;
+                uint8_t *row = rows + (size_t)(b / hb) * a.x.row_bytes;
+                if (b < blocks && t < a.io.tokens)
+                    mm_quantize_loaded128(raw[u], row + (b % hb) * 128, (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
+            }
         }
         __syncthreads();
         for (int g = 0; g < group; g++) {

@@ -35,10 +35,9 @@ typedef struct {
 /* One warp quantizes 128 BF16 values (recipe step 2): the block's amax over the warp, its scale
  * (lane 0 stores it), each lane 4 FP8 values. Shared by the dispatch below and normal's quantize
  * stage, so every mode quantizes x with the same instructions. */
-__device__ __forceinline__ void mm_quantize_block128(const uint16_t *src, uint8_t *dst, float *scale_out, int ue8m0)
+__device__ __forceinline__ void mm_quantize_loaded128(uint2 raw, uint8_t *dst, float *scale_out, int ue8m0)
 {
     const int lane = threadIdx.x % 32;
-    uint2 raw = *(const uint2 *)(src + lane * 4);
     float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
                   mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
     float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
@@ -48,6 +47,19 @@ __device__ __forceinline__ void mm_quantize_block128(const uint16_t *src, uint8_
     for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
     *(uint32_t *)(dst + lane * 4) = q;
     if (lane == 0) *scale_out = s;
+}
+
+/* The block's 128 BF16 values as mm_quantize_loaded128 takes them: lane l's 4 (8 bytes). Split
+ * from the quantization so a warp can have several blocks' loads in flight before it needs the
+ * first (fused's dispatch). */
+__device__ __forceinline__ uint2 mm_load_block128(const uint16_t *src)
+{
+    return *(const uint2 *)(src + (threadIdx.x % 32) * 4);
+}
+
+__device__ __forceinline__ void mm_quantize_block128(const uint16_t *src, uint8_t *dst, float *scale_out, int ue8m0)
+{
+    mm_quantize_loaded128(mm_load_block128(src), dst, scale_out, ue8m0);
 }
 
 /* Called by every thread of the CTA; `row` holds row_bytes of shared memory, `slots` topk ints.

@@ -6,7 +6,8 @@
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
 #      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
 #   4. gemm (the GEMM core alone: tiny skewed, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
-#      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder
+#      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
+#      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 8 or more GPUs: check at EP4 (and its EP invariance against EP1), bench deepseek-v3
 #   6. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
@@ -58,11 +59,17 @@ fi
 expect_rc 0 gemm-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
+# the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
+# spread can then be read against the clock states it met (a sustained load lowers the clocks)
+nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown \
+    --format=csv -lms 200 >"$logs/gpu-clocks.csv" 2>&1 &
+clocks_pid=$!
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
 expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --sweeps 3 --json "$logs/bench-ep$ngpu-graph100.json"
+kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null
 # a full node (issue 10): EP4 on half the GPUs, and deepseek-v3 at full EP
 if [ "$ngpu" -ge 8 ]; then
     expect_rc 0 check-np4 $mpi -np 4 build/megamoe check --json "$logs/check-ep4.json"

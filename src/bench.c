@@ -4,8 +4,9 @@
  * Flow: runtime up -> every expert's weights generated on the GPU (this rank's slice feeds the
  * modes, all of them feed the GPU reference) -> each built mode set up once for its largest batch
  * -> per batch: x and routing for this rank's global tokens -> per mode: check the first call
- * against the GPU reference (max_diff), then time it (or SKIP with the reason) -> tables, JSON
- * and Markdown from rank 0. */
+ * against the GPU reference (max_diff), or SKIP with the reason -> the checked modes timed side
+ * by side, iteration by iteration (--interleave; timing.h) -> per mode: replay stability and the
+ * stage breakdown -> tables, JSON and Markdown from rank 0. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 
@@ -37,8 +38,9 @@ typedef struct {
     uint16_t *x;
     int32_t *topk_ids;
     float *topk_w;
-    uint16_t *y;
-    uint16_t *y_first; /* the checked first call's output, for the replay-stability check */
+    /* per mode, as the modes are timed side by side: its output, and the checked first call's
+     * output for the replay-stability check */
+    uint16_t *y[MODE_COUNT], *y_first[MODE_COUNT];
     /* every expert's weights; this rank's experts are the slice at rank * local_experts */
     uint8_t *w1, *w2;
     float *w1_scale, *w2_scale;
@@ -71,6 +73,7 @@ void meta_fill_common(mm_meta *m, const mm_options *o, const mm_config *cfg, int
     m->iters = o->iters;
     m->graph = o->graph;
     m->l2_flush = o->l2_flush;
+    m->interleave = o->interleave;
     mm_fmt(m->git_rev, sizeof m->git_rev, "%s", MM_GIT_REV);
     time_t now = time(NULL);
     struct tm tmv;
@@ -96,11 +99,16 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     if (!o->check) ref_tokens = 0;
     size_t ref_bytes = ref_tokens ? mm_reference_workspace_bytes(ref_tokens, cfg->hidden, cfg->inter, cfg->topk) +
                                         (size_t)ref_tokens * cfg->hidden * 8 : 0;
-    MM_TRY(runtime_check_fit(rt, "inputs, all experts' weights and the reference",
-                             2 * x_bytes + 2 * k_bytes + w_bytes + ref_bytes));
+    int modes = 0;
+    for (int m = 0; m < MODE_COUNT; m++) modes += b->mode_max[m] > 0;
+    MM_TRY(runtime_check_fit(rt, "inputs, outputs, all experts' weights and the reference",
+                             (1 + 2 * (size_t)modes) * x_bytes + 2 * k_bytes + w_bytes + ref_bytes));
     CUDA_TRY(cudaMalloc((void **)&b->x, x_bytes + 16));
-    CUDA_TRY(cudaMalloc((void **)&b->y, x_bytes + 16));
-    CUDA_TRY(cudaMalloc((void **)&b->y_first, x_bytes + 16));
+    for (int m = 0; m < MODE_COUNT; m++) {
+        if (!b->mode_max[m]) continue;
+        CUDA_TRY(cudaMalloc((void **)&b->y[m], x_bytes + 16));
+        CUDA_TRY(cudaMalloc((void **)&b->y_first[m], x_bytes + 16));
+    }
     CUDA_TRY(cudaMalloc((void **)&b->topk_ids, k_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->topk_w, k_bytes + 16));
     CUDA_TRY(cudaMalloc((void **)&b->diff, sizeof(mm_device_diff)));
@@ -163,8 +171,10 @@ static void free_inputs(bench_state *b)
 {
     for (int m = 0; m < MODE_COUNT; m++)
         if (b->mode_state[m]) mode_ops((mm_mode)m)->destroy(b->mode_state[m]);
-    cudaFree(b->y);
-    cudaFree(b->y_first);
+    for (int m = 0; m < MODE_COUNT; m++) {
+        cudaFree(b->y[m]);
+        cudaFree(b->y_first[m]);
+    }
     cudaFree(b->diff);
     cudaFree(b->ref_ws);
     cudaFree(b->y_ref);
@@ -231,13 +241,14 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
     size_t n = (size_t)row->batch * cfg->hidden;
     char what[256] = "";
     mm_status local = reference_for(b, cfg, row->batch);
-    if (local == MM_OK && mm_launch_poison(b->y, n * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    uint16_t *y = (uint16_t *)ctx->io.y;
+    if (local == MM_OK && mm_launch_poison(y, n * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK) local = mode_step(ctx, rt->stream);
     if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
     mm_diff_acc acc;
     memset(&acc, 0, sizeof acc);
-    if (local == MM_OK) local = runtime_compare(rt, b->y, b->y_ref, (long long)n, b->diff, &acc);
+    if (local == MM_OK) local = runtime_compare(rt, y, b->y_ref, (long long)n, b->diff, &acc);
     mm_status agreed;
     MM_TRY(mpi_agree(local, &agreed));
     if (agreed != MM_OK) {
@@ -247,7 +258,7 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
         return agreed == MM_TIMEOUT ? MM_OK : agreed;
     }
     MM_TRY(diff_acc_allreduce(&acc));
-    CUDA_TRY(cudaMemcpy(b->y_first, b->y, n * 2, cudaMemcpyDeviceToDevice));
+    CUDA_TRY(cudaMemcpy(b->y_first[ctx->mode], y, n * 2, cudaMemcpyDeviceToDevice));
     row->diff.has_diff = 1;
     row->diff.calc_diff = diff_acc_calc(&acc);
     row->diff.max_abs = acc.max_abs;
@@ -269,8 +280,8 @@ static mm_status check_stable(bench_state *b, const mm_config *cfg, mm_row *row)
     uint16_t *first = malloc(n * 2 + 2), *last = malloc(n * 2 + 2);
     mm_status local = first && last ? MM_OK : MM_RUNTIME;
     long long differ = 0, total = 0;
-    if (local == MM_OK && n && (cudaMemcpy(first, b->y_first, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
-                                cudaMemcpy(last, b->y, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess))
+    if (local == MM_OK && n && (cudaMemcpy(first, b->y_first[row->mode], n * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                                cudaMemcpy(last, b->y[row->mode], n * 2, cudaMemcpyDeviceToHost) != cudaSuccess))
         local = MM_RUNTIME;
     for (size_t i = 0; local == MM_OK && i < n; i++) differ += first[i] != last[i];
     free(first);
@@ -327,12 +338,41 @@ static mm_status breakdown_row(bench_state *b, step_ctx *ctx, mm_row *row)
     return MM_OK;
 }
 
+/* Times the checked modes of one batch (ms[0..n)): side by side when asked (timing.h says why);
+ * if that fails, each alone, so the row that failed is the one that says so. rows[m] gets mode
+ * m's timing, samples + m * iters its samples. */
+static mm_status time_modes(bench_state *b, const mm_options *o, const mm_timing *timing, int n, const int *ms,
+                            step_ctx *ctxs, mm_row *rows, double *samples)
+{
+    mm_step_fn steps[MODE_COUNT];
+    void *ctx[MODE_COUNT];
+    mm_row *row[MODE_COUNT];
+    double *out[MODE_COUNT];
+    for (int j = 0; j < n; j++) {
+        steps[j] = mode_step;
+        ctx[j] = &ctxs[ms[j]];
+        row[j] = &rows[ms[j]];
+        out[j] = samples + (size_t)ms[j] * o->iters;
+    }
+    mm_row before[MODE_COUNT];
+    for (int j = 0; j < n; j++) before[j] = *row[j];
+    if (o->interleave && n > 1) {
+        MM_TRY(timing_run_rows(&b->rt, n, steps, ctx, timing, row, out));
+        int failed = 0;
+        for (int j = 0; j < n; j++) failed |= row[j]->status == ROW_TIMEOUT || row[j]->status == ROW_ERROR;
+        if (!failed) return MM_OK;
+        for (int j = 0; j < n; j++) *row[j] = before[j];
+    }
+    for (int j = 0; j < n; j++) MM_TRY(timing_run_rows(&b->rt, 1, &steps[j], &ctx[j], timing, &row[j], &out[j]));
+    return MM_OK;
+}
+
 static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o, mm_results *res)
 {
     mm_runtime *rt = &b->rt;
     mm_ceilings ceil = {MM_DEFAULT_HBM_GBPS, MM_DEFAULT_NVLINK_GBPS, MM_DEFAULT_FP8_TFLOPS};
     mm_timing timing = {o->warmup, o->iters, o->l2_flush, o->graph, -1};
-    double *samples = calloc((size_t)o->iters, sizeof(double));
+    double *samples = calloc((size_t)o->iters * MODE_COUNT, sizeof(double));
     if (!samples) return MM_RUNTIME;
     mm_status s = MM_OK;
     for (int bi = 0; bi < o->n_batches && s == MM_OK; bi++) {
@@ -344,59 +384,64 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
         if (fits) s = gen_batch(b, cfg, o, batch);
         mm_floor fl;
         plan_floor(cfg, rt->world, batch, &ceil, &fl);
+        mm_row rows[MODE_COUNT], checked[MODE_COUNT];
+        step_ctx ctxs[MODE_COUNT];
+        int timed[MODE_COUNT], n_timed = 0;
+        /* each mode's row: SKIP with the reason, or checked against the reference */
         for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
             if (!(o->modes & (1u << m))) continue;
             const mm_mode_ops *ops = mode_ops((mm_mode)m);
-            mm_row row;
-            memset(&row, 0, sizeof row);
-            row.mode = (mm_mode)m;
-            row.batch = batch;
-            row.nranks = rt->world;
-            row.weight_bytes = fl.weight_bytes;
-            row.nvlink_bytes = fl.nvlink_bytes;
-            row.flops = fl.flops;
-            row.floor_us = fl.floor_us;
-            row.status = ROW_SKIP;
-            int n_samples = 0;
+            mm_row *row = &rows[m];
+            memset(row, 0, sizeof *row);
+            row->mode = (mm_mode)m;
+            row->batch = batch;
+            row->nranks = rt->world;
+            row->weight_bytes = fl.weight_bytes;
+            row->nvlink_bytes = fl.nvlink_bytes;
+            row->flops = fl.flops;
+            row->floor_us = fl.floor_us;
+            row->status = ROW_SKIP;
             if (ops->missing)
-                mm_fmt(row.note, sizeof row.note, "%s", ops->missing);
+                mm_fmt(row->note, sizeof row->note, "%s", ops->missing);
             else if (!fits)
-                mm_fmt(row.note, sizeof row.note, "batch above the buffers' %d tokens per rank "
+                mm_fmt(row->note, sizeof row->note, "batch above the buffers' %d tokens per rank "
                        "(--max-tokens-per-rank)", b->max_tokens);
             else if (batch > b->mode_max[m])
-                mm_fmt(row.note, sizeof row.note, "above the ll cap of %d tokens per rank "
+                mm_fmt(row->note, sizeof row->note, "above the ll cap of %d tokens per rank "
                        "(--ll-max)", b->mode_max[m]);
             else if (o->graph && !ops->graph_ok)
-                mm_fmt(row.note, sizeof row.note, "not capturable in a CUDA graph (--graph off)");
+                mm_fmt(row->note, sizeof row->note, "not capturable in a CUDA graph (--graph off)");
             else {
-                step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y}};
-                row.status = ROW_OK;
-                if (o->check) s = check_row(b, cfg, &ctx, &row);
-                if (s == MM_OK && row.status != ROW_TIMEOUT && row.status != ROW_ERROR) {
-                    mm_row timed = row;
-                    s = timing_run_row(rt, mode_step, &ctx, &timing, &timed, samples);
-                    /* keep the check's verdict unless timing itself failed */
-                    if (timed.status == ROW_OK) timed.status = row.status;
-                    else if (row.note[0] && timed.note[0]) {
-                        char both[192];
-                        mm_fmt(both, sizeof both, "%s; %s", row.note, timed.note);
-                        mm_fmt(timed.note, sizeof timed.note, "%s", both);
-                    }
-                    if (!timed.note[0]) mm_fmt(timed.note, sizeof timed.note, "%s", row.note);
-                    row = timed;
-                    n_samples = row.n_samples;
-                    if (s == MM_OK && o->check && row.diff.has_diff &&
-                        (row.status == ROW_OK || row.status == ROW_FAIL))
-                        s = check_stable(b, cfg, &row);
-                    if (s == MM_OK && o->breakdown && ops->stages && row.status == ROW_OK)
-                        s = breakdown_row(b, &ctx, &row);
-                }
+                step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+                ctxs[m] = ctx;
+                row->status = ROW_OK;
+                if (o->check) s = check_row(b, cfg, &ctxs[m], row);
+                if (s == MM_OK && row->status != ROW_TIMEOUT && row->status != ROW_ERROR) timed[n_timed++] = m;
             }
-            if (s == MM_OK && rt->rank == 0) {
-                const mm_row *added = results_add(res, &row, samples, n_samples);
-                if (!added) s = MM_RUNTIME;
-                else report_progress(stderr, added);
+            checked[m] = *row;
+        }
+        if (s == MM_OK && n_timed) s = time_modes(b, o, &timing, n_timed, timed, ctxs, rows, samples);
+        for (int j = 0; j < n_timed && s == MM_OK; j++) {
+            const int m = timed[j];
+            mm_row *row = &rows[m];
+            /* keep the check's verdict unless timing itself failed */
+            if (row->status == ROW_OK) row->status = checked[m].status;
+            else if (checked[m].note[0] && row->note[0]) {
+                char both[192];
+                mm_fmt(both, sizeof both, "%s; %s", checked[m].note, row->note);
+                mm_fmt(row->note, sizeof row->note, "%s", both);
             }
+            if (!row->note[0]) mm_fmt(row->note, sizeof row->note, "%s", checked[m].note);
+            if (s == MM_OK && o->check && row->diff.has_diff && (row->status == ROW_OK || row->status == ROW_FAIL))
+                s = check_stable(b, cfg, row);
+            if (s == MM_OK && o->breakdown && mode_ops((mm_mode)m)->stages && row->status == ROW_OK)
+                s = breakdown_row(b, &ctxs[m], row);
+        }
+        for (int m = 0; m < MODE_COUNT && s == MM_OK && rt->rank == 0; m++) {
+            if (!(o->modes & (1u << m))) continue;
+            const mm_row *added = results_add(res, &rows[m], samples + (size_t)m * o->iters, rows[m].n_samples);
+            if (!added) s = MM_RUNTIME;
+            else report_progress(stderr, added);
         }
         watchdog_disarm();
     }

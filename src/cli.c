@@ -27,7 +27,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_SWEEPS,
+    OPT_SPREAD, OPT_SWEEPS, OPT_INTERLEAVE,
 };
 
 #define B (1u << CMD_BENCH)
@@ -59,6 +59,8 @@ static const struct {
     {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
     {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off", "flush L2 before each timed iteration (default on)"},
+    {"interleave", 1, OPT_INTERLEAVE, B, "on|off",
+     "time a batch's modes side by side, iteration by iteration, so they share the GPU's clock states (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
     {"breakdown", 0, OPT_BREAKDOWN, B, NULL, "also time each stage of the modes that have stages"},
     {"sweeps", 1, OPT_SWEEPS, B, "N", "run the whole sweep N times in one process; reports hold the last (default 1)"},
@@ -125,6 +127,7 @@ static void defaults(mm_options *o)
     o->routing.kind = ROUTE_UNIFORM;
     o->seed = 1;
     o->l2_flush = 1;
+    o->interleave = 1;
     o->check = 1;
     o->ll_max = MM_DEFAULT_LL_MAX;
     o->timeout_ms = MM_DEFAULT_TIMEOUT_MS;
@@ -211,6 +214,7 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     }
     case OPT_GRAPH: s = parse_on_off(v, &o->graph, sub, sizeof sub); break;
     case OPT_L2FLUSH: s = parse_on_off(v, &o->l2_flush, sub, sizeof sub); break;
+    case OPT_INTERLEAVE: s = parse_on_off(v, &o->interleave, sub, sizeof sub); break;
     case OPT_CHECK: s = parse_on_off(v, &o->check, sub, sizeof sub); break;
     case OPT_BREAKDOWN: o->breakdown = 1; return MM_OK;
     case OPT_MAXTOK:

@@ -32,6 +32,7 @@ typedef struct {
     char json_path[512];
     char markdown_path[512];
     int graph, l2_flush, check, breakdown;
+    int interleave; /* bench: a batch's modes timed side by side */
     int sweeps; /* bench: complete sweeps in one process */
     int max_tokens_per_rank; /* 0 = not given */
     int ll_max;

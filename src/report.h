@@ -62,6 +62,7 @@ typedef struct {
     unsigned long long seed;
     int warmup, iters;
     int graph, l2_flush;
+    int interleave; /* a batch's modes timed side by side */
     char git_rev[48];
     char host[96];
     char date[40];

@@ -6,20 +6,26 @@
 #include "launch.h"
 #include "stats.h"
 
-/* Enqueues warmup + iters iterations; events only around the timed ones. A failure to enqueue
- * stops the loop; what was enqueued still drains. */
-static mm_status enqueue(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_timing *t,
-                         cudaGraphExec_t exec, cudaEvent_t *start, cudaEvent_t *stop)
+#define MM_MAX_WORKS 8
+
+/* Enqueues warmup + iters iterations of each work, interleaved; events only around the timed
+ * ones (start[j * iters + i], stop[...]). A failure to enqueue stops the loop; what was enqueued
+ * still drains. */
+static mm_status enqueue(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs, const mm_timing *t,
+                         const cudaGraphExec_t *exec, cudaEvent_t *start, cudaEvent_t *stop)
 {
     for (int i = -t->warmup; i < t->iters; i++) {
-        if (t->l2_flush) MM_TRY(runtime_flush_l2(rt, i));
-        if (i != t->stall_iter || i < 0) MM_TRY(runtime_device_barrier(rt));
-        if (i >= 0) CUDA_TRY(cudaEventRecord(start[i], rt->stream));
-        if (exec)
-            CUDA_TRY(cudaGraphLaunch(exec, rt->stream));
-        else
-            MM_TRY(step(ctx, rt->stream));
-        if (i >= 0) CUDA_TRY(cudaEventRecord(stop[i], rt->stream));
+        for (int j = 0; j < n; j++) {
+            const int at = j * t->iters + i;
+            if (t->l2_flush) MM_TRY(runtime_flush_l2(rt, i));
+            if (i != t->stall_iter || i < 0) MM_TRY(runtime_device_barrier(rt));
+            if (i >= 0) CUDA_TRY(cudaEventRecord(start[at], rt->stream));
+            if (exec[j])
+                CUDA_TRY(cudaGraphLaunch(exec[j], rt->stream));
+            else
+                MM_TRY(steps[j](ctxs[j], rt->stream));
+            if (i >= 0) CUDA_TRY(cudaEventRecord(stop[at], rt->stream));
+        }
     }
     return MM_OK;
 }
@@ -36,20 +42,21 @@ static mm_status capture(mm_runtime *rt, mm_step_fn step, void *ctx, cudaGraph_t
     return MM_OK;
 }
 
-/* This rank's part: run, drain, read the failure record and the event times. */
-static mm_status run_local(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_timing *t,
+/* This rank's part: run, drain, read the failure record and the event times (mine[j * iters + i]). */
+static mm_status run_local(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs, const mm_timing *t,
                            double *mine, char *what, size_t what_len)
 {
     mm_status s = MM_OK;
-    cudaEvent_t *ev = calloc((size_t)t->iters * 2, sizeof(cudaEvent_t));
+    const int events = n * t->iters;
+    cudaEvent_t *ev = calloc((size_t)events * 2, sizeof(cudaEvent_t));
     if (!ev) return MM_RUNTIME;
     int made = 0;
-    for (; made < t->iters * 2; made++)
+    for (; made < events * 2; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) { s = MM_RUNTIME; break; }
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    if (s == MM_OK && t->graph) s = capture(rt, step, ctx, &graph, &exec);
-    if (s == MM_OK) s = enqueue(rt, step, ctx, t, exec, ev, ev + t->iters);
+    cudaGraph_t graph[MM_MAX_WORKS] = {0};
+    cudaGraphExec_t exec[MM_MAX_WORKS] = {0};
+    for (int j = 0; s == MM_OK && t->graph && j < n; j++) s = capture(rt, steps[j], ctxs[j], &graph[j], &exec[j]);
+    if (s == MM_OK) s = enqueue(rt, n, steps, ctxs, t, exec, ev, ev + events);
     cudaError_t sync = cudaStreamSynchronize(rt->stream);
     if (sync != cudaSuccess) {
         mm_error("CUDA %s while timing: %s", cudaGetErrorName(sync), cudaGetErrorString(sync));
@@ -58,24 +65,53 @@ static mm_status run_local(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_
     }
     mm_status waited = runtime_wait_status(rt, what, what_len);
     if (waited != MM_OK) s = waited;
-    for (int i = 0; s == MM_OK && i < t->iters; i++) {
+    for (int i = 0; s == MM_OK && i < events; i++) {
         float ms = 0;
-        if (cudaEventElapsedTime(&ms, ev[i], ev[t->iters + i]) != cudaSuccess) s = MM_RUNTIME;
+        if (cudaEventElapsedTime(&ms, ev[i], ev[events + i]) != cudaSuccess) s = MM_RUNTIME;
         mine[i] = ms * 1000.0;
     }
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
+    for (int j = 0; j < n; j++) {
+        if (exec[j]) cudaGraphExecDestroy(exec[j]);
+        if (graph[j]) cudaGraphDestroy(graph[j]);
+    }
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     free(ev);
     if (s == MM_RUNTIME && !what[0]) mm_fmt(what, what_len, "rank %d: runtime error", rt->rank);
     return s;
 }
 
-mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_timing *t,
-                         mm_row *row, double *samples_us)
+/* Rank 0: work j's row from the gathered times all[r][j * iters + i]: the slowest rank's median
+ * is the row's, its samples the row's samples. */
+static void fill_row(const double *all, int world, int n, int j, int iters, mm_row *row, double *samples_us)
 {
-    double *mine = calloc((size_t)t->iters, sizeof(double));
-    double *all = rt->rank == 0 ? calloc((size_t)t->iters * rt->world, sizeof(double)) : NULL;
+    int slowest = 0;
+    double worst = -1;
+    double *mine = malloc(sizeof(double) * (size_t)iters);
+    for (int r = 0; r < world && mine; r++) {
+        memcpy(mine, all + ((size_t)r * n + j) * iters, sizeof(double) * (size_t)iters);
+        mm_stats st;
+        stats_compute(mine, iters, &st);
+        if (r < MM_MAX_RANKS) row->rank_median_us[r] = st.median;
+        if (st.median > worst) {
+            worst = st.median;
+            slowest = r;
+            row->stats = st;
+        }
+    }
+    free(mine);
+    memcpy(samples_us, all + ((size_t)slowest * n + j) * iters, sizeof(double) * (size_t)iters);
+    row->n_samples = iters;
+    row->ranks_timed = world;
+    row->status = ROW_OK;
+}
+
+mm_status timing_run_rows(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs,
+                          const mm_timing *t, mm_row *const *rows, double *const *samples_us)
+{
+    if (n < 1 || n > MM_MAX_WORKS) return MM_RUNTIME;
+    const size_t per_rank = (size_t)n * t->iters;
+    double *mine = calloc(per_rank, sizeof(double));
+    double *all = rt->rank == 0 ? calloc(per_rank * rt->world, sizeof(double)) : NULL;
     if (!mine || (rt->rank == 0 && !all)) {
         free(mine);
         free(all);
@@ -83,44 +119,37 @@ mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_ti
         return MM_RUNTIME;
     }
     char what[256] = "";
-    mm_status local = run_local(rt, step, ctx, t, mine, what, sizeof what);
+    mm_status local = run_local(rt, n, steps, ctxs, t, mine, what, sizeof what);
     mm_status global;
     mm_status s = mpi_agree(local, &global);
-    row->nranks = rt->world;
+    for (int j = 0; j < n; j++) rows[j]->nranks = rt->world;
     if (s == MM_OK && global != MM_OK) {
         /* Contain it: everyone learns what happened, clears the signal state and goes on. */
-        s = runtime_failure_note(rt, what, row->note, sizeof row->note);
+        s = runtime_failure_note(rt, what, rows[0]->note, sizeof rows[0]->note);
         if (s == MM_OK) s = runtime_reset_comm(rt);
-        row->status = global == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
-        row->ranks_timed = 0;
-        if (rt->rank == 0 && !row->note[0])
-            mm_fmt(row->note, sizeof row->note, "%s on another rank", mm_status_name(global));
+        if (rt->rank == 0 && !rows[0]->note[0])
+            mm_fmt(rows[0]->note, sizeof rows[0]->note, "%s on another rank", mm_status_name(global));
+        for (int j = 0; j < n; j++) {
+            rows[j]->status = global == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
+            rows[j]->ranks_timed = 0;
+            if (j) memcpy(rows[j]->note, rows[0]->note, sizeof rows[j]->note);
+        }
     } else if (s == MM_OK) {
-        int rc = MPI_Gather(mine, t->iters, MPI_DOUBLE, all, t->iters, MPI_DOUBLE, 0,
-                            MPI_COMM_WORLD);
+        int rc = MPI_Gather(mine, (int)per_rank, MPI_DOUBLE, all, (int)per_rank, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) {
             mm_error("MPI_Gather of timings failed (%d)", rc);
             s = MM_RUNTIME;
         } else if (rt->rank == 0) {
-            int slowest = 0;
-            double worst = -1;
-            for (int r = 0; r < rt->world; r++) {
-                mm_stats st;
-                stats_compute(all + (size_t)r * t->iters, t->iters, &st);
-                if (r < MM_MAX_RANKS) row->rank_median_us[r] = st.median;
-                if (st.median > worst) {
-                    worst = st.median;
-                    slowest = r;
-                    row->stats = st;
-                }
-            }
-            memcpy(samples_us, all + (size_t)slowest * t->iters, sizeof(double) * (size_t)t->iters);
-            row->n_samples = t->iters;
-            row->ranks_timed = rt->world;
-            row->status = ROW_OK;
+            for (int j = 0; j < n; j++) fill_row(all, rt->world, n, j, t->iters, rows[j], samples_us[j]);
         }
     }
     free(mine);
     free(all);
     return s;
+}
+
+mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_timing *t,
+                         mm_row *row, double *samples_us)
+{
+    return timing_run_rows(rt, 1, &step, &ctx, t, &row, &samples_us);
 }

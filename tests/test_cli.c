@@ -22,6 +22,7 @@ static void parses(void **state)
     assert_int_equal(o.warmup, MM_DEFAULT_WARMUP);
     assert_true(o.graph);
     assert_true(o.l2_flush);
+    assert_true(o.interleave); /* modes timed side by side unless asked otherwise */
     assert_int_equal(o.routing.kind, ROUTE_HOT);
     assert_string_equal(o.json_path, "x.json");
     assert_int_equal(o.sweeps, 1);
@@ -29,6 +30,9 @@ static void parses(void **state)
     assert_int_equal(run(&o, err, 5, sw), MM_OK);
     assert_int_equal(o.sweeps, 3);
     assert_true(o.breakdown);
+    const char *il[] = {"megamoe", "bench", "--interleave", "off"};
+    assert_int_equal(run(&o, err, 4, il), MM_OK);
+    assert_false(o.interleave);
     const char *sw0[] = {"megamoe", "bench", "--sweeps", "0"};
     assert_int_equal(run(&o, err, 4, sw0), MM_USAGE);
     const char *swc[] = {"megamoe", "check", "--sweeps", "2"};
@@ -59,6 +63,8 @@ static void rejects(void **state)
         {4, {"megamoe", "bench", "--modes", "fast"}, "unknown mode"},
         {4, {"megamoe", "bench", "--routing", "zipf:-2"}, "--routing"},
         {4, {"megamoe", "bench", "--graph", "sometimes"}, "--graph"},
+        {4, {"megamoe", "bench", "--interleave", "maybe"}, "--interleave"},
+        {4, {"megamoe", "check", "--interleave", "on"}, "does not apply"},
         {4, {"megamoe", "bench", "--ranks", "2"}, "does not apply"},
         {4, {"megamoe", "check", "--tol", "0.01"}, "--tol"},
         {4, {"megamoe", "plan", "--batches", "0"}, "bad batch list"},
