@@ -8,22 +8,33 @@
 
 #define MM_MAX_WORKS 8
 
+static mm_status call(mm_runtime *rt, mm_step_fn step, void *ctx, cudaGraphExec_t exec)
+{
+    if (exec) CUDA_TRY(cudaGraphLaunch(exec, rt->stream));
+    else MM_TRY(step(ctx, rt->stream));
+    return MM_OK;
+}
+
 /* Enqueues warmup + iters iterations of each work, interleaved; events only around the timed
- * ones (start[j * iters + i], stop[...]). A failure to enqueue stops the loop; what was enqueued
- * still drains. */
+ * ones (start[j * iters + i], stop[...]). With several works, each timed call follows an untimed
+ * call of the same work (after a line-up barrier): the timed call then finds what a loop of one
+ * work leaves behind (its code in the SMs' instruction caches; L2 is flushed either way), so
+ * interleaving changes which clock states a work meets, not the state of its caches. A failure
+ * to enqueue stops the loop; what was enqueued still drains. */
 static mm_status enqueue(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs, const mm_timing *t,
                          const cudaGraphExec_t *exec, cudaEvent_t *start, cudaEvent_t *stop)
 {
     for (int i = -t->warmup; i < t->iters; i++) {
         for (int j = 0; j < n; j++) {
             const int at = j * t->iters + i;
+            if (n > 1 && i >= 0) {
+                MM_TRY(runtime_device_barrier(rt));
+                MM_TRY(call(rt, steps[j], ctxs[j], exec[j]));
+            }
             if (t->l2_flush) MM_TRY(runtime_flush_l2(rt, i));
             if (i != t->stall_iter || i < 0) MM_TRY(runtime_device_barrier(rt));
             if (i >= 0) CUDA_TRY(cudaEventRecord(start[at], rt->stream));
-            if (exec[j])
-                CUDA_TRY(cudaGraphLaunch(exec[j], rt->stream));
-            else
-                MM_TRY(steps[j](ctxs[j], rt->stream));
+            MM_TRY(call(rt, steps[j], ctxs[j], exec[j]));
             if (i >= 0) CUDA_TRY(cudaEventRecord(stop[at], rt->stream));
         }
     }

@@ -30,7 +30,8 @@ mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_ti
 /* The same for n works timed side by side: iteration i of work 0, then of work 1, ..., then
  * iteration i + 1 of work 0, so every work sees the same share of each clock and power state
  * the GPU goes through (a sustained load can lower the clocks part way through a row, which
- * would favour whichever work ran first). samples_us[j] gets work j's samples. A failure marks
+ * would favour whichever work ran first). Each timed call comes right after an untimed call of
+ * the same work, as in a loop of one work. samples_us[j] gets work j's samples. A failure marks
  * every row with it: which work failed is for the caller to find out (by timing each alone). */
 mm_status timing_run_rows(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs,
                           const mm_timing *t, mm_row *const *rows, double *const *samples_us);
