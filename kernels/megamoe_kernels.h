@@ -13,6 +13,11 @@ extern "C" {
 #endif
 
 #define MM_MAX_PEERS 8 /* one NVLink domain of one node */
+/* normal's communication kernels: CTAs of 128 threads, this many per SM of --comm-sms, all
+ * resident at once (their __launch_bounds__ hold them to the registers that takes: at 137
+ * registers the reduce-send ran a second wave and took 1.45x as long) */
+#define MM_COMM_THREADS 128
+#define MM_COMM_CTAS_PER_SM 4
 #define MM_KERNEL_MAX_TOPK 16 /* per-token routing state the kernels keep (config.h MM_MAX_TOPK fits) */
 
 /* Every rank's symmetric buffer as a plain pointer in this process's address space (NVLink loads

@@ -132,7 +132,7 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
  * copies of consecutive pieces and destinations are all in flight together. The last CTA to
  * finish runs barrier B (every row has arrived everywhere), which saves the barrier's launch. */
 #define PIECES_PER_THREAD 4
-__global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
+__global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_dispatch_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
     const int sblocks = a.m.hidden / 128, pieces = a.m.hidden / 16;
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(128) normal_dispatch_kernel(mm_normal_args a)
     if (mm_last_cta(&a.done[0])) mm_cross_rank_barrier(a.comm);
 }
 
-__global__ void __launch_bounds__(128) normal_permute_kernel(mm_normal_args a)
+__global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_permute_kernel(mm_normal_args a)
 {
     const int sblocks = a.m.hidden / 128;
     __shared__ int dst_row[MAX_K];
@@ -239,7 +239,7 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
  * (each direction of a link busy half the time). So the rows are walked in `most` steps (the
  * largest sender's count), step s taking sender r's rows [s*n_r/most, (s+1)*n_r/most): every
  * sender's rows, remote or not, spread evenly over the stage. The last CTA runs barrier C. */
-__global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args a)
+__global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_reduce_send_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank;
     __shared__ int rows[MAX_K];
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(128) normal_reduce_send_kernel(mm_normal_args 
     if (mm_last_cta(&a.done[1])) mm_cross_rank_barrier(a.comm);
 }
 
-__global__ void __launch_bounds__(128) normal_combine_kernel(mm_normal_args a)
+__global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_combine_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
@@ -304,20 +304,20 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
      * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MM_MARK(2);
-    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a); /* with barrier B */
+    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a); /* with barrier B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(3);
-    normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a);
+    normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(4);
     if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, marks ? marks + 5 : NULL, stream)) != cudaSuccess)
         return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MM_MARK(7);
-    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), 128, 0, stream>>>(a); /* with barrier C */
+    normal_reduce_send_kernel<<<grid_for(a.recv_rows, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a); /* with barrier C */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(8); /* reduce-send: the partial rows' NVLink traffic (and barrier C) */
-    normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), 128, 0, stream>>>(a);
+    normal_combine_kernel<<<grid_for(a.io.tokens, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(9);
     return cudaSuccess;

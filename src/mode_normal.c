@@ -53,7 +53,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     a->row_bytes = mm_normal_row_bytes(&shape);
     a->m = modes_model_args(cfg, max_tokens);
     a->sm_count = rt->sm_count;
-    a->comm_ctas = 4 * (rt->comm_sms > 0 && rt->comm_sms < rt->sm_count ? rt->comm_sms : rt->sm_count);
+    a->comm_ctas = MM_COMM_CTAS_PER_SM * (rt->comm_sms > 0 && rt->comm_sms < rt->sm_count ? rt->comm_sms : rt->sm_count);
     a->xq = (uint8_t *)(base + loc.region[NORMAL_XQ].offset);
     a->xq_scales = (float *)(base + loc.region[NORMAL_XQ_SCALES].offset);
     a->token_slot = (int32_t *)(base + loc.region[NORMAL_TOKEN_SLOT].offset);
