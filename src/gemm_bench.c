@@ -89,31 +89,41 @@ static mm_status lt_enqueue(void *ctx, cudaStream_t st)
     return lt_runner_enqueue(ctx, st);
 }
 
-/* Median time of `fn` over o->iters calls after o->warmup, L2 flushed before each (events
- * around each call). */
-static mm_status time_median(const mm_options *o, const gemm_buffers *b, cudaStream_t st, enqueue_fn fn, void *ctx,
-                             mm_stats *out)
+/* Median times of n works (ours, and cuBLASLt when it takes the problem) over o->iters calls
+ * after o->warmup, side by side as bench times its modes: iteration i of each work, then i + 1,
+ * each timed call after an untimed call of the same work and an L2 flush (events around the timed
+ * call), so both see the same share of the GPU's clock states under its power cap. */
+static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, cudaStream_t st, int n,
+                                   const enqueue_fn *fn, void *const *ctx, mm_stats *out)
 {
     int iters = o->iters;
     double *us = malloc(sizeof(double) * (size_t)iters);
-    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)iters);
+    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)iters * (size_t)n);
     mm_status s = (us && ev) ? MM_OK : MM_RUNTIME;
     int made = 0;
-    for (; s == MM_OK && made < 2 * iters; made++)
+    for (; s == MM_OK && made < 2 * iters * n; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) s = MM_RUNTIME;
     for (int i = -o->warmup; s == MM_OK && i < iters; i++) {
-        if (o->l2_flush && cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, st) != cudaSuccess) s = MM_RUNTIME;
-        if (s == MM_OK && i >= 0 && cudaEventRecord(ev[2 * i], st) != cudaSuccess) s = MM_RUNTIME;
-        if (s == MM_OK) s = fn(ctx, st);
-        if (s == MM_OK && i >= 0 && cudaEventRecord(ev[2 * i + 1], st) != cudaSuccess) s = MM_RUNTIME;
+        for (int j = 0; s == MM_OK && j < n; j++) {
+            cudaEvent_t *e = ev + 2 * ((size_t)j * iters + (i > 0 ? i : 0));
+            if (n > 1 && i >= 0) s = fn[j](ctx[j], st);
+            if (s == MM_OK && o->l2_flush && cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, st) != cudaSuccess)
+                s = MM_RUNTIME;
+            if (s == MM_OK && i >= 0 && cudaEventRecord(e[0], st) != cudaSuccess) s = MM_RUNTIME;
+            if (s == MM_OK) s = fn[j](ctx[j], st);
+            if (s == MM_OK && i >= 0 && cudaEventRecord(e[1], st) != cudaSuccess) s = MM_RUNTIME;
+        }
     }
     if (s == MM_OK && cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
-    for (int i = 0; s == MM_OK && i < iters; i++) {
-        float ms;
-        if (cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != cudaSuccess) s = MM_RUNTIME;
-        us[i] = ms * 1000.0;
+    for (int j = 0; s == MM_OK && j < n; j++) {
+        for (int i = 0; s == MM_OK && i < iters; i++) {
+            float ms;
+            cudaEvent_t *e = ev + 2 * ((size_t)j * iters + i);
+            if (cudaEventElapsedTime(&ms, e[0], e[1]) != cudaSuccess) s = MM_RUNTIME;
+            us[i] = ms * 1000.0;
+        }
+        if (s == MM_OK) stats_compute(us, iters, &out[j]);
     }
-    if (s == MM_OK) stats_compute(us, iters, out);
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     free(us);
     free(ev);
@@ -156,9 +166,22 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     MM_TRY(check_one(b, g, rows, ctas, st, &calc32));
     g.out_fp32 = 0;
 
-    mm_stats s;
+    /* the same problem through cuBLASLt, one matmul per active expert, timed next to ours */
+    lt_problem lp = {w, ws, b->qa, b->sa, count, offset, local_experts, sh.n, sh.k, rows};
+    lt_runner *lt = NULL;
+    char why[256];
+    mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
     ours_ctx oc = {g, ctas};
-    MM_TRY(time_median(o, b, st, ours_enqueue, &oc, &s));
+    const enqueue_fn fns[2] = {ours_enqueue, lt_enqueue};
+    void *const ctxs[2] = {&oc, lt};
+    mm_stats times[2];
+    if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times);
+    if (ls != MM_OK) {
+        lt_runner_destroy(lt);
+        free(count); free(offset); free(owner);
+        return ls;
+    }
+    const mm_stats s = times[0];
     double flops = 2.0 * rows * (double)sh.n * sh.k;
     double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
@@ -166,17 +189,11 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
            (double)rows / local_experts, s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
            ok ? "OK" : "FAIL");
 
-    /* the same problem through cuBLASLt, one matmul per active expert */
-    lt_problem lp = {w, ws, b->qa, b->sa, count, offset, local_experts, sh.n, sh.k, rows};
-    lt_runner *lt = NULL;
-    char why[256];
-    mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
-    if (ls == MM_OK && lt) {
-        mm_stats lts;
+    if (lt) {
+        const mm_stats lts = times[1];
         const uint16_t *lt_out;
         double calc_lt = 0;
-        ls = time_median(o, b, st, lt_enqueue, lt, &lts);
-        if (ls == MM_OK) ls = lt_runner_output(lt, st, &lt_out);
+        ls = lt_runner_output(lt, st, &lt_out);
         /* ours (BF16) against cuBLASLt's output */
         if (ls == MM_OK && (mm_launch_bf16_to_f64(lt_out, (long long)rows * sh.n, b->ref_lt, st) != cudaSuccess ||
                             mm_launch_grouped_gemm(g, ctas, st) != cudaSuccess))
@@ -200,7 +217,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
             }
         }
         lt_runner_destroy(lt);
-    } else if (ls == MM_OK) {
+    } else {
         printf("%s\n", why);
     }
     fflush(stdout);
@@ -255,7 +272,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
-           "L2 flush %s, %d iterations\n",
+           "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
            o->l2_flush ? "on" : "off", o->iters);
     for (int gi = 1; gi <= 2; gi++) {
