@@ -132,7 +132,9 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
  * dispatch_recv[me][t] there (up to topk times fewer NVLink bytes than a row per expert), and
  * each valid k's 16-byte meta {me, t, k, weight} to dispatch_meta[le][me][slot] at the expert's
  * owner. */
-#define DISPATCH_GROUP 4
+#ifndef DISPATCH_GROUP
+#define DISPATCH_GROUP 4 /* tokens per CTA per round; a build may set it (experiments) */
+#endif
 #define QUANT_LOADS 8
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
 {
