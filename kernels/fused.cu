@@ -40,8 +40,8 @@
  *                   (NVLink). The producer ends with an END (or ABORT) slot.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
- *   5 combine       CTAs stride over tokens, two at a time: wait (bounded) for every rank's
- *                   flag, then y = BF16 of the FP32 sum over valid k in k order (recipe step 7).
+ *   5 combine       CTAs stride over tokens: wait (bounded) for every rank's flag, then
+ *                   y = BF16 of the FP32 sum over valid k in k order (recipe step 7).
  *   6 exit          the last CTA out clears the counters it owns and stores the epoch, so the
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
@@ -626,21 +626,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         if (!__syncthreads_and(good)) return;
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, me, a.x.off_combine);
-        /* two tokens per step (t and t + grid) where top-k allows: their loads in flight together */
-        const size_t kh = (size_t)a.m.topk * a.m.hidden;
-        __nv_bfloat16 *y = (__nv_bfloat16 *)a.io.y;
-        const int step = a.m.topk <= MM_PAIR_MAX_TOPK ? 2 : 1;
-        for (int t = blockIdx.x; t < a.io.tokens; t += step * gridDim.x) {
-            if (step == 1) {
-                mm_combine_token(home + t * kh, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden, y + (size_t)t * a.m.hidden);
-                continue;
-            }
-            const int u = t + gridDim.x;
-            const bool two = u < a.io.tokens;
-            mm_combine_token_pair(home + t * kh, a.io.ids + (size_t)t * a.m.topk, y + (size_t)t * a.m.hidden,
-                                  two ? home + u * kh : NULL, a.io.ids + (size_t)(two ? u : t) * a.m.topk,
-                                  two ? y + (size_t)u * a.m.hidden : NULL, a.m.topk, a.m.hidden);
-        }
+        for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
+            mm_combine_token(home + (size_t)t * a.m.topk * a.m.hidden, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden,
+                             (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
     }
 
     stamp(a, 5);

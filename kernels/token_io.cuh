@@ -101,16 +101,15 @@ __device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int
  * Every row's load is issued before the first add, so a token's rows are in flight together
  * (a load, its adds, then the next load cost one memory latency per row). Shared by the fused and
  * ll combines and normal's reduce-send and combine, so they sum alike. */
-template <int MAX_ROWS>
-__device__ __forceinline__ uint4 mm_sum_rows8_upto(const __nv_bfloat16 *const rows[MAX_ROWS], int n, int c)
+__device__ __forceinline__ uint4 mm_sum_rows8(const __nv_bfloat16 *const rows[MM_KERNEL_MAX_TOPK], int n, int c)
 {
-    uint4 v[MAX_ROWS];
+    uint4 v[MM_KERNEL_MAX_TOPK];
 #pragma unroll
-    for (int i = 0; i < MAX_ROWS; i++)
+    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++)
         if (i < n && rows[i]) v[i] = *(const uint4 *)(rows[i] + c);
     float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int i = 0; i < MAX_ROWS; i++) {
+    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++) {
         if (i >= n || !rows[i]) continue;
         const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v[i];
 #pragma unroll
@@ -124,35 +123,6 @@ __device__ __forceinline__ uint4 mm_sum_rows8_upto(const __nv_bfloat16 *const ro
 #pragma unroll
     for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
     return out;
-}
-
-__device__ __forceinline__ uint4 mm_sum_rows8(const __nv_bfloat16 *const rows[MM_KERNEL_MAX_TOPK], int n, int c)
-{
-    return mm_sum_rows8_upto<MM_KERNEL_MAX_TOPK>(rows, n, c);
-}
-
-/* Two tokens' y at once, for top-k <= MM_PAIR_MAX_TOPK (every thread of the CTA; in1/y1 NULL:
- * only the first): each thread's two sums have all their rows' loads in flight together, where
- * one token at a time paid a memory latency per column step (fused's combine walks ~30-60 tokens
- * per CTA). The same sum per (token, column) as mm_combine_token, so the same bits; the row
- * arrays are sized for MM_PAIR_MAX_TOPK so the two sums' loads fit in registers. */
-#define MM_PAIR_MAX_TOPK 8
-__device__ __forceinline__ void mm_combine_token_pair(const __nv_bfloat16 *in0, const int32_t *ids0, __nv_bfloat16 *y0,
-                                                      const __nv_bfloat16 *in1, const int32_t *ids1, __nv_bfloat16 *y1,
-                                                      int topk, int hidden)
-{
-    const __nv_bfloat16 *rows0[MM_PAIR_MAX_TOPK], *rows1[MM_PAIR_MAX_TOPK];
-#pragma unroll
-    for (int k = 0; k < MM_PAIR_MAX_TOPK; k++) {
-        rows0[k] = k < topk && ids0[k] >= 0 ? in0 + (size_t)k * hidden : NULL;
-        rows1[k] = in1 && k < topk && ids1[k] >= 0 ? in1 + (size_t)k * hidden : NULL;
-    }
-    for (int c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) {
-        const uint4 s0 = mm_sum_rows8_upto<MM_PAIR_MAX_TOPK>(rows0, topk, c);
-        const uint4 s1 = mm_sum_rows8_upto<MM_PAIR_MAX_TOPK>(rows1, topk, c);
-        *(uint4 *)(y0 + c) = s0;
-        if (y1) *(uint4 *)(y1 + c) = s1;
-    }
 }
 
 /* y[t] from the token's K expert rows at `in` ([K][H] BF16); called by every thread of the CTA. */
