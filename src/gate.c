@@ -80,6 +80,7 @@ typedef struct {
 typedef struct {
     char config[96], gpu[96], git[48], date[40];
     int ep;
+    int interleave; /* meta.interleave; files from before the flag timed modes one after another */
     int n;
     gate_row *rows;
 } gate_file;
@@ -139,6 +140,7 @@ static mm_status load(const char *path, gate_file *g)
         mm_fmt(g->git, sizeof g->git, "%s", str_item(meta, "git_rev"));
         mm_fmt(g->date, sizeof g->date, "%s", str_item(meta, "date"));
         g->ep = (int)num_item(meta, "ep", 0);
+        g->interleave = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "interleave"));
         int count = cJSON_GetArraySize(rows);
         g->rows = calloc((size_t)(count > 0 ? count : 1), sizeof(gate_row));
         if (!g->rows) s = MM_RUNTIME;
@@ -244,6 +246,10 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
     }
     if (strcmp(a.config, b.config) != 0)
         mm_warn("gate: configs differ (%s vs %s): no row can match", a.config, b.config);
+    if (a.interleave != b.interleave)
+        mm_warn("gate: the baseline timed its modes %s, the current run %s: at large batches the GPU's "
+                "clock states then differ between the two (README, How a number is taken)",
+                a.interleave ? "side by side" : "one after another", b.interleave ? "side by side" : "one after another");
     gate_line *lines = calloc((size_t)(a.n + b.n + 1), sizeof(gate_line));
     if (!lines) {
         free(a.rows);

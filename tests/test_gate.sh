@@ -26,6 +26,7 @@ check failing 1 "BROKEN \(fails\): FAIL calc_diff" -- --baseline $g/base.json --
 check missing 1 "fused/4096 .*MISSING \(fails\)" -- --baseline $g/base.json --current $g/missing.json
 check other-gpu 2 "baseline ran on NVIDIA H200 at EP 2, current on NVIDIA H100" -- --baseline $g/base.json --current $g/other-gpu.json
 check other-gpu-ignored 0 "gate: PASS" -- --baseline $g/base.json --current $g/other-gpu.json --ignore-device
+check timing-method 0 "gate: the baseline timed its modes one after another, the current run side by side" -- --baseline $g/base.json --current $g/interleaved.json
 check other-schema 2 "schema 'megamoe.results/0'" -- --baseline $g/base.json --current $g/other-schema.json
 check no-file 2 "cannot read" -- --baseline $g/nope.json --current $g/base.json
 check not-json 2 "not valid JSON" -- --baseline tests/configs/not-json.json --current $g/base.json

@@ -47,3 +47,6 @@ del missing["results"][2]
 write("missing.json", missing)
 write("other-gpu.json", run(gpu="NVIDIA H100 80GB HBM3", seed=8))
 write("other-schema.json", run(schema="megamoe.results/0", seed=9))
+interleaved = copy.deepcopy(base)
+interleaved["meta"]["interleave"] = True
+write("interleaved.json", interleaved)
