@@ -1,7 +1,8 @@
-/* Per-token dispatch and combine, shared by the ll pipeline and the fused kernel (so the two
- * modes quantize, place and sum exactly alike).
+/* Per-token quantization, dispatch and combine. The quantizer (every mode) and the combine sum
+ * (fused, ll, normal) are shared so all modes quantize and sum exactly alike; the dispatch below
+ * is ll's (fused sends a row per destination rank instead, fused.cu).
  *
- * Dispatch of one token (one CTA): quantize the BF16 row per 128 channels into shared memory
+ * ll's dispatch of one token (one CTA): quantize the BF16 row per 128 channels into shared memory
  * (recipe step 2), claim one slot per valid k at once (thread k does the atomic on the local
  * per-expert counter: one round trip per token, not one per k), then all threads copy the K wire
  * rows to the owners' receive regions over NVLink together; each row's 16-byte meta
@@ -24,8 +25,8 @@ typedef struct {
     float weight;
 } mm_wire_meta;
 
-/* Where dispatched rows go: dispatch_recv at byte `recv_offset` of every rank's symmetric buffer,
- * [El][R][max_tokens] rows of row_bytes. */
+/* Where ll's dispatched rows go: dispatch_recv at byte `recv_offset` of every rank's symmetric
+ * buffer, [El][R][max_tokens] rows of row_bytes. */
 typedef struct {
     const mm_peers *peers;
     uint64_t recv_offset, row_bytes;
