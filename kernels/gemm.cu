@@ -164,13 +164,8 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
 /* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
-    return mm_rows_map_create_strided(a, rows, k, k, out);
-}
-
-extern "C" cudaError_t mm_rows_map_create_strided(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride, void **out)
-{
     const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
-    return fp8_rows_maps(a, rows, k, stride, box, 2, out);
+    return fp8_rows_maps(a, rows, k, k, box, 2, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -161,8 +161,6 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
-/* The same over rows `stride` bytes apart whose first k bytes are the FP8 values (wire rows). */
-cudaError_t mm_rows_map_create_strided(const uint8_t *a, uint64_t rows, uint64_t k, uint64_t stride, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
