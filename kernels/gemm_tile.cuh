@@ -588,6 +588,98 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
+/* EXPERIMENT (-DMM_GEMM_DUAL, the standalone GEMM only; perf-notes, seventh session): a tile of
+ * 256 columns as two 128-column halves over one A block. Each K block takes two consecutive
+ * stages: the first A, B0 and their scales as mm_tile_produce loads them, the second only B1 and
+ * its weight scale (its A slot unused). The math computes both halves from the first stage's A
+ * into two accumulators, one block sum at a time (192 FP32 registers, as the in-flight form),
+ * and frees both stages after the second half's MMAs. A crosses from L2 once per 256 columns:
+ * 48 KB per 8.4 MFLOP instead of 64 KB, the L2 traffic per FLOP that limits large row counts. */
+__device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
+                                                  int kb)
+{
+    const int pt = threadIdx.x, s = ring.stage;
+    uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
+    float *sc = (float *)(sb + MM_TILE_B_STAGE);
+    mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS);
+    unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
+    if (pt == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
+                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
+                     : "memory");
+    }
+    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+    mm_ring_advance(ring);
+}
+
+__device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                     const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
+                                                     const mm_tile_b &b0, const mm_tile_b &b1, int kblocks)
+{
+    for (int kb = 0; kb < kblocks; kb++) {
+        mm_tile_produce(stages, p, ring, a, rows, am, b0, kb, kb + 1);
+        mm_tile_produce_b(stages, p, ring, b1, kb);
+    }
+}
+
+/* One K block's four k32 wgmmas with A from stage sa and B from stage sb. */
+__device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint64_t desc_b0, int sb, float blk[MM_TILE_ACC])
+{
+    const uint64_t step_a = (uint64_t)sa * (MM_TILE_STAGE_BYTES >> 4), step_b = (uint64_t)sb * (MM_TILE_STAGE_BYTES >> 4);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    mm_wgmma_64x128x32_fresh(blk, desc_a0 + step_a, desc_b0 + step_b);
+#pragma unroll
+    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
+        mm_wgmma_64x128x32_acc(blk, desc_a0 + step_a + 2 * ks, desc_b0 + step_b + 2 * ks);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
+                                                     bool pair, float acc0[MM_TILE_ACC], float acc1[MM_TILE_ACC])
+{
+    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
+    const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+    const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = acc1[i] = 0.0f;
+    if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
+        for (int kb = 0; kb < 2 * kblocks; kb++) {
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+            mm_tile_release(p, ring.stage, pair);
+            mm_ring_advance(ring);
+        }
+        return;
+    }
+    const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
+    float blk[MM_TILE_ACC];
+    for (int kb = 0; kb < kblocks; kb++) {
+        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+        mm_ring_advance(ring);
+        mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc0[i]);
+        /* the second half: its stage holds B1 and w1's scale; the A scales are the first stage's */
+        const int s1 = ring.stage;
+        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        const float *sc0 = (const float *)(stages + b.stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+        const float *sc1 = (const float *)(stages + s1 * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+        const float sw1 = sc1[MM_GEMM_BM];
+        const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
+        mm_ring_advance(ring);
+        mm_tile_issue_ab(da, b.stage, db, s1, blk);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_release(p, b.stage, pair);
+        mm_tile_release(p, s1, pair);
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC; i++) acc1[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc1[i]);
+    }
+}
+
 /* The two-slot ring that hands tile descriptions from the producer to the math warpgroups.
  * ready[j]: 128 producer arrivals (the slot is written); free[j]: one arrival per math warp (the
  * math is done with the slot, including its epilogue). Item n uses slot n % 2 in round n / 2. */
