@@ -322,6 +322,22 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
+#ifdef MM_FUSED_DUAL
+        /* EXPERIMENT: a GEMM1 item's gate and up blocks in one pass over A (two stages per K
+         * block, mm_tile_produce_dual); no SiLU side work (the math computes SwiGLU from its
+         * registers) */
+        if (item < sc.gemm1_items) {
+            mm_tile_b up = {b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * (a.m.hidden / 128)};
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, up, 0, 1);
+            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+            mm_item_publish(ring_items, n);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, up, 1, kblocks);
+            continue;
+        }
+        (void)park;
+        (void)silu_bars;
+        (void)large_gemm1;
+#endif
         /* the first block goes out before the item is published (a GEMM2 item's loads do not
          * wait for the meta; the math is still busy with the previous item) */
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
@@ -368,10 +384,11 @@ __device__ __forceinline__ void store_row_fp8(uint8_t *row, const uint32_t p[16]
 }
 
 /* GEMM1 epilogue (math threads): h = swiglu(gate, up) * w per row, quantized per 128 (recipe
- * steps 4-5) into act. `silu` is this thread's parked gate block, already turned into
- * mm_swiglu_gate during the up pass; `acc` the up block. */
-__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc,
-                                               const fused_item *it, const float *silu, float acc[MM_TILE_ACC])
+ * steps 4-5) into act. `silu` is this thread's gate block, already turned into mm_swiglu_gate
+ * (parked in shared memory with a stride of MM_CONSUMER_THREADS, or in registers: stride 1 and
+ * this thread's offset 0); `acc` the up block. */
+__device__ __forceinline__ void gemm1_epilogue_at(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                                  const float *silu, int stride, int offset, float acc[MM_TILE_ACC])
 {
     const int mt = mm_math_thread(), rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
@@ -385,7 +402,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         for (int i = 0; i < MM_TILE_ACC; i++) {
             int hi = (i >> 1) & 1;
             if (!(hi ? ok_hi : ok_lo)) continue;
-            float hv = mm_swiglu_apply(silu[i * MM_CONSUMER_THREADS + mt], acc[i], hi ? w_hi : w_lo, a.m.has_limit, a.m.limit);
+            float hv = mm_swiglu_apply(silu[i * stride + offset], acc[i], hi ? w_hi : w_lo, a.m.has_limit, a.m.limit);
             acc[i] = hv;
             amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
         }
@@ -418,6 +435,18 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         asm volatile("fence.proxy.async.global;" ::: "memory");
         mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
     }
+}
+
+__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                               const float *silu, float acc[MM_TILE_ACC])
+{
+    gemm1_epilogue_at(a, sc, it, silu, MM_CONSUMER_THREADS, mm_math_thread(), acc);
+}
+
+__device__ __forceinline__ void gemm1_epilogue_regs(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                                    const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
+{
+    gemm1_epilogue_at(a, sc, it, silu, 1, 0, acc);
 }
 
 /* Parks this thread's valid rows of a small tile's block row-major at `park` (rows <= 64: only
@@ -507,6 +536,26 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
         const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
         const bool small = it->rows <= SMALL_ROWS;
+#ifdef MM_FUSED_DUAL
+        if (is_gemm1) {
+            float up[MM_TILE_ACC];
+            mm_tile_consume_dual(stages, pipe, ring, it->rows, a.m.hidden, false, acc, up);
+            if (small) {
+                park_small(staging, acc, it->rows);
+                park_small(staging + SMALL_PARK_FLOATS, up, it->rows);
+                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+            } else {
+                /* SwiGLU's gate half from the registers (mm_swiglu = gate half, then apply) */
+#pragma unroll
+                for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
+                gemm1_epilogue_regs(a, sc, it, acc, up);
+            }
+            stamp_math(a, 3);
+            mm_item_release(ring_items, n);
+            continue;
+        }
+        (void)large_gemm1;
+#endif
         for (int pass = 0; pass < passes; pass++) {
             mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc);
             if (is_gemm1 && small) {

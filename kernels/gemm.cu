@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             if (dual) {
                 mm_tile_b b1 = {g.w_map, b.row0 + MM_GEMM_BN, b.scale + kblocks};
-                mm_tile_produce_dual(stages, &pipe, ring, &it->tab, rows, am, b, b1, kblocks);
+                mm_tile_produce_dual(stages, &pipe, ring, &it->tab, rows, am, b, b1, 0, kblocks);
             } else {
                 mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
             }

@@ -594,7 +594,8 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
  * its weight scale (its A slot unused). The math computes both halves from the first stage's A
  * into two accumulators, one block sum at a time (192 FP32 registers, as the in-flight form),
  * and frees both stages after the second half's MMAs. A crosses from L2 once per 256 columns:
- * 48 KB per 8.4 MFLOP instead of 64 KB, the L2 traffic per FLOP that limits large row counts. */
+ * 48 KB per 8.4 MFLOP instead of 64 KB, the L2 traffic per FLOP that limits large row counts.
+ * The fused kernel's GEMM1 can use the same pair of halves for gate and up (-DMM_FUSED_DUAL). */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb)
 {
@@ -617,9 +618,9 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
-                                                     const mm_tile_b &b0, const mm_tile_b &b1, int kblocks)
+                                                     const mm_tile_b &b0, const mm_tile_b &b1, int kb_begin, int kb_end)
 {
-    for (int kb = 0; kb < kblocks; kb++) {
+    for (int kb = kb_begin; kb < kb_end; kb++) {
         mm_tile_produce(stages, p, ring, a, rows, am, b0, kb, kb + 1);
         mm_tile_produce_b(stages, p, ring, b1, kb);
     }
