@@ -13,6 +13,7 @@
 #include "gemm_cublaslt.h"
 #include "runtime.h"
 #include "stats.h"
+#include "timing.h"
 
 typedef struct {
     int gemm; /* 1: gate/up (N 2I, K H), 2: down (N H, K I) */
@@ -70,7 +71,7 @@ static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int ro
 
 static int lt_layout_reported;
 
-typedef mm_status (*enqueue_fn)(void *ctx, cudaStream_t st);
+typedef mm_step_fn enqueue_fn; /* timing.h: one call of a work on a stream */
 
 typedef struct {
     mm_grouped_gemm_args g;
@@ -89,41 +90,31 @@ static mm_status lt_enqueue(void *ctx, cudaStream_t st)
     return lt_runner_enqueue(ctx, st);
 }
 
+static mm_status flush_l2(void *ctx, cudaStream_t st, int iteration)
+{
+    const gemm_buffers *b = ctx;
+    CUDA_TRY(cudaMemsetAsync(b->flush, iteration & 0xff, b->flush_bytes, st));
+    return MM_OK;
+}
+
 /* Median times of n works (ours, and cuBLASLt when it takes the problem) over o->iters calls
- * after o->warmup, side by side as bench times its modes: iteration i of each work, then i + 1,
- * each timed call after an untimed call of the same work and an L2 flush (events around the timed
- * call), so both see the same share of the GPU's clock states under its power cap. */
+ * after o->warmup, side by side as bench times its modes (timing.h), L2 flushed before each call
+ * when asked: both see the same share of the GPU's clock states under its power cap. */
 static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, cudaStream_t st, int n,
                                    const enqueue_fn *fn, void *const *ctx, mm_stats *out)
 {
-    int iters = o->iters;
-    double *us = malloc(sizeof(double) * (size_t)iters);
-    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)iters * (size_t)n);
+    const int iters = o->iters, events = n * iters;
+    double *us = malloc(sizeof(double) * (size_t)events);
+    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)events);
     mm_status s = (us && ev) ? MM_OK : MM_RUNTIME;
     int made = 0;
-    for (; s == MM_OK && made < 2 * iters * n; made++)
+    for (; s == MM_OK && made < 2 * events; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) s = MM_RUNTIME;
-    for (int i = -o->warmup; s == MM_OK && i < iters; i++) {
-        for (int j = 0; s == MM_OK && j < n; j++) {
-            cudaEvent_t *e = ev + 2 * ((size_t)j * iters + (i > 0 ? i : 0));
-            if (n > 1 && i >= 0) s = fn[j](ctx[j], st);
-            if (s == MM_OK && o->l2_flush && cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, st) != cudaSuccess)
-                s = MM_RUNTIME;
-            if (s == MM_OK && i >= 0 && cudaEventRecord(e[0], st) != cudaSuccess) s = MM_RUNTIME;
-            if (s == MM_OK) s = fn[j](ctx[j], st);
-            if (s == MM_OK && i >= 0 && cudaEventRecord(e[1], st) != cudaSuccess) s = MM_RUNTIME;
-        }
-    }
-    if (s == MM_OK && cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
-    for (int j = 0; s == MM_OK && j < n; j++) {
-        for (int i = 0; s == MM_OK && i < iters; i++) {
-            float ms;
-            cudaEvent_t *e = ev + 2 * ((size_t)j * iters + i);
-            if (cudaEventElapsedTime(&ms, e[0], e[1]) != cudaSuccess) s = MM_RUNTIME;
-            us[i] = ms * 1000.0;
-        }
-        if (s == MM_OK) stats_compute(us, iters, &out[j]);
-    }
+    const mm_call_prelude pre = {o->l2_flush ? flush_l2 : NULL, NULL, (void *)b, -1};
+    if (s == MM_OK) s = timing_enqueue_side_by_side(st, n, fn, ctx, NULL, o->warmup, iters, &pre, ev, ev + events);
+    if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
+    if (s == MM_OK) s = timing_elapsed_us(ev, ev + events, events, us);
+    for (int j = 0; s == MM_OK && j < n; j++) stats_compute(us + (size_t)j * iters, iters, &out[j]);
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     free(us);
     free(ev);

@@ -8,37 +8,55 @@
 
 #define MM_MAX_WORKS 8
 
-static mm_status call(mm_runtime *rt, mm_step_fn step, void *ctx, cudaGraphExec_t exec)
+static mm_status call(cudaStream_t stream, mm_step_fn step, void *ctx, cudaGraphExec_t exec)
 {
-    if (exec) CUDA_TRY(cudaGraphLaunch(exec, rt->stream));
-    else MM_TRY(step(ctx, rt->stream));
+    if (exec) CUDA_TRY(cudaGraphLaunch(exec, stream));
+    else MM_TRY(step(ctx, stream));
     return MM_OK;
 }
 
-/* Enqueues warmup + iters iterations of each work, interleaved; events only around the timed
- * ones (start[j * iters + i], stop[...]). With several works, each timed call follows an untimed
- * call of the same work (after a line-up barrier): the timed call then finds what a loop of one
- * work leaves behind (its code in the SMs' instruction caches; L2 is flushed either way), so
- * interleaving changes which clock states a work meets, not the state of its caches. A failure
- * to enqueue stops the loop; what was enqueued still drains. */
-static mm_status enqueue(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs, const mm_timing *t,
-                         const cudaGraphExec_t *exec, cudaEvent_t *start, cudaEvent_t *stop)
+mm_status timing_enqueue_side_by_side(cudaStream_t stream, int n, const mm_step_fn *steps, void *const *ctxs,
+                                      const cudaGraphExec_t *exec, int warmup, int iters, const mm_call_prelude *pre,
+                                      cudaEvent_t *start, cudaEvent_t *stop)
 {
-    for (int i = -t->warmup; i < t->iters; i++) {
+    for (int i = -warmup; i < iters; i++) {
         for (int j = 0; j < n; j++) {
-            const int at = j * t->iters + i;
+            const int at = j * iters + i;
+            const cudaGraphExec_t graph = exec ? exec[j] : NULL;
             if (n > 1 && i >= 0) {
-                MM_TRY(runtime_device_barrier(rt));
-                MM_TRY(call(rt, steps[j], ctxs[j], exec[j]));
+                if (pre->line_up) MM_TRY(pre->line_up(pre->ctx, stream));
+                MM_TRY(call(stream, steps[j], ctxs[j], graph));
             }
-            if (t->l2_flush) MM_TRY(runtime_flush_l2(rt, i));
-            if (i != t->stall_iter || i < 0) MM_TRY(runtime_device_barrier(rt));
-            if (i >= 0) CUDA_TRY(cudaEventRecord(start[at], rt->stream));
-            MM_TRY(call(rt, steps[j], ctxs[j], exec[j]));
-            if (i >= 0) CUDA_TRY(cudaEventRecord(stop[at], rt->stream));
+            if (pre->flush) MM_TRY(pre->flush(pre->ctx, stream, i));
+            if (pre->line_up && (i != pre->stall_iter || i < 0)) MM_TRY(pre->line_up(pre->ctx, stream));
+            if (i >= 0) CUDA_TRY(cudaEventRecord(start[at], stream));
+            MM_TRY(call(stream, steps[j], ctxs[j], graph));
+            if (i >= 0) CUDA_TRY(cudaEventRecord(stop[at], stream));
         }
     }
     return MM_OK;
+}
+
+mm_status timing_elapsed_us(const cudaEvent_t *start, const cudaEvent_t *stop, int count, double *us)
+{
+    for (int i = 0; i < count; i++) {
+        float ms = 0;
+        CUDA_TRY(cudaEventElapsedTime(&ms, start[i], stop[i]));
+        us[i] = ms * 1000.0;
+    }
+    return MM_OK;
+}
+
+static mm_status rt_flush(void *ctx, cudaStream_t stream, int iteration)
+{
+    (void)stream; /* the runtime's own stream */
+    return runtime_flush_l2((mm_runtime *)ctx, iteration);
+}
+
+static mm_status rt_line_up(void *ctx, cudaStream_t stream)
+{
+    (void)stream;
+    return runtime_device_barrier((mm_runtime *)ctx);
 }
 
 static mm_status capture(mm_runtime *rt, mm_step_fn step, void *ctx, cudaGraph_t *graph,
@@ -67,7 +85,8 @@ static mm_status run_local(mm_runtime *rt, int n, const mm_step_fn *steps, void 
     cudaGraph_t graph[MM_MAX_WORKS] = {0};
     cudaGraphExec_t exec[MM_MAX_WORKS] = {0};
     for (int j = 0; s == MM_OK && t->graph && j < n; j++) s = capture(rt, steps[j], ctxs[j], &graph[j], &exec[j]);
-    if (s == MM_OK) s = enqueue(rt, n, steps, ctxs, t, exec, ev, ev + events);
+    const mm_call_prelude pre = {t->l2_flush ? rt_flush : NULL, rt_line_up, rt, t->stall_iter};
+    if (s == MM_OK) s = timing_enqueue_side_by_side(rt->stream, n, steps, ctxs, exec, t->warmup, t->iters, &pre, ev, ev + events);
     cudaError_t sync = cudaStreamSynchronize(rt->stream);
     if (sync != cudaSuccess) {
         mm_error("CUDA %s while timing: %s", cudaGetErrorName(sync), cudaGetErrorString(sync));
@@ -76,11 +95,7 @@ static mm_status run_local(mm_runtime *rt, int n, const mm_step_fn *steps, void 
     }
     mm_status waited = runtime_wait_status(rt, what, what_len);
     if (waited != MM_OK) s = waited;
-    for (int i = 0; s == MM_OK && i < events; i++) {
-        float ms = 0;
-        if (cudaEventElapsedTime(&ms, ev[i], ev[events + i]) != cudaSuccess) s = MM_RUNTIME;
-        mine[i] = ms * 1000.0;
-    }
+    if (s == MM_OK) s = timing_elapsed_us(ev, ev + events, events, mine);
     for (int j = 0; j < n; j++) {
         if (exec[j]) cudaGraphExecDestroy(exec[j]);
         if (graph[j]) cudaGraphDestroy(graph[j]);

@@ -20,6 +20,29 @@ typedef struct {
     int stall_iter;
 } mm_timing;
 
+/* What comes before each call of the side-by-side loop: the L2 flush and the ranks' line-up
+ * (NULL: the work has none). */
+typedef struct {
+    mm_status (*flush)(void *ctx, cudaStream_t stream, int iteration);
+    mm_status (*line_up)(void *ctx, cudaStream_t stream);
+    void *ctx;
+    int stall_iter; /* self-test: the timed iteration whose line-up this rank skips (-1: none) */
+} mm_call_prelude;
+
+/* The loop bench and gemm time with, enqueued on `stream`: warmup + iters iterations of each of
+ * the n works, iteration i of every work before iteration i + 1 of any (so they share the GPU's
+ * clock states), each call after the prelude, events around the timed ones (start[j * iters + i],
+ * stop[...]). With several works each timed call follows an untimed call of the same work, so it
+ * finds what a loop of that work alone leaves behind (its code in the SMs' instruction caches;
+ * L2 is flushed either way). exec: NULL, or per work a graph to launch instead of the step. A
+ * failure to enqueue stops the loop; what was enqueued still drains. */
+mm_status timing_enqueue_side_by_side(cudaStream_t stream, int n, const mm_step_fn *steps, void *const *ctxs,
+                                      const cudaGraphExec_t *exec, int warmup, int iters, const mm_call_prelude *pre,
+                                      cudaEvent_t *start, cudaEvent_t *stop);
+
+/* us[i] = the time between start[i] and stop[i] (the stream has drained). */
+mm_status timing_elapsed_us(const cudaEvent_t *start, const cudaEvent_t *stop, int count, double *us);
+
 /* Runs the loop on every rank and fills `row` (status, note, stats, per-rank medians) on rank 0.
  * Returns MM_OK when the row was measured or its failure was contained (then row->status says
  * TIMEOUT or ERROR and the communication state has been reset); an error return means the
