@@ -223,6 +223,7 @@ enum { ITEM_END = -1, ITEM_ABORT = -2 };
 typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
+    int h_width, h_items; /* 128-blocks of H per GEMM2 item (2: -DMM_FUSED_DUAL_GEMM2), items per row tile */
 } fused_schedule;
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
@@ -234,8 +235,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
-    const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.hb_count;
-    const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.hb_count;
+    const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.h_items;
+    const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.h_items * sc.h_width;
     mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
     const int le = t.expert;
     int expert_rows = 0;
@@ -300,7 +301,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             if (item < sc.items)
                 next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
-                int tile = (item - sc.gemm1_items) / sc.hb_count;
+                int tile = (item - sc.gemm1_items) / sc.h_items;
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
@@ -337,6 +338,17 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         (void)park;
         (void)silu_bars;
         (void)large_gemm1;
+#endif
+#ifdef MM_FUSED_DUAL_GEMM2
+        /* EXPERIMENT: a GEMM2 item of two adjacent 128-blocks of H over one pass of act */
+        if (item >= sc.gemm1_items && sc.h_width == 2) {
+            mm_tile_b b1 = {b.map, b.row0 + MM_GEMM_BN, b.scale + sc.ib_count};
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 0, 1);
+            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+            mm_item_publish(ring_items, n);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 1, kblocks);
+            continue;
+        }
 #endif
         /* the first block goes out before the item is published (a GEMM2 item's loads do not
          * wait for the meta; the math is still busy with the previous item) */
@@ -516,6 +528,32 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
     }
 }
 
+#ifdef MM_FUSED_DUAL_GEMM2
+static_assert(MM_GEMM_BM * 2 * MM_GEMM_BN * 2 <= STAGING_BYTES, "a 128 x 256 BF16 out tile fits the staging area");
+/* EXPERIMENT: the GEMM2 epilogue of a 256-column item (two halves): one 128 x 256 BF16 tile in
+ * the whole staging area, so a barrier first (the previous item's rows are all stored), then
+ * each row's 512 bytes go home as a warp's 16-byte stores. */
+__device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
+                                                    const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC])
+{
+    const int rows = it->rows, block = it->block, lane = threadIdx.x % 32, width = 2 * MM_GEMM_BN;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + mm_acc_col(i)) = __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
+        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + MM_GEMM_BN + mm_acc_col(i)) =
+            __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
+    }
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
+        wire_meta m = it->meta[r];
+        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
+                               (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
+        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane];
+    }
+}
+#endif
+
 /* Warpgroups 1 and 2: the items in the producer's order. GEMM1 parks the gate pass's
  * accumulators in `staging` (each thread its own, no sync) while the up pass runs. Returns false
  * when the producer aborted. */
@@ -555,6 +593,15 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             continue;
         }
         (void)large_gemm1;
+#endif
+#ifdef MM_FUSED_DUAL_GEMM2
+        if (!is_gemm1 && sc.h_width == 2) {
+            float acc1[MM_TILE_ACC];
+            mm_tile_consume_dual(stages, pipe, ring, it->rows, a.m.inter, false, acc, acc1);
+            gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1);
+            mm_item_release(ring_items, n);
+            continue;
+        }
 #endif
         for (int pass = 0; pass < passes; pass++) {
             mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc);
@@ -643,7 +690,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.ib_count = a.m.inter / 128;
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
-    sc.items = sc.gemm1_items + sc.tiles * sc.hb_count;
+#ifdef MM_FUSED_DUAL_GEMM2
+    sc.h_width = sc.hb_count % 2 == 0 ? 2 : 1;
+#else
+    sc.h_width = 1;
+#endif
+    sc.h_items = sc.hb_count / sc.h_width;
+    sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;
