@@ -46,7 +46,8 @@
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
  * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [R][T] rows, combine_recv
- * [T][K][H] BF16, dispatch_meta [El][R][T] (symmetric); act [El][R*T][I] FP8 + scales (local).
+ * [T][K][H] BF16, dispatch_meta [El][R][T] (symmetric); act [row tiles * 128][I] FP8 + scales,
+ * row tile t at rows 128 t (local).
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
@@ -243,7 +244,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[le * ranks + q];
     int rows = expert_rows - t.row_tile * MM_GEMM_BM;
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-    const size_t act_row0 = (size_t)le * ranks * a.m.max_tokens + (size_t)t.row_tile * MM_GEMM_BM;
+    /* act is compact: row tile `tile` (flat over the experts) at rows 128 * tile */
+    const size_t act_row0 = (size_t)tile * MM_GEMM_BM;
 
     int r;
     const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);

@@ -219,12 +219,13 @@ static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
     return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 1);
 }
 
-/* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows) in the
- * masked layout [El][R*T], read by GEMM2. */
+/* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows), one
+ * 128-row block per row tile, read by GEMM2. */
 static inline mm_layout mm_layout_fused_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    uint64_t rows = (uint64_t)(mm_local_experts(s) * s->ranks * s->max_tokens);
+    /* compact: row tile t (flat over the experts, gemm_schedule.h) at rows 128 t */
+    uint64_t rows = (uint64_t)mm_fused_max_row_tiles(s) * MM_FUSED_TILE_ROWS;
     mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
     mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     return l;

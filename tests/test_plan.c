@@ -107,9 +107,15 @@ static void layouts(void **state)
     assert_true(f.region[XCHG_COMBINE_RECV].bytes == l.region[XCHG_COMBINE_RECV].bytes);
     assert_true(f.region[XCHG_COUNTS].bytes == l.region[XCHG_COUNTS].bytes);
     for (int i = 1; i < f.count; i++) assert_true(f.region[i].offset >= f.region[i - 1].offset + f.region[i - 1].bytes);
+    /* fused's act is compact: a 128-row block per possible row tile, here min(128 experts x 16
+     * tiles, 2 * 1024 * 6 / 128 + 128) = 224 tiles */
+    assert_int_equal((int)mm_fused_max_row_tiles(&s), 224);
+    mm_layout fl = mm_layout_fused_local(&s);
+    assert_true(fl.region[FUSED_ACT].bytes == 224ull * 128 * 2048);
+    assert_true(fl.region[FUSED_ACT_SCALES].bytes == 224ull * 128 * (2048 / 128) * 4);
     uint64_t sym, local;
     plan_mode_bytes(MODE_FUSED, &s, &sym, &local);
-    assert_true(sym == f.total && local > 0);
+    assert_true(sym == f.total && local == fl.total);
     /* normal's wire row: 4096 FP8 + 32 scales (128 B) + header of 6 ids, 6 weights, a token
      * index (52 B, padded to 64) */
     assert_int_equal((int)mm_normal_row_bytes(&s), 4096 + 128 + 64);
