@@ -82,9 +82,9 @@ static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the 
 #define SMALL_ROWS 64
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
 #define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
-/* the gate block FP32 (per-thread layout), or gate and up of a small tile, or two BF16 out tiles */
-#define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4 > MM_GEMM_BM * MM_GEMM_BN * 4 ? 2 * SMALL_PARK_FLOATS * 4 \
-                                                                            : MM_GEMM_BM * MM_GEMM_BN * 4)
+/* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 */
+#define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
+static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
 
 typedef mm_wire_meta wire_meta;
 
@@ -224,7 +224,7 @@ enum { ITEM_END = -1, ITEM_ABORT = -2 };
 typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
-    int h_width, h_items; /* 128-blocks of H per GEMM2 item (2: -DMM_FUSED_DUAL_GEMM2), items per row tile */
+    int h_width, h_items; /* 128-blocks of H per GEMM2 item (1 or 2), GEMM2 items per row tile */
 } fused_schedule;
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
@@ -287,10 +287,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
-                              mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s,
-                              float *park, uint64_t *silu_bars)
+                              mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
-    uint32_t large_gemm1 = 0; /* large GEMM1 items so far: the parity of the SiLU barriers */
     mm_ring ring = {0, 0};
     /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
     int next = 0;
@@ -325,50 +323,28 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
-#ifdef MM_FUSED_DUAL
-        /* EXPERIMENT: a GEMM1 item's gate and up blocks in one pass over A (two stages per K
-         * block, mm_tile_produce_dual); no SiLU side work (the math computes SwiGLU from its
-         * registers) */
-        if (item < sc.gemm1_items) {
-            mm_tile_b up = {b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * (a.m.hidden / 128)};
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, up, 0, 1);
-            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-            mm_item_publish(ring_items, n);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, up, 1, kblocks);
-            continue;
-        }
-        (void)park;
-        (void)silu_bars;
-        (void)large_gemm1;
-#endif
-#ifdef MM_FUSED_DUAL_GEMM2
-        /* EXPERIMENT: a GEMM2 item of two adjacent 128-blocks of H over one pass of act */
-        if (item >= sc.gemm1_items && sc.h_width == 2) {
-            mm_tile_b b1 = {b.map, b.row0 + MM_GEMM_BN, b.scale + sc.ib_count};
+        const bool is_gemm1 = item < sc.gemm1_items;
+        if (is_gemm1 ? rows > SMALL_ROWS : sc.h_width == 2) {
+            /* two weight blocks over one pass of A (two stages per K block): a large GEMM1 tile's
+             * gate and up rows, or a GEMM2 item's two adjacent H blocks */
+            const mm_tile_b b1 = is_gemm1 ? mm_tile_b{b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * sc.hb_count}
+                                          : mm_tile_b{b.map, b.row0 + MM_GEMM_BN, b.scale + sc.ib_count};
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 0, 1);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 1, kblocks);
             continue;
         }
-#endif
         /* the first block goes out before the item is published (a GEMM2 item's loads do not
          * wait for the meta; the math is still busy with the previous item) */
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
-        if (item < sc.gemm1_items) {
+        if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
             b.row0 += a.m.inter;
-            b.scale += (size_t)sc.ib_count * (a.m.hidden / 128);
-            /* a large tile's up pass also turns the parked gate block into its SwiGLU half */
-            if (rows > SMALL_ROWS) {
-                const mm_tile_gate_silu side = {park, &silu_bars[0], &silu_bars[1], large_gemm1++ & 1u, a.m.has_limit,
-                                                a.m.limit};
-                mm_tile_produce_with_silu(stages, pipe, ring, &it->tab, rows, am, b, kblocks, side);
-            } else {
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
-            }
+            b.scale += (size_t)sc.ib_count * sc.hb_count;
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     }
 }
@@ -397,12 +373,11 @@ __device__ __forceinline__ void store_row_fp8(uint8_t *row, const uint32_t p[16]
     }
 }
 
-/* GEMM1 epilogue (math threads): h = swiglu(gate, up) * w per row, quantized per 128 (recipe
- * steps 4-5) into act. `silu` is this thread's gate block, already turned into mm_swiglu_gate
- * (parked in shared memory with a stride of MM_CONSUMER_THREADS, or in registers: stride 1 and
- * this thread's offset 0); `acc` the up block. */
-__device__ __forceinline__ void gemm1_epilogue_at(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                                  const float *silu, int stride, int offset, float acc[MM_TILE_ACC])
+/* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
+ * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
+ * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
+__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
     const int mt = mm_math_thread(), rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
@@ -416,7 +391,7 @@ __device__ __forceinline__ void gemm1_epilogue_at(const mm_fused_args &a, const 
         for (int i = 0; i < MM_TILE_ACC; i++) {
             int hi = (i >> 1) & 1;
             if (!(hi ? ok_hi : ok_lo)) continue;
-            float hv = mm_swiglu_apply(silu[i * stride + offset], acc[i], hi ? w_hi : w_lo, a.m.has_limit, a.m.limit);
+            float hv = mm_swiglu_apply(silu[i], acc[i], hi ? w_hi : w_lo, a.m.has_limit, a.m.limit);
             acc[i] = hv;
             amax[hi] = fmaxf(amax[hi], mm_fabs(hv));
         }
@@ -449,18 +424,6 @@ __device__ __forceinline__ void gemm1_epilogue_at(const mm_fused_args &a, const 
         asm volatile("fence.proxy.async.global;" ::: "memory");
         mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
     }
-}
-
-__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                               const float *silu, float acc[MM_TILE_ACC])
-{
-    gemm1_epilogue_at(a, sc, it, silu, MM_CONSUMER_THREADS, mm_math_thread(), acc);
-}
-
-__device__ __forceinline__ void gemm1_epilogue_regs(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                                    const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
-{
-    gemm1_epilogue_at(a, sc, it, silu, 1, 0, acc);
 }
 
 /* Parks this thread's valid rows of a small tile's block row-major at `park` (rows <= 64: only
@@ -530,10 +493,9 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
     }
 }
 
-#ifdef MM_FUSED_DUAL_GEMM2
 static_assert(MM_GEMM_BM * 2 * MM_GEMM_BN * 2 <= STAGING_BYTES, "a 128 x 256 BF16 out tile fits the staging area");
-/* EXPERIMENT: the GEMM2 epilogue of a 256-column item (two halves): one 128 x 256 BF16 tile in
- * the whole staging area, so a barrier first (the previous item's rows are all stored), then
+/* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
+ * area, so a barrier first (the previous item's rows are all stored, or its park read), then
  * each row's 512 bytes go home as a warp's 16-byte stores. */
 __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                     const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC])
@@ -554,17 +516,16 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
         dst[lane] = ((const uint4 *)(out_tile + r * width))[lane];
     }
 }
-#endif
 
-/* Warpgroups 1 and 2: the items in the producer's order. GEMM1 parks the gate pass's
- * accumulators in `staging` (each thread its own, no sync) while the up pass runs. Returns false
- * when the producer aborted. */
+/* Warpgroups 1 and 2: the items in the producer's order. A large GEMM1 tile computes gate and
+ * up in one pass (two accumulators) and applies SwiGLU from the registers; a small one (rows <=
+ * 64) runs the gate pass then the up pass, parking each row-major in `staging`. A GEMM2 item is
+ * one pass, or one dual pass over two H blocks (h_width 2). Returns false when the producer
+ * aborted. */
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
-                              mm_item_ring *ring_items, const fused_item *slots, float *staging, uint64_t *silu_bars)
+                              mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
-    uint32_t large_gemm1 = 0; /* as the producer counts them */
     mm_ring ring = {0, 0};
-    const int mt = mm_math_thread();
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
     stamp_math(a, 3); /* then the end of each GEMM1 item: the last one's stays */
     for (uint32_t n = 0;; n++) {
@@ -573,59 +534,31 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int item = it->item;
         if (item < 0) return item == ITEM_END;
         float acc[MM_TILE_ACC];
-        /* one call site of the mainloop for every pass, so the kernel holds one copy of it */
-        const int is_gemm1 = it->is_gemm1, passes = is_gemm1 ? 2 : 1;
-        const bool small = it->rows <= SMALL_ROWS;
-#ifdef MM_FUSED_DUAL
-        if (is_gemm1) {
-            float up[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, it->rows, a.m.hidden, false, acc, up);
-            if (small) {
-                park_small(staging, acc, it->rows);
-                park_small(staging + SMALL_PARK_FLOATS, up, it->rows);
-                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
-            } else {
-                /* SwiGLU's gate half from the registers (mm_swiglu = gate half, then apply) */
+        const bool is_gemm1 = it->is_gemm1, small = it->rows <= SMALL_ROWS;
+        const int k = is_gemm1 ? a.m.hidden : a.m.inter;
+        /* one call site of each mainloop, so the kernel holds one copy of each */
+        if (is_gemm1 ? !small : sc.h_width == 2) {
+            float acc1[MM_TILE_ACC];
+            mm_tile_consume_dual(stages, pipe, ring, it->rows, k, false, acc, acc1);
+            if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
-                gemm1_epilogue_regs(a, sc, it, acc, up);
+                gemm1_epilogue(a, sc, it, acc, acc1);
+                stamp_math(a, 3);
+            } else {
+                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1);
             }
-            stamp_math(a, 3);
-            mm_item_release(ring_items, n);
-            continue;
-        }
-        (void)large_gemm1;
-#endif
-#ifdef MM_FUSED_DUAL_GEMM2
-        if (!is_gemm1 && sc.h_width == 2) {
-            float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, it->rows, a.m.inter, false, acc, acc1);
-            gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1);
-            mm_item_release(ring_items, n);
-            continue;
-        }
-#endif
-        for (int pass = 0; pass < passes; pass++) {
-            mm_tile_consume(stages, pipe, ring, it->rows, is_gemm1 ? a.m.hidden : a.m.inter, false, acc);
-            if (is_gemm1 && small) {
-                park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
-            } else if (is_gemm1 && pass == 0) {
-                /* the producer computes the gate's SwiGLU half from here while the up pass runs */
-#pragma unroll
-                for (int i = 0; i < MM_TILE_ACC; i++) staging[i * MM_CONSUMER_THREADS + mt] = acc[i];
-                __syncwarp();
-                if (threadIdx.x % 32 == 0) mm_mbar_arrive(&silu_bars[0]);
-            }
-        }
-        if (is_gemm1 && !small) mm_mbar_wait(&silu_bars[1], large_gemm1++ & 1u, limit);
-        if (is_gemm1 && small) {
-            gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
-            stamp_math(a, 3);
-        } else if (is_gemm1) {
-            gemm1_epilogue(a, sc, it, staging, acc);
-            stamp_math(a, 3);
         } else {
-            gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
+            for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
+                mm_tile_consume(stages, pipe, ring, it->rows, k, false, acc);
+                if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
+            }
+            if (is_gemm1) {
+                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+                stamp_math(a, 3);
+            } else {
+                gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
+            }
         }
         mm_item_release(ring_items, n);
     }
@@ -638,18 +571,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
     __shared__ int claim_s;
-    __shared__ __align__(8) uint64_t silu_bars[2]; /* parked (8 math warps), done (128 producer threads) */
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
-    int *tile_start = cnt + a.m.experts;                              /* [El + 1] */
+    int *tile_start = cnt + a.m.experts;                              /* [El + 1], then the rows */
     const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
-        mm_mbar_init(&silu_bars[0], MM_CONSUMER_WARPS);
-        mm_mbar_init(&silu_bars[1], MM_PRODUCER_THREADS);
     }
     stamp(a, 0);
 
@@ -681,6 +611,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 total += mm_row_tiles(rows);
             }
             tile_start[el] = total;
+            int all_rows = 0;
+            for (int i = 0; i < el * ranks; i++) all_rows += cnt[i];
+            tile_start[el + 1] = all_rows;
         }
         __syncthreads();
     }
@@ -692,11 +625,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.ib_count = a.m.inter / 128;
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
-#ifdef MM_FUSED_DUAL_GEMM2
-    sc.h_width = sc.hb_count % 2 == 0 ? 2 : 1;
-#else
-    sc.h_width = 1;
-#endif
+    /* GEMM2 items of two H blocks when the tiles are large on average (one pass of act per 256
+     * columns: -25% L2 bytes per FLOP); tiles of a few rows are bound by the weight stream, and
+     * twice the items spread it over more SMs (perf-notes, eighth session) */
+    sc.h_width = sc.hb_count % 2 == 0 && tile_start[el + 1] > SMALL_ROWS * sc.tiles ? 2 : 1;
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
@@ -704,10 +636,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s, staging, silu_bars);
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         mm_regs_math();
-        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging, silu_bars);
+        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
     if (!__syncthreads_and(ok)) return;
@@ -753,7 +685,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
     (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
-    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 1) * 4;
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 2) * 4;
 }
 
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)

@@ -28,23 +28,6 @@ typedef struct {
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
 } gemm_item;
 
-/* Epilogue: this thread's valid rows of a 128-column block at n0, two adjacent columns at a time. */
-__device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, int rows, int a_row0, int n0,
-                                           const float acc[MM_TILE_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        int r = mm_acc_row(i);
-        if (r >= rows) continue;
-        size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
-        if (g.out_fp32) {
-            *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
-        } else {
-            *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-        }
-    }
-}
-
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -61,15 +44,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     }
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     else __syncthreads();
-#ifdef MM_GEMM_DUAL
-    /* EXPERIMENT: items of 256 columns (two 128-column halves over one A block; the launch
-     * requires N % 256 == 0) */
-    const int dual = 1;
-#else
-    const int dual = 0;
-#endif
-    const int item_cols = dual ? 2 * MM_GEMM_BN : MM_GEMM_BN;
-    const int col_tiles = g.n / item_cols, kblocks = g.k / MM_GEMM_BK;
+    const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = {0, 0};
 
@@ -95,19 +70,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 it->last = 0;
                 it->rows = rows;
                 it->a_row0 = a_row0;
-                it->n0 = t.col_tile * item_cols;
+                it->n0 = t.col_tile * MM_GEMM_BN;
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
-            const int n_blocks = g.n / MM_GEMM_BN, nb = t.col_tile * (item_cols / MM_GEMM_BN);
-            mm_tile_b b = {g.w_map, t.expert * g.n + nb * MM_GEMM_BN, g.w_scale + ((size_t)t.expert * n_blocks + nb) * kblocks};
+            mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
+                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            if (dual) {
-                mm_tile_b b1 = {g.w_map, b.row0 + MM_GEMM_BN, b.scale + kblocks};
-                mm_tile_produce_dual(stages, &pipe, ring, &it->tab, rows, am, b, b1, 0, kblocks);
-            } else {
-                mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
-            }
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         mm_regs_math();
@@ -117,17 +87,20 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (it->last) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-#ifdef MM_GEMM_DUAL
-            float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, &pipe, ring, rows, g.k, pair, acc, acc1);
-#else
             mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, acc);
-#endif
             mm_item_release(&items, n);
-            store_tile(g, rows, a_row0, n0, acc);
-#ifdef MM_GEMM_DUAL
-            store_tile(g, rows, a_row0, n0 + MM_GEMM_BN, acc1);
-#endif
+            /* epilogue: valid rows only, two adjacent columns at a time */
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i += 2) {
+                int r = mm_acc_row(i);
+                if (r >= rows) continue;
+                size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
+                if (g.out_fp32) {
+                    *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
+                } else {
+                    *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                }
+            }
         }
     }
     /* neither CTA of a pair leaves while the other may still arrive on its barriers or write its
@@ -251,16 +224,8 @@ extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
-#ifdef MM_GEMM_DUAL
-    if (g.n % (2 * MM_GEMM_BN)) return cudaErrorInvalidValue;
-#endif
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
-#ifdef MM_GEMM_DUAL
-    /* pairs of 256-column items: the pairing counts items, as if of 128 columns */
-    const int pairs = mm_grouped_gemm_pairs(g.n % (2 * MM_GEMM_BN) == 0 ? g.n / 2 : g.n, ctas);
-#else
     const int pairs = mm_grouped_gemm_pairs(g.n, ctas);
-#endif
     if (pairs == 0) {
         grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, MM_TILE_SMEM_BYTES, stream>>>(g);
         return cudaGetLastError();

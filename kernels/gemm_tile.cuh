@@ -13,8 +13,8 @@
  *                            (cp.async), and the weight block (one TMA). Its 128 threads report
  *                            their copies on the stage's `full` mbarrier (cp.async.mbarrier.arrive)
  *                            and thread 0 adds the TMA's byte count, so the consumers wait on one
- *                            barrier for everything. In a fused GEMM1 up pass it also computes
- *                            SwiGLU's gate half of the block the math parked (mm_tile_gate_silu).
+ *                            barrier for everything. A dual pass (mm_tile_produce_dual, the
+ *                            fused kernel) loads two weight blocks per A block, in two stages.
  *   warpgroups 1, 2 (math)   wait for `full`, run wgmma m64n128k32 (e4m3 x e4m3 -> f32, both
  *                            operands from shared memory) on rows 64g..64g+63, read the block's
  *                            scales, free the stage (`empty`, one arrival per warp) and promote.
@@ -44,7 +44,6 @@
 #include <stdint.h>
 
 #include "gemm_schedule.h"
-#include "recipe.h"
 
 #define MM_TILE_THREADS 384
 #define MM_PRODUCER_THREADS 128
@@ -335,36 +334,6 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
-/* Producer side work of a GEMM1 up pass (the fused kernel): the math warps park the gate
- * pass's block in shared memory (MM_TILE_PARK_FLOATS floats, any order) and arrive on `parked`;
- * the producer turns each value into mm_swiglu_gate of itself in place, a slice after each K block
- * it loads from block MM_TILE_STAGES on (by then the math has started the up pass, so it parked),
- * and every producer thread arrives on `done`, which the math waits for before its epilogue.
- * The exp and IEEE division run on the producer, between its loads, instead of on the math warps'
- * critical path between two blocks' MMAs (perf-notes, sixth session: the producer is then busy
- * ~77% of its time, so a slice can delay a load). */
-#define MM_TILE_PARK_FLOATS (MM_GEMM_BM * MM_GEMM_BN)
-#define MM_TILE_SILU_SLICES 16
-typedef struct {
-    float *park; /* NULL: no side work */
-    uint64_t *parked, *done;
-    uint32_t parity; /* of this item's phase of both barriers */
-    int has_limit;
-    float limit;
-} mm_tile_gate_silu;
-
-/* Slice `slice` of the side work (producer thread pt); the first slice waits for the park. */
-__device__ __forceinline__ void mm_tile_silu_slice(const mm_tile_gate_silu &side, int slice)
-{
-    constexpr int per = MM_TILE_PARK_FLOATS / MM_PRODUCER_THREADS / MM_TILE_SILU_SLICES;
-    if (slice == 0) mm_mbar_wait(side.parked, side.parity, MM_STAGE_WAIT_NS);
-    float *v = side.park + slice * per * MM_PRODUCER_THREADS + threadIdx.x;
-    /* two at a time: the producer has 64 registers */
-#pragma unroll 2
-    for (int j = 0; j < per; j++) v[j * MM_PRODUCER_THREADS] = mm_swiglu_gate(v[j * MM_PRODUCER_THREADS], side.has_limit, side.limit);
-    if (slice == MM_TILE_SILU_SLICES - 1) mm_mbar_arrive(side.done);
-}
-
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
  * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer
  * threads (a named barrier after writing it). Per block: wait until the math warps (of both CTAs
@@ -436,23 +405,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
     }
-}
-
-/* A GEMM1 up pass with the producer's side work: K blocks one at a time, a slice after each from
- * block MM_TILE_STAGES on, the slices left over after the last block. (Block by block, so the
- * side work's registers are not live across the loader's loop: the producer has 64.) */
-__device__ __forceinline__ void mm_tile_produce_with_silu(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                          const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
-                                                          const mm_tile_b &b, int kblocks, const mm_tile_gate_silu &side)
-{
-    const int first = kblocks < MM_TILE_STAGES ? kblocks : MM_TILE_STAGES;
-    mm_tile_produce(stages, p, ring, a, rows, am, b, 0, first);
-    int slice = 0;
-    for (int kb = first; kb < kblocks; kb++) {
-        mm_tile_produce(stages, p, ring, a, rows, am, b, kb, kb + 1);
-        if (slice < MM_TILE_SILU_SLICES) mm_tile_silu_slice(side, slice++);
-    }
-    for (; slice < MM_TILE_SILU_SLICES; slice++) mm_tile_silu_slice(side, slice);
 }
 
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
@@ -588,14 +540,15 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
-/* EXPERIMENT (-DMM_GEMM_DUAL, the standalone GEMM only; perf-notes, seventh session): a tile of
- * 256 columns as two 128-column halves over one A block. Each K block takes two consecutive
- * stages: the first A, B0 and their scales as mm_tile_produce loads them, the second only B1 and
- * its weight scale (its A slot unused). The math computes both halves from the first stage's A
- * into two accumulators, one block sum at a time (192 FP32 registers, as the in-flight form),
- * and frees both stages after the second half's MMAs. A crosses from L2 once per 256 columns:
- * 48 KB per 8.4 MFLOP instead of 64 KB, the L2 traffic per FLOP that limits large row counts.
- * The fused kernel's GEMM1 can use the same pair of halves for gate and up (-DMM_FUSED_DUAL). */
+/* A dual pass (the fused kernel: a large GEMM1 tile's gate and up blocks, or a GEMM2 item's two
+ * adjacent H blocks): two 128-column weight blocks over one A block. Each K block takes two
+ * consecutive stages: the first A, B0 and their scales as mm_tile_produce loads them, the second
+ * only B1 and its weight scale (its A slot unused). The math computes both halves from the first
+ * stage's A into two accumulators, one block sum at a time (192 FP32 registers, as the in-flight
+ * form), and frees both stages after the second half's MMAs. A crosses from L2 once per 256
+ * columns: 48 KB per 8.4 MFLOP instead of 64 KB. (The standalone GEMM gains nothing from it: its
+ * 2-CTA clusters already share A, and it would lose its in-flight block; perf-notes, eighth
+ * session.) */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb)
 {
