@@ -82,6 +82,15 @@ static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the 
 #define SMALL_ROWS 64
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
 #define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
+/* GEMM1 items of more rows than this take gate and up in one pass over A (a dual pass; <= 64
+ * rows split: gate on math warpgroup 0, up on 1); GEMM2 items are two H blocks when the row tiles
+ * average more rows than GEMM2_DUAL_MIN_AVG. A build may set either (experiments). */
+#ifndef GEMM1_DUAL_MIN_ROWS
+#define GEMM1_DUAL_MIN_ROWS 64
+#endif
+#ifndef GEMM2_DUAL_MIN_AVG
+#define GEMM2_DUAL_MIN_AVG 64
+#endif
 /* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 */
 #define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
 static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
@@ -324,7 +333,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        if (is_gemm1 ? rows > SMALL_ROWS : sc.h_width == 2) {
+        if (is_gemm1 ? rows > GEMM1_DUAL_MIN_ROWS : sc.h_width == 2) {
             /* two weight blocks over one pass of A (two stages per K block): a large GEMM1 tile's
              * gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const mm_tile_b b1 = is_gemm1 ? mm_tile_b{b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * sc.hb_count}
@@ -426,13 +435,14 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     }
 }
 
-/* Parks this thread's valid rows of a small tile's block row-major at `park` (rows <= 64: only
- * math warpgroup 0 holds valid rows). */
-__device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_ACC], int rows)
+/* Parks this thread's valid rows of a small tile's block row-major at `park`; row_off: 0 when
+ * only math warpgroup 0 holds the tile's rows (a pass), 64 g when warpgroup g computed half g of
+ * rows 0..63 (a split dual pass). */
+__device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_ACC], int rows, int row_off)
 {
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        int r = mm_acc_row(i);
+        int r = mm_acc_row(i) - row_off;
         if (r < rows) *(float2 *)(park + r * SMALL_STRIDE + mm_acc_col(i)) = make_float2(acc[i], acc[i + 1]);
     }
 }
@@ -494,20 +504,11 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
 }
 
 static_assert(MM_GEMM_BM * 2 * MM_GEMM_BN * 2 <= STAGING_BYTES, "a 128 x 256 BF16 out tile fits the staging area");
-/* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
- * area, so a barrier first (the previous item's rows are all stored, or its park read), then
- * each row's 512 bytes go home as a warp's 16-byte stores. */
-__device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
-                                                    const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC])
+/* After a barrier (the 128 x 256 BF16 out tile is written), each row's 512 bytes go home as a
+ * warp's 16-byte stores (combine_recv[token][k], NVLink for a remote token). */
+__device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile)
 {
     const int rows = it->rows, block = it->block, lane = threadIdx.x % 32, width = 2 * MM_GEMM_BN;
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + mm_acc_col(i)) = __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
-        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + MM_GEMM_BN + mm_acc_col(i)) =
-            __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
-    }
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
         wire_meta m = it->meta[r];
@@ -517,11 +518,41 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
     }
 }
 
-/* Warpgroups 1 and 2: the items in the producer's order. A large GEMM1 tile computes gate and
- * up in one pass (two accumulators) and applies SwiGLU from the registers; a small one (rows <=
- * 64) runs the gate pass then the up pass, parking each row-major in `staging`. A GEMM2 item is
- * one pass, or one dual pass over two H blocks (h_width 2). Returns false when the producer
- * aborted. */
+/* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
+ * area, so a barrier first (the previous item's rows are all stored, or its park read). */
+__device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
+                                                    const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC])
+{
+    const int width = 2 * MM_GEMM_BN;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + mm_acc_col(i)) = __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
+        *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + MM_GEMM_BN + mm_acc_col(i)) =
+            __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
+    }
+    store_out_rows(a, it, out_tile);
+}
+
+/* The same for a split item (rows <= 64): warpgroup g holds H block `block + g` of rows 0..63. */
+__device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
+                                                     const float acc[MM_TILE_ACC])
+{
+    const int g = mm_warpgroup() - 1, width = 2 * MM_GEMM_BN;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2)
+        *(__nv_bfloat162 *)(out_tile + (mm_acc_row(i) - 64 * g) * width + g * MM_GEMM_BN + mm_acc_col(i)) =
+            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    store_out_rows(a, it, out_tile);
+}
+
+/* Warpgroups 1 and 2: the items in the producer's order. A dual item (two weight blocks over one
+ * pass of A: GEMM1's gate and up, or GEMM2's two H blocks) of more than 64 rows computes both
+ * halves in two accumulators (GEMM1: SwiGLU from the registers); of <= 64 rows it is split, half
+ * g on warpgroup g. A GEMM1 item that is not dual runs the gate pass then the up pass; small
+ * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
+ * the producer aborted. */
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
@@ -534,12 +565,24 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int item = it->item;
         if (item < 0) return item == ITEM_END;
         float acc[MM_TILE_ACC];
-        const bool is_gemm1 = it->is_gemm1, small = it->rows <= SMALL_ROWS;
-        const int k = is_gemm1 ? a.m.hidden : a.m.inter;
+        const bool is_gemm1 = it->is_gemm1;
+        const int k = is_gemm1 ? a.m.hidden : a.m.inter, rows = it->rows;
+        const bool dual = is_gemm1 ? rows > GEMM1_DUAL_MIN_ROWS : sc.h_width == 2;
         /* one call site of each mainloop, so the kernel holds one copy of each */
-        if (is_gemm1 ? !small : sc.h_width == 2) {
+        if (dual && rows <= SMALL_ROWS) {
+            /* split: warpgroup g computes half g (gate / up, or H block `block + g`) */
+            mm_tile_consume_split(stages, pipe, ring, rows, k, false, acc);
+            if (is_gemm1) {
+                const int g = mm_warpgroup() - 1;
+                park_small(staging + g * SMALL_PARK_FLOATS, acc, rows, 64 * g);
+                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+                stamp_math(a, 3);
+            } else {
+                gemm2_epilogue_split(a, it, (__nv_bfloat16 *)staging, acc);
+            }
+        } else if (dual) {
             float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, it->rows, k, false, acc, acc1);
+            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, acc, acc1);
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
@@ -550,8 +593,8 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
-                mm_tile_consume(stages, pipe, ring, it->rows, k, false, acc);
-                if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, it->rows);
+                mm_tile_consume(stages, pipe, ring, rows, k, false, acc);
+                if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, rows, 0);
             }
             if (is_gemm1) {
                 gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
@@ -628,7 +671,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     /* GEMM2 items of two H blocks when the tiles are large on average (one pass of act per 256
      * columns: -25% L2 bytes per FLOP); tiles of a few rows are bound by the weight stream, and
      * twice the items spread it over more SMs (perf-notes, eighth session) */
-    sc.h_width = sc.hb_count % 2 == 0 && tile_start[el + 1] > SMALL_ROWS * sc.tiles ? 2 : 1;
+    sc.h_width = sc.hb_count % 2 == 0 && tile_start[el + 1] > GEMM2_DUAL_MIN_AVG * sc.tiles ? 2 : 1;
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 

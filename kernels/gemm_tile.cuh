@@ -591,6 +591,44 @@ __device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint6
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
+/* Math of a dual pass over a tile of <= 64 rows, split by halves: warpgroup g computes half g
+ * (B0 or B1) on rows 0..63 into acc, so both halves run at once instead of one warpgroup idling
+ * through them; acc's rows are mm_acc_row(i) - 64 g. Both stages of a K block are freed after
+ * the MMAs that read them. */
+__device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
+                                                      bool pair, float acc[MM_TILE_ACC])
+{
+    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
+    const int rl = mm_acc_row(0) - 64 * g, rh = mm_acc_row(2) - 64 * g;
+    const bool vl = rl < rows, vh = rh < rows;
+    const uint64_t da = mm_wgmma_desc(stages), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
+    float blk[MM_TILE_ACC];
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    for (int kb = 0; kb < kblocks; kb++) {
+        const int s0 = ring.stage;
+        mm_mbar_wait(&p->full[s0], ring.phase, MM_STAGE_WAIT_NS);
+        mm_ring_advance(ring);
+        const int s1 = ring.stage;
+        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
+        mm_ring_advance(ring);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        const float *sc0 = (const float *)(stages + s0 * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+        const float *scg = (const float *)(stages + (g ? s1 : s0) * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+        const float sw = scg[MM_GEMM_BM];
+        const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
+        mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_release(p, s0, pair);
+        mm_tile_release(p, s1, pair);
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc[i]);
+    }
+}
+
+/* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
+ * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
+ * halves in each warpgroup's 64 rows. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, float acc0[MM_TILE_ACC], float acc1[MM_TILE_ACC])
 {
@@ -599,14 +637,6 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = acc1[i] = 0.0f;
-    if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
-        for (int kb = 0; kb < 2 * kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
-            mm_tile_release(p, ring.stage, pair);
-            mm_ring_advance(ring);
-        }
-        return;
-    }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
