@@ -15,29 +15,31 @@
  *                   owner with st.release.sys and clears the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
  *                   experts and builds the row-tile schedule in shared memory (tile_start).
- *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I), then
- *                   all GEMM2 items (row tile, 128-block of H).
+ *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
+ *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
+ *                   blocks when the tiles are large).
  *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
  *                   describes each in a slot of the two-slot item ring (row table, row metas,
- *                   rows, tile), and streams its K blocks into the stage ring (TMA for the weight
- *                   block; A by TMA for GEMM2, gathered by cp.async for GEMM1; cp.async for the
- *                   scales; full/empty mbarriers), running ahead across passes and items. GEMM1
- *                   rows are read in place from dispatch_recv (the row table points at the row
- *                   of each of the tile's metas, sender by sender); a GEMM2 item's
- *                   rows (act) are loaded only after gemm1_done[row tile] == I/128 (bounded
- *                   acquire wait by producer thread 0). During a large GEMM1 tile's up pass the
- *                   producer also turns the parked gate block into SwiGLU's gate half (exp and
- *                   IEEE division; silu_bars: `parked` from the math, `done` back to it).
- *                   Math warpgroups: take the items in the same order; GEMM1 runs the gate pass
- *                   then the up pass (one call site of the mainloop for every pass), parks the
- *                   gate block in shared memory, then the epilogue applies SwiGLU with the limit
- *                   and the row's top-k weight and quantizes per 128 (recipe steps 4-5) into act
- *                   (8-byte stores after a quad transpose; tiles of <= 64 rows: gate and up
- *                   parked row-major and the valid rows spread over all 8 math warps), then one
- *                   thread adds 1 to gemm1_done[row tile] with release semantics after a CTA
- *                   barrier. GEMM2 stages the tile as BF16 (two alternating out tiles) and stores
- *                   each row's 256 bytes straight into its token's rank at combine_recv[token][k]
- *                   (NVLink). The producer ends with an END (or ABORT) slot.
+ *                   rows, tile, dual), and streams its K blocks into the stage ring (TMA for the
+ *                   weight blocks; A by TMA for GEMM2, gathered by cp.async for GEMM1; cp.async
+ *                   for the scales; full/empty mbarriers), running ahead across passes and items.
+ *                   A dual item loads two weight blocks per A block (two stages per K block).
+ *                   GEMM1 rows are read in place from dispatch_recv (the row table points at the
+ *                   row of each of the tile's metas, sender by sender); a GEMM2 item's rows (act)
+ *                   are loaded only after gemm1_done[row tile] == I/128 (bounded acquire wait by
+ *                   producer thread 0).
+ *                   Math warpgroups: take the items in the same order. Dual items (DUAL_MIN_AVG_ROWS
+ *                   says which): > 64 rows, both halves per warpgroup in two accumulators; <= 64
+ *                   rows, split (half g on warpgroup g). Other GEMM1 items run the gate pass then
+ *                   the up pass. The GEMM1 epilogue applies SwiGLU with the limit and the row's
+ *                   top-k weight and quantizes per 128 (recipe steps 4-5) into act (large tiles
+ *                   from the registers, 8-byte stores after a quad transpose; tiles of <= 64 rows
+ *                   from gate and up parked row-major, the valid rows spread over all 8 math
+ *                   warps), then one thread adds 1 to gemm1_done[row tile] with release
+ *                   semantics after a CTA barrier. GEMM2 stages the tile as BF16 (two alternating
+ *                   out tiles, or one 128 x 256 tile) and stores each row straight into its
+ *                   token's rank at combine_recv[token][k] (NVLink). The producer ends with an
+ *                   END (or ABORT) slot.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
  *   5 combine       CTAs stride over tokens: wait (bounded) for every rank's flag, then
@@ -51,11 +53,9 @@
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
- * only on its own producer (the SiLU hand-off too: the producer waits for `parked` only after
- * loading the up pass's first MM_TILE_STAGES blocks, which the math consumes after parking, and
- * finishes its slices by the end of the up pass, before the math waits for `done`); counts and
- * flags are written unconditionally by every rank (also with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the producer
- * never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
+ * only on its own producer; counts and flags are written unconditionally by every rank (also
+ * with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the
+ * producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
  * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv and
  * dispatch_meta for call c+1 only after our combine flag of call c, which we publish after every
@@ -82,15 +82,14 @@ static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the 
 #define SMALL_ROWS 64
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
 #define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
-/* GEMM1 items of more rows than this take gate and up in one pass over A (a dual pass; <= 64
- * rows split: gate on math warpgroup 0, up on 1); GEMM2 items are two H blocks when the row tiles
- * average more rows than GEMM2_DUAL_MIN_AVG. A build may set either (experiments). */
-#ifndef GEMM1_DUAL_MIN_ROWS
-#define GEMM1_DUAL_MIN_ROWS 64
-#endif
-#ifndef GEMM2_DUAL_MIN_AVG
-#define GEMM2_DUAL_MIN_AVG 64
-#endif
+/* Dual items (two weight blocks over one pass of A: GEMM1's gate and up, GEMM2's two H blocks):
+ * every GEMM1 tile of more than 64 rows; and, when the row tiles average more than 64 rows (the
+ * weights are re-read by an expert's several tiles, so L2 feeds them and the math is the limit),
+ * every item, those of <= 64 rows split by halves over the two math warpgroups. With fewer rows a
+ * small tile is bound by the weight stream from HBM, which wants each stage freed as soon as its
+ * own MMAs are done: gate pass then up pass, and GEMM2 items of one H block (perf-notes, eighth
+ * session: split small tiles cost +4-8% at 1-1024 tokens and gain 3-7% in GEMM1 at 4096-8192). */
+#define DUAL_MIN_AVG_ROWS 64
 /* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 */
 #define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
 static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
@@ -224,6 +223,7 @@ typedef struct {
     wire_meta meta[MM_GEMM_BM];  /* each row's {src rank, token, k, weight}, for the epilogue */
     int item;                    /* ITEM_END / ITEM_ABORT, or the item */
     int rows, tile, block, is_gemm1;
+    int dual;                    /* two weight blocks over one pass of A (DUAL_MIN_AVG_ROWS) */
     size_t act_row0;
 } fused_item;
 
@@ -233,7 +233,8 @@ enum { ITEM_END = -1, ITEM_ABORT = -2 };
 typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
-    int h_width, h_items; /* 128-blocks of H per GEMM2 item (1 or 2), GEMM2 items per row tile */
+    int large;            /* the tiles average more than DUAL_MIN_AVG_ROWS rows: every item dual */
+    int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large), GEMM2 items per row tile */
 } fused_schedule;
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
@@ -287,6 +288,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tile = tile;
         it->block = block;
         it->is_gemm1 = is_gemm1;
+        it->dual = is_gemm1 ? rows > SMALL_ROWS || sc.large : sc.h_width == 2;
         it->act_row0 = act_row0;
     }
 }
@@ -333,7 +335,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        if (is_gemm1 ? rows > GEMM1_DUAL_MIN_ROWS : sc.h_width == 2) {
+        if (it->dual) {
             /* two weight blocks over one pass of A (two stages per K block): a large GEMM1 tile's
              * gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const mm_tile_b b1 = is_gemm1 ? mm_tile_b{b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * sc.hb_count}
@@ -567,7 +569,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         float acc[MM_TILE_ACC];
         const bool is_gemm1 = it->is_gemm1;
         const int k = is_gemm1 ? a.m.hidden : a.m.inter, rows = it->rows;
-        const bool dual = is_gemm1 ? rows > GEMM1_DUAL_MIN_ROWS : sc.h_width == 2;
+        const bool dual = it->dual;
         /* one call site of each mainloop, so the kernel holds one copy of each */
         if (dual && rows <= SMALL_ROWS) {
             /* split: warpgroup g computes half g (gate / up, or H block `block + g`) */
@@ -668,10 +670,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.ib_count = a.m.inter / 128;
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
-    /* GEMM2 items of two H blocks when the tiles are large on average (one pass of act per 256
-     * columns: -25% L2 bytes per FLOP); tiles of a few rows are bound by the weight stream, and
-     * twice the items spread it over more SMs (perf-notes, eighth session) */
-    sc.h_width = sc.hb_count % 2 == 0 && tile_start[el + 1] > GEMM2_DUAL_MIN_AVG * sc.tiles ? 2 : 1;
+    sc.large = tile_start[el + 1] > DUAL_MIN_AVG_ROWS * sc.tiles;
+    sc.h_width = sc.hb_count % 2 == 0 && sc.large ? 2 : 1;
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
