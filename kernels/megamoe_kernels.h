@@ -17,7 +17,9 @@ extern "C" {
  * resident at once (their __launch_bounds__ hold them to the registers that takes: at 137
  * registers the reduce-send ran a second wave and took 1.45x as long) */
 #define MM_COMM_THREADS 128
-#define MM_COMM_CTAS_PER_SM 4
+#ifndef MM_COMM_CTAS_PER_SM
+#define MM_COMM_CTAS_PER_SM 4 /* a build may set it (experiments) */
+#endif
 #define MM_KERNEL_MAX_TOPK 16 /* per-token routing state the kernels keep (config.h MM_MAX_TOPK fits) */
 
 /* Every rank's symmetric buffer as a plain pointer in this process's address space (NVLink loads
