@@ -262,7 +262,10 @@ __device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    uint64_t start = 0;
+    /* time in units of 1024 ns, 32 bits (4398 s; --timeout-ms is at most 3600 s): one register
+     * less than a 64-bit start in every wait loop of the producer's 64 */
+    const uint32_t limit = (uint32_t)(limit_ns >> 10);
+    uint32_t start = 0; /* 0: not read yet (a reading is never 0) */
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
         asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
@@ -272,8 +275,9 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
         if ((spin & 1023u) == 0) {
             uint64_t now;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (!start) start = now;
-            else if (now - start > limit_ns) return false;
+            const uint32_t t = (uint32_t)(now >> 10) | 1u;
+            if (!start) start = t;
+            else if (t - start > limit) return false;
         }
     }
 }
