@@ -293,29 +293,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
-/* While a claimed GEMM2 item waits for its row tile's GEMM1 items (decode: the CTAs GEMM1 leaves
- * idle claim GEMM2 items early), thread 0 pulls the item's weight rows into L2 (one contiguous
- * run of h_width * 128 rows of W2), so the item streams them from L2 once its rows are in. A hint
- * only: nothing waits on it. */
-#ifndef PREFETCH_W2
-#define PREFETCH_W2 1 /* a build may set 0 (experiments) */
-#endif
-#define PREFETCH_CHUNK (64u << 10)
-#ifndef COUNTS_PREPOLL
-#define COUNTS_PREPOLL 1 /* phase 2: one thread per CTA waits first (a build may set 0) */
-#endif
-__device__ __forceinline__ void prefetch_w2(const mm_fused_args &a, const fused_schedule &sc, int item, int tile)
-{
-    const int le = mm_tile_locate(sc.tile_start, a.m.experts / a.comm.peers.ranks, 1, tile).expert;
-    const int block = (item - sc.gemm1_items) % sc.h_items * sc.h_width;
-    const uint8_t *w = a.w.w2 + ((size_t)le * a.m.hidden + (size_t)block * 128) * a.m.inter;
-    const uint32_t bytes = (uint32_t)sc.h_width * 128u * (uint32_t)a.m.inter;
-    for (uint32_t off = 0; off < bytes; off += PREFETCH_CHUNK) {
-        const uint32_t n = bytes - off < PREFETCH_CHUNK ? bytes - off : PREFETCH_CHUNK;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w + off), "r"(n) : "memory");
-    }
-}
-
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
@@ -336,8 +313,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                 next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = (item - sc.gemm1_items) / sc.h_items;
-                if (PREFETCH_W2 && mm_ld_acquire_gpu_u32(&gemm1_done(a)[tile]) < (uint32_t)sc.ib_count)
-                    prefetch_w2(a, sc, item, tile);
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
@@ -664,15 +639,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     {
         const uint64_t *slot_words = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_counts);
         int good = 1;
-#if COUNTS_PREPOLL
         /* one thread waits (on the last expert's slot of each sender) while the rest of the CTA
          * sleeps in the barrier: all CTAs' threads spinning on the same few L2 lines that the
-         * senders are writing would slow those writes; each slot is still checked below */
+         * senders are writing would slow those writes (measured: -2% at 1 token, neutral above);
+         * each slot is still checked below */
         if (threadIdx.x == 0)
             for (int s = 0; s < ranks && good; s++)
                 good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
         if (!__syncthreads_and(good)) return;
-#endif
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
             if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
