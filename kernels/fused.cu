@@ -28,7 +28,7 @@
  *                   row of each of the tile's metas, sender by sender); a GEMM2 item's rows (act)
  *                   are loaded only after gemm1_done[row tile] == I/128 (bounded acquire wait by
  *                   producer thread 0).
- *                   Math warpgroups: take the items in the same order. Dual items (DUAL_MIN_AVG_ROWS
+ *                   Math warpgroups: take the items in the same order. Dual items (mm_fused_dual
  *                   says which): > 64 rows, both halves per warpgroup in two accumulators; <= 64
  *                   rows, split (half g on warpgroup g). Other GEMM1 items run the gate pass then
  *                   the up pass. The GEMM1 epilogue applies SwiGLU with the limit and the row's
@@ -79,17 +79,10 @@ static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the 
 /* Small tiles (rows <= 64, decode) park gate and up row-major with a padded row, so all eight
  * math warps can share the SwiGLU of the few valid rows (row stride 132 floats: a quad's float2
  * stores of 8 rows hit different banks). */
-#define SMALL_ROWS 64
+#define SMALL_ROWS MM_FUSED_SMALL_ROWS
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
 #define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
-/* Dual items (two weight blocks over one pass of A: GEMM1's gate and up, GEMM2's two H blocks):
- * every GEMM1 tile of more than 64 rows; and, when the row tiles average more than 64 rows (the
- * weights are re-read by an expert's several tiles, so L2 feeds them and the math is the limit),
- * every item, those of <= 64 rows split by halves over the two math warpgroups. With fewer rows a
- * small tile is bound by the weight stream from HBM, which wants each stage freed as soon as its
- * own MMAs are done: gate pass then up pass, and GEMM2 items of one H block (perf-notes, eighth
- * session: split small tiles cost +4-8% at 1-1024 tokens and gain 3-7% in GEMM1 at 4096-8192). */
-#define DUAL_MIN_AVG_ROWS 64
+/* Which items are dual (two weight blocks over one pass of A): gemm_schedule.h, mm_fused_dual. */
 /* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 */
 #define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
 static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
@@ -223,7 +216,7 @@ typedef struct {
     wire_meta meta[MM_GEMM_BM];  /* each row's {src rank, token, k, weight}, for the epilogue */
     int item;                    /* ITEM_END / ITEM_ABORT, or the item */
     int rows, tile, block, is_gemm1;
-    int dual;                    /* two weight blocks over one pass of A (DUAL_MIN_AVG_ROWS) */
+    int dual;                    /* two weight blocks over one pass of A (mm_fused_dual) */
     size_t act_row0;
 } fused_item;
 
@@ -233,7 +226,7 @@ enum { ITEM_END = -1, ITEM_ABORT = -2 };
 typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
-    int large;            /* the tiles average more than DUAL_MIN_AVG_ROWS rows: every item dual */
+    int large;            /* the tiles average more than MM_FUSED_DUAL_MIN_AVG_ROWS rows: every item dual */
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large), GEMM2 items per row tile */
 } fused_schedule;
 
@@ -246,8 +239,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
-    const int tile = is_gemm1 ? item / sc.ib_count : (item - sc.gemm1_items) / sc.h_items;
-    const int block = is_gemm1 ? item % sc.ib_count : (item - sc.gemm1_items) % sc.h_items * sc.h_width;
+    const int tile = is_gemm1 ? item / sc.ib_count : mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
+    const int block = is_gemm1 ? item % sc.ib_count : mm_fused_gemm2_block(item - sc.gemm1_items, sc.h_items, sc.h_width);
     mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
     const int le = t.expert;
     int expert_rows = 0;
@@ -288,7 +281,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tile = tile;
         it->block = block;
         it->is_gemm1 = is_gemm1;
-        it->dual = is_gemm1 ? rows > SMALL_ROWS || sc.large : sc.h_width == 2;
+        it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
         it->act_row0 = act_row0;
     }
 }
@@ -312,7 +305,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             if (item < sc.items)
                 next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
-                int tile = (item - sc.gemm1_items) / sc.h_items;
+                int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
@@ -678,8 +671,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.ib_count = a.m.inter / 128;
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
-    sc.large = tile_start[el + 1] > DUAL_MIN_AVG_ROWS * sc.tiles;
-    sc.h_width = sc.hb_count % 2 == 0 && sc.large ? 2 : 1;
+    sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
+    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 

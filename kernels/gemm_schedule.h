@@ -93,4 +93,42 @@ MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
     return s;
 }
 
+/* The fused kernel's GEMM items (fused.cu, phase 3): all GEMM1 items (row tile, 128-block of I,
+ * gate and up together), then all GEMM2 items (row tile, h_width adjacent 128-blocks of H). A
+ * dual item streams two weight blocks over one pass of its A rows: every GEMM1 tile of more than
+ * MM_FUSED_SMALL_ROWS rows, and, when the row tiles average more than MM_FUSED_DUAL_MIN_AVG_ROWS
+ * rows (`large`: an expert's several tiles re-read its weights, L2 feeds them and the math is the
+ * limit), every item, GEMM2's as pairs of H blocks. With fewer rows a small tile is bound by the
+ * weight stream from HBM, which wants each stage freed as soon as its own MMAs are done. A dual
+ * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. */
+#define MM_FUSED_SMALL_ROWS 64
+#define MM_FUSED_DUAL_MIN_AVG_ROWS 64
+
+MM_HD int mm_fused_large(int rows, int tiles)
+{
+    return rows > MM_FUSED_DUAL_MIN_AVG_ROWS * tiles;
+}
+
+/* 128-blocks of H per GEMM2 item */
+MM_HD int mm_fused_h_width(int h_blocks, int large)
+{
+    return h_blocks % 2 == 0 && large ? 2 : 1;
+}
+
+MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
+{
+    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large : h_width == 2;
+}
+
+/* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
+MM_HD int mm_fused_gemm2_tile(int g, int h_items)
+{
+    return g / h_items;
+}
+
+MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
+{
+    return g % h_items * h_width;
+}
+
 #endif

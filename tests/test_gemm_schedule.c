@@ -123,6 +123,60 @@ static void sender_rows_cover_once(void **state)
     }
 }
 
+/* fused's GEMM2 items cover every (row tile, 128-block of H) exactly once, in whole items of
+ * h_width adjacent blocks, for H of 1-57 blocks and both widths the rule can pick. */
+static void fused_gemm2_items_cover_once(void **state)
+{
+    (void)state;
+    static int seen[7][64];
+    const int tiles = 7;
+    for (int h_blocks = 1; h_blocks <= 57; h_blocks++) {
+        for (int large = 0; large <= 1; large++) {
+            const int width = mm_fused_h_width(h_blocks, large), h_items = h_blocks / width;
+            assert_true(width == 1 || (width == 2 && h_blocks % 2 == 0 && large));
+            memset(seen, 0, sizeof seen);
+            for (int g = 0; g < tiles * h_items; g++) {
+                const int t = mm_fused_gemm2_tile(g, h_items), b = mm_fused_gemm2_block(g, h_items, width);
+                assert_true(t >= 0 && t < tiles && b >= 0 && b + width <= h_blocks);
+                for (int j = 0; j < width; j++) seen[t][b + j]++;
+            }
+            for (int t = 0; t < tiles; t++)
+                for (int b = 0; b < h_blocks; b++) assert_int_equal(seen[t][b], 1);
+        }
+    }
+}
+
+/* fused's dual rule: large tiles on average make every item dual (GEMM2 as pairs when H allows);
+ * otherwise only GEMM1 tiles of more than 64 rows. Flash EP2's row tiles at 512 / 2048 / 4096
+ * tokens: 24 rows an expert (1 tile each), 96 (1 tile), 192 (128 + 64). */
+static void fused_dual_rule(void **state)
+{
+    (void)state;
+    const int el = 128, h_blocks = 32;
+    /* 512 tokens: 128 tiles of 24 rows */
+    int large = mm_fused_large(el * 24, el), w = mm_fused_h_width(h_blocks, large);
+    assert_false(large);
+    assert_int_equal(w, 1);
+    assert_false(mm_fused_dual(true, 24, large, w));
+    assert_false(mm_fused_dual(false, 24, large, w));
+    assert_true(mm_fused_dual(true, 65, large, w)); /* a hot expert's full tile: dual anyway */
+    assert_false(mm_fused_dual(true, 64, large, w));
+    /* 2048 tokens: 96 rows a tile */
+    large = mm_fused_large(el * 96, el);
+    w = mm_fused_h_width(h_blocks, large);
+    assert_true(large);
+    assert_int_equal(w, 2);
+    assert_true(mm_fused_dual(true, 96, large, w) && mm_fused_dual(false, 96, large, w));
+    /* 4096 tokens: tiles of 128 and 64 rows, 96 on average: the 64-row tiles are dual (split) too */
+    large = mm_fused_large(el * 192, 2 * el);
+    w = mm_fused_h_width(h_blocks, large);
+    assert_true(large && mm_fused_dual(true, 64, large, w) && mm_fused_dual(false, 64, large, w));
+    /* exactly 64 on average is not large; an odd count of H blocks keeps single GEMM2 items */
+    assert_false(mm_fused_large(64 * 10, 10));
+    assert_int_equal(mm_fused_h_width(7, 1), 1);
+    assert_false(mm_fused_dual(false, 128, 1, mm_fused_h_width(7, 1)));
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +185,8 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(row_index),
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(sender_rows_cover_once),
+        cmocka_unit_test(fused_gemm2_items_cover_once),
+        cmocka_unit_test(fused_dual_rule),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
