@@ -432,19 +432,26 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
     return b;
 }
 
-/* Issues one K block's four k32 wgmmas for this warpgroup's 64 rows into `blk` (a fresh sum) and
- * commits them as one group. desc0: the descriptors of stage 0's A rows of this warpgroup and
- * of its B block; a stage, and a k32 step (32 bytes), are constant offsets from them (the
- * descriptors hold the address >> 4 in their low 14 bits, which shared memory never overflows). */
-__device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0, int stage, float blk[MM_TILE_ACC])
+/* Issues one K block's four k32 wgmmas for this warpgroup's 64 rows into `blk` (a fresh sum),
+ * A from stage sa and B from stage sb, and commits them as one group. desc_a0 / desc_b0: the
+ * descriptors of stage 0's A rows of this warpgroup and of its B block; a stage, and a k32 step
+ * (32 bytes), are constant offsets from them (the descriptors hold the address >> 4 in their low
+ * 14 bits, which shared memory never overflows). */
+__device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint64_t desc_b0, int sb, float blk[MM_TILE_ACC])
 {
-    const uint64_t step = (uint64_t)stage * (MM_TILE_STAGE_BYTES >> 4);
+    const uint64_t step_a = (uint64_t)sa * (MM_TILE_STAGE_BYTES >> 4), step_b = (uint64_t)sb * (MM_TILE_STAGE_BYTES >> 4);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    mm_wgmma_64x128x32_fresh(blk, desc_a0 + step, desc_b0 + step);
+    mm_wgmma_64x128x32_fresh(blk, desc_a0 + step_a, desc_b0 + step_b);
 #pragma unroll
     for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
-        mm_wgmma_64x128x32_acc(blk, desc_a0 + step + 2 * ks, desc_b0 + step + 2 * ks);
+        mm_wgmma_64x128x32_acc(blk, desc_a0 + step_a + 2 * ks, desc_b0 + step_b + 2 * ks);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* The same with A and B from one stage. */
+__device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0, int stage, float blk[MM_TILE_ACC])
+{
+    mm_tile_issue_ab(desc_a0, stage, desc_b0, stage, blk);
 }
 
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
@@ -581,18 +588,6 @@ __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pi
         mm_tile_produce(stages, p, ring, a, rows, am, b0, kb, kb + 1);
         mm_tile_produce_b(stages, p, ring, b1, kb);
     }
-}
-
-/* One K block's four k32 wgmmas with A from stage sa and B from stage sb. */
-__device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint64_t desc_b0, int sb, float blk[MM_TILE_ACC])
-{
-    const uint64_t step_a = (uint64_t)sa * (MM_TILE_STAGE_BYTES >> 4), step_b = (uint64_t)sb * (MM_TILE_STAGE_BYTES >> 4);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    mm_wgmma_64x128x32_fresh(blk, desc_a0 + step_a, desc_b0 + step_b);
-#pragma unroll
-    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
-        mm_wgmma_64x128x32_acc(blk, desc_a0 + step_a + 2 * ks, desc_b0 + step_b + 2 * ks);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
 /* Math of a dual pass over a tile of <= 64 rows, split by halves: warpgroup g computes half g
