@@ -82,8 +82,8 @@ static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the 
 #define SMALL_ROWS MM_FUSED_SMALL_ROWS
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
 #define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
-/* Which items are dual (two weight blocks over one pass of A): gemm_schedule.h, mm_fused_dual. */
-/* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 */
+/* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 (a dual GEMM2
+ * item: two weight blocks over one pass of A; which items are dual: mm_fused_dual) */
 #define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
 static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
 
@@ -498,7 +498,6 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
     }
 }
 
-static_assert(MM_GEMM_BM * 2 * MM_GEMM_BN * 2 <= STAGING_BYTES, "a 128 x 256 BF16 out tile fits the staging area");
 /* After a barrier (the 128 x 256 BF16 out tile is written), each row's 512 bytes go home as a
  * warp's 16-byte stores (combine_recv[token][k], NVLink for a remote token). */
 __device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile)

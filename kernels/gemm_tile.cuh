@@ -338,6 +338,16 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
+/* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
+ * the stage's `full` barrier. */
+__device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
+                 "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
+                 : "memory");
+}
+
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
  * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer
  * threads (a named barrier after writing it). Per block: wait until the math warps (of both CTAs
@@ -395,10 +405,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                         "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                         "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
-                         : "memory");
+            mm_tile_tma_b(sb, b, kb, full);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -570,10 +577,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
-                     : "memory");
+        mm_tile_tma_b(sb, b, kb, full);
     }
     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
