@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include "../kernels/gemm_schedule.h"
+
 #include <math.h>
 
 const char *bound_name(mm_bound b)
@@ -62,6 +64,17 @@ void plan_mode_bytes(mm_mode mode, const mm_shape *s, uint64_t *sym, uint64_t *l
     *local = b.total;
 }
 
+mm_fused_form plan_fused_form(const mm_floor *fl)
+{
+    mm_fused_form form = {0.0, 0};
+    if (fl->active_experts <= 0.0 || fl->pairs <= 0.0) return form;
+    const int rows = (int)lround(fl->pairs / fl->active_experts), tiles = mm_row_tiles(rows);
+    if (tiles < 1) return form;
+    form.rows_per_tile = (double)rows / tiles;
+    form.dual = mm_fused_large(rows, tiles);
+    return form;
+}
+
 static double mib(uint64_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -92,15 +105,16 @@ void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, in
                 built & (1u << m) ? "" : "  (planned layout: mode not built yet)");
     }
     fprintf(f, "#\n# per batch (tokens per rank), uniform routing, expected values\n");
-    fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s\n", "batch", "active", "pairs",
+    fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s %10s %6s\n", "batch", "active", "pairs",
             "weights_MB", "GFLOP", "nvlink_MB", "hbm_us", "tc_us", "nvlink_us", "floor_us",
-            "bound");
+            "bound", "rows/tile", "fused");
     for (int b = 0; b < n_batches; b++) {
         mm_floor fl;
         plan_floor(cfg, ranks, batches[b], c, &fl);
-        fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s\n", fl.batch,
+        const mm_fused_form form = plan_fused_form(&fl);
+        fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s %10.1f %6s\n", fl.batch,
                 fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
                 fl.nvlink_bytes / 1e6, fl.t_hbm_us, fl.t_tc_us, fl.t_nvlink_us, fl.floor_us,
-                bound_name(fl.bound));
+                bound_name(fl.bound), form.rows_per_tile, form.dual ? "dual" : "pass");
     }
 }

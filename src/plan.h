@@ -35,6 +35,16 @@ typedef struct {
 /* Expected figures for uniform routing with distinct top-k (formulas in README "plan"). */
 void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out);
 
+/* How the fused kernel is expected to run its GEMM items at a batch (uniform routing): the rows
+ * an active expert receives, cut into row tiles of 128, and whether the tiles average enough
+ * rows for dual items (kernels/gemm_schedule.h mm_fused_large; the kernel decides per call from
+ * the counts it received). */
+typedef struct {
+    double rows_per_tile;
+    int dual;
+} mm_fused_form;
+mm_fused_form plan_fused_form(const mm_floor *fl);
+
 /* Bytes of one expert's FP8 weights (W1 and W2) and their FP32 128x128 block scales. */
 double plan_expert_weight_bytes(const mm_config *cfg);
 

@@ -64,6 +64,26 @@ static void flash_ep2(void **state)
     near(f.floor_us, 933.548, 1e-5);
     assert_int_equal(f.bound, BOUND_TC);
     near(f.t_nvlink_us, 412.877, 1e-5);
+    /* fused's item form: 4096 tokens -> 24576 pairs over 128 experts = 192 rows, tiles of 128 + 64:
+     * 96 rows a tile on average, dual items */
+    mm_fused_form form = plan_fused_form(&f);
+    near(form.rows_per_tile, 96.0, 1e-12);
+    assert_true(form.dual);
+    plan_floor(&c, 2, 2048, &H200, &f); /* 96 rows, one tile */
+    form = plan_fused_form(&f);
+    near(form.rows_per_tile, 96.0, 1e-12);
+    assert_true(form.dual);
+    plan_floor(&c, 2, 1024, &H200, &f); /* 48 rows: passes */
+    form = plan_fused_form(&f);
+    near(form.rows_per_tile, 48.0, 1e-12);
+    assert_false(form.dual);
+    plan_floor(&c, 2, 1, &H200, &f); /* 6 pairs over 5.93 experts: 1 row a tile */
+    form = plan_fused_form(&f);
+    near(form.rows_per_tile, 1.0, 1e-12);
+    assert_false(form.dual);
+    plan_floor(&c, 2, 0, &H200, &f); /* no tokens: no tiles */
+    form = plan_fused_form(&f);
+    assert_true(form.rows_per_tile == 0.0 && !form.dual);
     /* EP1: nothing crosses NVLink */
     plan_floor(&c, 1, 4096, &H200, &f);
     assert_true(f.nvlink_bytes == 0.0);
