@@ -3,6 +3,8 @@
 # against the committed baseline results/<gpu>-ep<N>/<config>.json. Exit status: the gate's
 # (0 pass, 1 slower or wrong, 2 no baseline or bad input).
 # usage: scripts/perf-gate.sh [config] [outdir]     (default deepseek-v4-flash, build/perf-gate)
+# GATE_ARGS adds gate options, e.g. GATE_ARGS="--relative-to normal" to judge fused and ll by their
+# time over normal's in the same run (a whole-machine drift cancels; README, Gating CI).
 set -u
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -20,4 +22,5 @@ mpirun -np "$np" --bind-to none build/megamoe bench --config "configs/$cfg.json"
     --warmup 5 --iters 30 --l2-flush on --json "$out/current.json" >"$out/bench.txt"
 rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 4 ] || { cat "$out/bench.txt"; exit "$rc"; }
-build/megamoe gate --baseline "$baseline" --current "$out/current.json" --markdown "$out/gate.md"
+# shellcheck disable=SC2086 # GATE_ARGS is a list of options
+build/megamoe gate --baseline "$baseline" --current "$out/current.json" --markdown "$out/gate.md" ${GATE_ARGS:-}

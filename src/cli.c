@@ -26,7 +26,7 @@ enum {
     OPT_CONFIG = 1000, OPT_BATCHES, OPT_MODES, OPT_WARMUP, OPT_ITERS, OPT_ROUTING, OPT_SEED,
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
-    OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_EP, OPT_ROWS,
+    OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
     OPT_SPREAD, OPT_SWEEPS, OPT_INTERLEAVE,
 };
 
@@ -80,6 +80,8 @@ static const struct {
     {"max-slowdown", 1, OPT_MAXSLOW, G, "PCT", "fail on a SLOWER row slower by more (default 5%)"},
     {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME (default 1%)"},
     {"ignore-device", 0, OPT_IGNOREDEV, G, NULL, "compare across GPU models and EP sizes"},
+    {"relative-to", 1, OPT_RELATIVE, G, "MODE",
+     "judge the other modes by their time over MODE's at the same batch (machine drift cancels)"},
     {"ep", 1, OPT_EP, M, "N", "EP size whose local experts the rows spread over (default 8)"},
     {"rows", 1, OPT_ROWS, M, "LIST", "total rows per GEMM (default 8,64,512,4096,49152)"},
     {"spread", 1, OPT_SPREAD, M, "uniform|skewed", "rows per expert: even, or ~1/(e+1) (default uniform)"},
@@ -137,6 +139,7 @@ static void defaults(mm_options *o)
     o->tol = MM_DEFAULT_TOL;
     o->max_slowdown = 0.05;
     o->min_gap = 0.01;
+    o->relative_to = -1;
     o->ep = 8;
     static const int default_rows[] = {8, 64, 512, 4096, 49152};
     o->n_rows = (int)MM_ARRAY_LEN(default_rows);
@@ -257,6 +260,17 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_MAXSLOW: s = parse_percent(v, &o->max_slowdown, sub, sizeof sub); break;
     case OPT_MINGAP: s = parse_percent(v, &o->min_gap, sub, sizeof sub); break;
     case OPT_IGNOREDEV: o->ignore_device = 1; return MM_OK;
+    case OPT_RELATIVE: {
+        unsigned mask = 0;
+        s = parse_mode_list(v, &mask, sub, sizeof sub);
+        if (s == MM_OK && (mask & (mask - 1))) {
+            mm_fmt(sub, sizeof sub, "one mode, not a list ('%s')", v);
+            s = MM_USAGE;
+        }
+        for (int m = 0; s == MM_OK && m < MODE_COUNT; m++)
+            if (mask >> m & 1u) o->relative_to = m;
+        break;
+    }
     case OPT_EP:
         s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
         o->ep = (int)n;

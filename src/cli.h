@@ -48,6 +48,7 @@ typedef struct {
     double max_slowdown; /* fraction */
     double min_gap;      /* fraction */
     int ignore_device;
+    int relative_to; /* -1, or the mm_mode the others are judged against */
     /* gemm */
     int ep;
     int rows[MM_MAX_BATCHES];

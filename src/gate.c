@@ -1,4 +1,5 @@
 #include "gate.h"
+#include "sweep.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -51,6 +52,22 @@ void gate_spread(const double *samples, int n, double median, double stdev, mm_s
     out->noise = out->median > 0 ? (out->hi - out->lo) / 2.0 / out->median : INFINITY;
 }
 
+void gate_ratio_spread(const double *samples, int n, const mm_spread *row, const double *ref_samples, int ref_n,
+                       const mm_spread *ref, int paired, mm_spread *out)
+{
+    double *q = paired && n > 0 && n == ref_n && samples && ref_samples ? malloc(sizeof(double) * (size_t)n) : NULL;
+    if (q) {
+        for (int i = 0; i < n; i++) q[i] = ref_samples[i] > 0 ? samples[i] / ref_samples[i] : 0.0;
+        gate_spread(q, n, 0, 0, out);
+        free(q);
+        return;
+    }
+    out->median = ref->median > 0 ? row->median / ref->median : 0.0;
+    out->lo = ref->hi > 0 ? row->lo / ref->hi : 0.0;
+    out->hi = ref->lo > 0 ? row->hi / ref->lo : INFINITY;
+    out->noise = out->median > 0 ? (out->hi - out->lo) / 2.0 / out->median : INFINITY;
+}
+
 mm_verdict gate_compare(const mm_spread *old_run, const mm_spread *new_run,
                         const mm_gate_opts *o, double *change)
 {
@@ -74,6 +91,8 @@ typedef struct {
     int status; /* mm_row_status */
     int has_time;
     mm_spread spread;
+    double *samples; /* iter_us (NULL when the file has none) */
+    int n_samples;
     char note[192];
 } gate_row;
 
@@ -169,13 +188,21 @@ static mm_status load(const char *path, gate_file *g)
                 if (samples) cJSON_ArrayForEach(v, it) samples[k++] = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
                 gate_spread(samples, samples ? k : 0, num_item(t, "median_us", 0),
                             num_item(t, "stdev_us", 0), &gr->spread);
-                free(samples);
+                gr->samples = samples; /* kept for --relative-to */
+                gr->n_samples = samples ? k : 0;
             }
             g->n++;
         }
     }
     cJSON_Delete(root);
     return s;
+}
+
+static void release(gate_file *g)
+{
+    for (int i = 0; g->rows && i < g->n; i++) free(g->rows[i].samples);
+    free(g->rows);
+    g->rows = NULL;
 }
 
 static const gate_row *find(const gate_file *g, const char *mode, int batch)
@@ -190,6 +217,9 @@ typedef struct {
     mm_verdict verdict;
     double change;
     int fails;
+    int relative;            /* judged on the time over the reference mode's (ratios below) */
+    double old_ratio, new_ratio;
+    int reference;           /* a row of the reference mode itself */
 } gate_line;
 
 static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
@@ -209,11 +239,17 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
         char row[40], o[24] = "-", nw[24] = "-", ch[24] = "-", verdict[240];
         const gate_row *key = l->old_row ? l->old_row : l->new_row;
         mm_fmt(row, sizeof row, "%s/%d", key->mode, key->batch);
-        if (l->old_row && l->old_row->has_time) mm_fmt(o, sizeof o, "%.1f", l->old_row->spread.median);
-        if (l->new_row && l->new_row->has_time) mm_fmt(nw, sizeof nw, "%.1f", l->new_row->spread.median);
+        if (l->relative) {
+            mm_fmt(o, sizeof o, "%.4fx", l->old_ratio);
+            mm_fmt(nw, sizeof nw, "%.4fx", l->new_ratio);
+        } else {
+            if (l->old_row && l->old_row->has_time) mm_fmt(o, sizeof o, "%.1f", l->old_row->spread.median);
+            if (l->new_row && l->new_row->has_time) mm_fmt(nw, sizeof nw, "%.1f", l->new_row->spread.median);
+        }
         if (l->old_row && l->new_row && l->old_row->has_time && l->new_row->has_time)
             mm_fmt(ch, sizeof ch, "%+.1f%%", l->change * 100.0);
-        mm_fmt(verdict, sizeof verdict, "%s%s", verdict_name(l->verdict), l->fails ? " (fails)" : "");
+        mm_fmt(verdict, sizeof verdict, "%s%s%s", verdict_name(l->verdict), l->fails ? " (fails)" : "",
+               l->reference ? " (reference)" : "");
         if (l->verdict == VERDICT_BROKEN && l->new_row) {
             size_t u = strlen(verdict);
             mm_fmt(verdict + u, sizeof verdict - u, ": %s %s", row_status_name(l->new_row->status),
@@ -225,6 +261,30 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
     fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);
 }
 
+/* --relative-to: a row of another mode whose batch has a timed reference row in both runs is
+ * judged on its time over the reference's (per-round ratios when both runs timed their modes side
+ * by side); the reference mode's own rows keep their absolute verdict, for information. */
+static void judge_relative(gate_line *l, const gate_file *a, const gate_file *b, const mm_gate_opts *o)
+{
+    if (o->relative_to < 0) return;
+    const char *ref_mode = mode_name((mm_mode)o->relative_to);
+    if (strcmp(l->old_row->mode, ref_mode) == 0) {
+        l->reference = 1;
+        return;
+    }
+    const gate_row *ra = find(a, ref_mode, l->old_row->batch), *rb = find(b, ref_mode, l->old_row->batch);
+    if (!ra || !rb || !ra->has_time || !rb->has_time) return; /* no reference here: absolute */
+    mm_spread old_ratio, new_ratio;
+    gate_ratio_spread(l->old_row->samples, l->old_row->n_samples, &l->old_row->spread, ra->samples, ra->n_samples,
+                      &ra->spread, a->interleave, &old_ratio);
+    gate_ratio_spread(l->new_row->samples, l->new_row->n_samples, &l->new_row->spread, rb->samples, rb->n_samples,
+                      &rb->spread, b->interleave, &new_ratio);
+    l->verdict = gate_compare(&old_ratio, &new_ratio, o, &l->change);
+    l->relative = 1;
+    l->old_ratio = old_ratio.median;
+    l->new_ratio = new_ratio.median;
+}
+
 mm_status gate_files(const char *baseline, const char *current, const mm_gate_opts *o,
                      FILE *out, const char *markdown_path)
 {
@@ -233,16 +293,27 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
     if (s == MM_OK) s = load(current, &b);
     else b.rows = NULL;
     if (s != MM_OK) {
-        free(a.rows);
-        free(b.rows);
+        release(&a);
+        release(&b);
         return s;
     }
     if (!o->ignore_device && (strcmp(a.gpu, b.gpu) != 0 || a.ep != b.ep)) {
         mm_error("gate: baseline ran on %s at EP %d, current on %s at EP %d (--ignore-device to "
                  "compare anyway)", a.gpu, a.ep, b.gpu, b.ep);
-        free(a.rows);
-        free(b.rows);
+        release(&a);
+        release(&b);
         return MM_USAGE;
+    }
+    if (o->relative_to >= 0) {
+        int timed = 0;
+        for (int i = 0; i < a.n; i++) timed += a.rows[i].has_time && strcmp(a.rows[i].mode, mode_name((mm_mode)o->relative_to)) == 0;
+        if (!timed) {
+            mm_error("gate: --relative-to %s: the baseline has no timed %s row", mode_name((mm_mode)o->relative_to),
+                     mode_name((mm_mode)o->relative_to));
+            release(&a);
+            release(&b);
+            return MM_USAGE;
+        }
     }
     if (strcmp(a.config, b.config) != 0)
         mm_warn("gate: configs differ (%s vs %s): no row can match", a.config, b.config);
@@ -252,8 +323,8 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
                 a.interleave ? "side by side" : "one after another", b.interleave ? "side by side" : "one after another");
     gate_line *lines = calloc((size_t)(a.n + b.n + 1), sizeof(gate_line));
     if (!lines) {
-        free(a.rows);
-        free(b.rows);
+        release(&a);
+        release(&b);
         return MM_RUNTIME;
     }
     int n = 0, failures = 0, counts[6] = {0};
@@ -272,7 +343,8 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
             l->fails = 1;
         } else {
             l->verdict = gate_compare(&l->old_row->spread, &l->new_row->spread, o, &l->change);
-            l->fails = l->verdict == VERDICT_SLOWER && l->change > o->max_slowdown;
+            judge_relative(l, &a, &b, o);
+            l->fails = l->verdict == VERDICT_SLOWER && l->change > o->max_slowdown && !l->reference;
         }
         failures += l->fails;
         counts[l->verdict]++;
@@ -291,10 +363,12 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
     char summary[320];
     mm_fmt(summary, sizeof summary,
            "gate: %s: %d rows: %d same, %d faster, %d slower, %d unsure, %d missing, %d broken; "
-           "max slowdown %.1f%%, min gap %.1f%%",
+           "max slowdown %.1f%%, min gap %.1f%%%s%s",
            failures ? "FAIL" : "PASS", n, counts[VERDICT_SAME], counts[VERDICT_FASTER],
            counts[VERDICT_SLOWER], counts[VERDICT_UNSURE], counts[VERDICT_MISSING],
-           counts[VERDICT_BROKEN], o->max_slowdown * 100, o->min_gap * 100);
+           counts[VERDICT_BROKEN], o->max_slowdown * 100, o->min_gap * 100,
+           o->relative_to >= 0 ? "; other modes relative to " : "",
+           o->relative_to >= 0 ? mode_name((mm_mode)o->relative_to) : "");
     print_table(out, &a, &b, lines, n, 0, summary);
     if (markdown_path) {
         FILE *f = fopen(markdown_path, "w");
@@ -307,8 +381,8 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
         }
     }
     free(lines);
-    free(a.rows);
-    free(b.rows);
+    release(&a);
+    release(&b);
     if (s != MM_OK) return s;
     return failures ? MM_FAIL : MM_OK;
 }

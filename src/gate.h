@@ -23,6 +23,9 @@ typedef struct {
     double max_slowdown; /* fraction: 0.05 = 5% */
     double min_gap;      /* fraction: differences below it are SAME */
     int ignore_device;   /* match rows across GPU models and EP sizes */
+    int relative_to;     /* -1, or an mm_mode: judge the other modes by their time over this mode's
+                          * at the same batch in the same run (a drift of the whole machine cancels);
+                          * its own rows are reported, and fail only when BROKEN or MISSING */
 } mm_gate_opts;
 
 /* Summary of one run of a row: its median and the spread that decides whether a change is real. */
@@ -34,6 +37,12 @@ typedef struct {
 
 /* From per-iteration times (n > 0); with no samples, from median and stdev. */
 void gate_spread(const double *samples, int n, double median, double stdev, mm_spread *out);
+
+/* The spread of a row's time over a reference row's of the same run. paired (both timed side by
+ * side, as many samples): per-round ratios, round i of each having run in the same machine state;
+ * else the ratio of the medians, with the widest range the two spreads allow. */
+void gate_ratio_spread(const double *samples, int n, const mm_spread *row, const double *ref_samples, int ref_n,
+                       const mm_spread *ref, int paired, mm_spread *out);
 
 /* A change counts only when the runs' p10-p90 ranges do not overlap and the relative gap exceeds
  * both min_gap and the noise of either run. `change` gets (new - old) / old. */

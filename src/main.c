@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         return MM_OK;
     }
     if (o.cmd == CMD_GATE) {
-        mm_gate_opts g = {o.max_slowdown, o.min_gap, o.ignore_device};
+        mm_gate_opts g = {o.max_slowdown, o.min_gap, o.ignore_device, o.relative_to};
         return (int)gate_files(o.baseline_path, o.current_path, &g, stdout,
                                o.markdown_path[0] ? o.markdown_path : NULL);
     }

@@ -3,7 +3,7 @@
 #include "gate.h"
 #include "test_util.h"
 
-static const mm_gate_opts OPTS = {0.05, 0.01, 0};
+static const mm_gate_opts OPTS = {0.05, 0.01, 0, -1};
 
 static mm_spread spread(double median, double half_width)
 {
@@ -50,8 +50,28 @@ static void spreads(void **state)
     assert_true(s.lo == 45 && s.hi == 55);
 }
 
+/* Ratios to a reference row: per round when paired, else from the two spreads' extremes. */
+static void ratio_spreads(void **state)
+{
+    (void)state;
+    const double row[] = {2.0, 4.4, 6.0}, ref[] = {1.0, 2.2, 3.0};
+    mm_spread r = {0}, f = {0}, out;
+    gate_spread(row, 3, 0, 0, &r);
+    gate_spread(ref, 3, 0, 0, &f);
+    gate_ratio_spread(row, 3, &r, ref, 3, &f, 1, &out); /* every round 2.0 */
+    assert_true(out.median == 2.0 && out.lo == 2.0 && out.hi == 2.0 && out.noise == 0.0);
+    const mm_spread a = {10.0, 9.0, 11.0, 0.1}, b = {5.0, 4.0, 6.0, 0.2};
+    gate_ratio_spread(NULL, 0, &a, NULL, 0, &b, 1, &out); /* no samples: the conservative range */
+    assert_true(out.median == 2.0 && out.lo == 1.5 && out.hi == 2.75);
+    gate_ratio_spread(row, 3, &a, ref, 2, &b, 1, &out); /* counts differ: not paired */
+    assert_true(out.median == 2.0 && out.lo == 1.5);
+    gate_ratio_spread(row, 3, &a, ref, 3, &b, 0, &out); /* not timed side by side */
+    assert_true(out.hi == 2.75);
+}
+
 int run_gate_tests(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(verdicts), cmocka_unit_test(spreads)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(verdicts), cmocka_unit_test(spreads),
+                                       cmocka_unit_test(ratio_spreads)};
     return cmocka_run_group_tests_name("gate", tests, NULL, NULL);
 }

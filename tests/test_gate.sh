@@ -27,6 +27,16 @@ check missing 1 "fused/4096 .*MISSING \(fails\)" -- --baseline $g/base.json --cu
 check other-gpu 2 "baseline ran on NVIDIA H200 at EP 2, current on NVIDIA H100" -- --baseline $g/base.json --current $g/other-gpu.json
 check other-gpu-ignored 0 "gate: PASS" -- --baseline $g/base.json --current $g/other-gpu.json --ignore-device
 check timing-method 0 "gate: the baseline timed its modes one after another, the current run side by side" -- --baseline $g/base.json --current $g/interleaved.json
+# --relative-to: a whole run 4% off (every mode, shared per-round factors) fails the absolute gate
+# and passes the relative one; fused 8% slower against normal fails both
+check drift-absolute 1 "normal/64 .* \+3\.[0-9]%  SLOWER \(fails\)" -- --baseline $g/rounds-base.json --current $g/rounds-drift4.json --max-slowdown 3%
+check drift-relative 0 "fused/64 +0\.33[0-9]+x +0\.33[0-9]+x .* SAME$" -- --baseline $g/rounds-base.json --current $g/rounds-drift4.json --max-slowdown 3% --relative-to normal
+check drift-reference 0 "normal/64 .* SLOWER \(reference\)" -- --baseline $g/rounds-base.json --current $g/rounds-drift4.json --max-slowdown 3% --relative-to normal
+check fused8-relative 1 "fused/4096 .* \+8\.0%  SLOWER \(fails\)" -- --baseline $g/rounds-base.json --current $g/rounds-fused8.json --relative-to normal
+check relative-unpaired 0 "gate: PASS: 7 rows: 4 same, 0 faster, 3 slower.*relative to normal" -- --baseline $g/base.json --current $g/slower10.json --relative-to normal
+check relative-no-ref 2 "has no timed ll row" -- --baseline $g/base.json --current $g/base.json --relative-to ll
+check relative-bad-mode 2 "unknown mode 'turbo'" -- --baseline $g/base.json --current $g/base.json --relative-to turbo
+check relative-list 2 "one mode, not a list" -- --baseline $g/base.json --current $g/base.json --relative-to fused,normal
 check other-schema 2 "schema 'megamoe.results/0'" -- --baseline $g/base.json --current $g/other-schema.json
 check no-file 2 "cannot read" -- --baseline $g/nope.json --current $g/base.json
 check not-json 2 "not valid JSON" -- --baseline tests/configs/not-json.json --current $g/base.json

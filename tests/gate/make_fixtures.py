@@ -50,3 +50,31 @@ write("other-schema.json", run(schema="megamoe.results/0", seed=9))
 interleaved = copy.deepcopy(base)
 interleaved["meta"]["interleave"] = True
 write("interleaved.json", interleaved)
+
+
+def rounds(scale=1.0, fused_scale=1.0, seed=10, interleave=True):
+    """Modes timed side by side: round i of every mode ran in the same machine state (a shared
+    per-round factor), and a whole run may sit a few percent off another (`scale`)."""
+    rnd = random.Random(seed)
+    doc = run(seed=seed)
+    doc["meta"]["interleave"] = interleave
+    factors = [scale * (1 + rnd.uniform(-0.01, 0.01)) for _ in range(30)]
+    for r in doc["results"]:
+        if r["status"] != "OK":
+            continue
+        base = (100.0 if r["mode"] == "fused" else 300.0) * {1: 1.0, 64: 2.0, 4096: 10.0}[r["batch"]]
+        if r["mode"] == "fused":
+            base *= fused_scale
+        it = [base * f * (1 + rnd.uniform(-0.002, 0.002)) for f in factors]
+        s = sorted(it)
+        mean = sum(it) / len(it)
+        r["iter_us"] = it
+        r["time"].update({"median_us": (s[14] + s[15]) / 2, "mean_us": mean, "min_us": s[0], "max_us": s[-1],
+                          "p90_us": s[26], "stdev_us": (sum((x - mean) ** 2 for x in it) / (len(it) - 1)) ** 0.5})
+        r["rank_median_us"] = [r["time"]["median_us"]] * 2
+    return doc
+
+
+write("rounds-base.json", rounds())
+write("rounds-drift4.json", rounds(scale=1.04, seed=11))
+write("rounds-fused8.json", rounds(scale=1.04, fused_scale=1.08, seed=12))
