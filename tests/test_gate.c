@@ -1,6 +1,7 @@
 #include <math.h>
 
 #include "gate.h"
+#include "sweep.h"
 #include "test_util.h"
 
 static const mm_gate_opts OPTS = {0.05, 0.01, 0, -1};
@@ -69,9 +70,26 @@ static void ratio_spreads(void **state)
     assert_true(out.hi == 2.75);
 }
 
+/* Whole files (also under ASan in test_host_asan): drift cancels relative to normal, a slower
+ * fused fails; the absolute gate fails the drift. */
+static void files_relative(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    mm_gate_opts o = {0.03, 0.01, 0, MODE_NORMAL};
+    assert_int_equal(gate_files("tests/gate/rounds-base.json", "tests/gate/rounds-drift4.json", &o, out, NULL), MM_OK);
+    assert_int_equal(gate_files("tests/gate/rounds-base.json", "tests/gate/rounds-fused8.json", &o, out, NULL), MM_FAIL);
+    o.relative_to = -1;
+    assert_int_equal(gate_files("tests/gate/rounds-base.json", "tests/gate/rounds-drift4.json", &o, out, NULL), MM_FAIL);
+    o.relative_to = MODE_LL; /* the baseline has no timed ll row */
+    assert_int_equal(gate_files("tests/gate/base.json", "tests/gate/base.json", &o, out, NULL), MM_USAGE);
+    fclose(out);
+}
+
 int run_gate_tests(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(verdicts), cmocka_unit_test(spreads),
-                                       cmocka_unit_test(ratio_spreads)};
+                                       cmocka_unit_test(ratio_spreads), cmocka_unit_test(files_relative)};
     return cmocka_run_group_tests_name("gate", tests, NULL, NULL);
 }
