@@ -475,6 +475,22 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     }
 }
 
+/* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
+ * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token). */
+__device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile,
+                                               int width)
+{
+    const int rows = it->rows, block = it->block, lane = threadIdx.x % 32;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
+        if (lane >= width * 2 / 16) continue;
+        wire_meta m = it->meta[r];
+        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
+                               (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
+        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane];
+    }
+}
+
 /* GEMM2 epilogue (math threads): stage the BF16 tile, then each row's 256 bytes go home to its
  * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). Items
  * alternate between two out tiles, so one barrier per item suffices: a thread writing item n's
@@ -483,33 +499,11 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
 __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                const float acc[MM_TILE_ACC])
 {
-    const int mt = mm_math_thread(), rows = it->rows, block = it->block, lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2)
         *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * MM_GEMM_BN + mm_acc_col(i)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
-        if (lane >= MM_GEMM_BN * 2 / 16) continue;
-        wire_meta m = it->meta[r];
-        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
-                               (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
-        dst[lane] = ((const uint4 *)(out_tile + r * MM_GEMM_BN))[lane];
-    }
-}
-
-/* After a barrier (the 128 x 256 BF16 out tile is written), each row's 512 bytes go home as a
- * warp's 16-byte stores (combine_recv[token][k], NVLink for a remote token). */
-__device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile)
-{
-    const int rows = it->rows, block = it->block, lane = threadIdx.x % 32, width = 2 * MM_GEMM_BN;
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
-        wire_meta m = it->meta[r];
-        uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
-                               (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
-        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane];
-    }
+    store_out_rows(a, it, out_tile, MM_GEMM_BN);
 }
 
 /* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
@@ -525,7 +519,7 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
         *(__nv_bfloat162 *)(out_tile + mm_acc_row(i) * width + MM_GEMM_BN + mm_acc_col(i)) =
             __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
     }
-    store_out_rows(a, it, out_tile);
+    store_out_rows(a, it, out_tile, width);
 }
 
 /* The same for a split item (rows <= 64): warpgroup g holds H block `block + g` of rows 0..63. */
@@ -538,7 +532,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
     for (int i = 0; i < MM_TILE_ACC; i += 2)
         *(__nv_bfloat162 *)(out_tile + (mm_acc_row(i) - 64 * g) * width + g * MM_GEMM_BN + mm_acc_col(i)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    store_out_rows(a, it, out_tile);
+    store_out_rows(a, it, out_tile, width);
 }
 
 /* Warpgroups 1 and 2: the items in the producer's order. A dual item (two weight blocks over one

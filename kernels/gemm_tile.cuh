@@ -418,6 +418,20 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
+/* A stage's scales: [BM] A scales, then the weight block's scale at [BM]. */
+__device__ __forceinline__ const float *mm_tile_stage_scales(const uint8_t *stages, int stage)
+{
+    return (const float *)(stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+}
+
+/* The recipe's promotion of one block sum: acc += (a_scale * w_scale) * blk, the scale of this
+ * thread's first row for i & 2 == 0, of its second otherwise. */
+__device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
+{
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
+}
+
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
  * full (so the loads are long done when the promotion needs them), the weight block's scale
  * and this thread's two rows' activation scales. */
@@ -433,7 +447,7 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    const float *sc = (const float *)(stages + r.stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+    const float *sc = mm_tile_stage_scales(stages, r.stage);
     const float sw = sc[MM_GEMM_BM];
     mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
     return b;
@@ -489,8 +503,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
                                                const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
     mm_tile_release(p, b.stage, pair);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc[i]);
+    mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
 
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
@@ -616,16 +629,14 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        const float *sc0 = (const float *)(stages + s0 * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-        const float *scg = (const float *)(stages + (g ? s1 : s0) * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-        const float sw = scg[MM_GEMM_BM];
+        const float *sc0 = mm_tile_stage_scales(stages, s0);
+        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_release(p, s0, pair);
         mm_tile_release(p, s1, pair);
-#pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc[i]);
+        mm_tile_promote(t_lo, t_hi, blk, acc);
     }
 }
 
@@ -647,23 +658,20 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = fmaf((i & 2) ? b.s_hi : b.s_lo, blk[i], acc0[i]);
+        mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
         /* the second half: its stage holds B1 and w1's scale; the A scales are the first stage's */
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        const float *sc0 = (const float *)(stages + b.stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-        const float *sc1 = (const float *)(stages + s1 * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-        const float sw1 = sc1[MM_GEMM_BM];
+        const float *sc0 = mm_tile_stage_scales(stages, b.stage);
+        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_release(p, b.stage, pair);
         mm_tile_release(p, s1, pair);
-#pragma unroll
-        for (int i = 0; i < MM_TILE_ACC; i++) acc1[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc1[i]);
+        mm_tile_promote(t_lo, t_hi, blk, acc1);
     }
 }
 
