@@ -286,10 +286,11 @@ typedef struct {
     mm_expert_args w;
 } mm_normal_args;
 
-/* The stages before the CPU sync (quantize, layout, notify, barrier, offsets), and the ones after
- * it (dispatch ... combine, a.recv_rows set). marks: NULL or MM_NORMAL_MARKS events. */
+/* The stages before the CPU sync (quantize, layout, notify, barrier, offsets, then dispatch, which
+ * needs no host-read count; offsets_done recorded after offsets), and the ones after it (permute
+ * ... combine, a.recv_rows set). marks: NULL or MM_NORMAL_MARKS events. */
 #define MM_NORMAL_MARKS 10
-cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
+cudaError_t mm_launch_normal_front(mm_normal_args a, cudaEvent_t *marks, cudaEvent_t offsets_done, cudaStream_t stream);
 cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream);
 
 /* The fused mega-MoE kernel (fused.cu): one persistent launch per call. */

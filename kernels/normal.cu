@@ -13,22 +13,25 @@
  *                 rank's block starts at each receiver (read from the receiver's counts), each
  *                 local expert's rows and its segment padded to the tile height, and the totals
  *                 into host-mapped memory
- *   -- the host waits for the stream and reads the totals (the CPU sync this mode is known for)
  *   dispatch      CTA per token: its FP8 row, scales and header {ids as the receiver sees them
- *                 (local id or -1), weights, token} to each destination at offset + slot
+ *                 (local id or -1), weights, token} to each other destination at offset + slot;
+ *                 at this rank's own slot the header only (the permute reads the row from xq)
  *   barrier B     every row has arrived (run by the dispatch's last CTA, no launch of its own)
- *   permute       CTA per received row: one copy per local expert of the row into that expert's
+ *   -- the host waits for the offsets kernel (an event; the dispatch is already queued and runs
+ *      meanwhile) and reads the totals: the CPU sync this mode is known for
+ *   permute       CTA per received row (own tokens' rows from xq): one copy per local expert into that expert's
  *                 segment (slot from an atomic per expert), with {row, token, k, weight} and the
  *                 position in perm_index[row][k]
  *   GEMM1         grouped GEMM core, contiguous form, FP32 out
  *   act           SwiGLU x weight + FP8 quantization (act.cu, shared with ll)
  *   GEMM2         grouped GEMM core, BF16 out
- *   reduce-send   a CTA per received row: the FP32 sum of its local experts' BF16 rows in k order,
- *                 rounded to BF16, stored at the sender's combine_recv[me][token] (NVLink); the
- *                 senders' rows interleaved so the link carries traffic for the whole stage
+ *   reduce-send   a CTA per row received from another rank: the FP32 sum of its local experts'
+ *                 BF16 rows in k order, rounded to BF16, stored at the sender's
+ *                 combine_recv[me][token] (NVLink); several senders' rows interleaved
  *   barrier C     every partial row has arrived (run by the reduce-send's last CTA)
- *   combine       CTA per token: y = BF16 of the FP32 sum of the partial rows of the ranks it
- *                 went to, in rank order
+ *   combine       CTA per token: this rank's own partial formed in place (as reduce-send forms
+ *                 the others'), then y = BF16 of the FP32 sum of the partials of the ranks it
+ *                 went to, in rank order (combine_recv[me] is not used)
  * Buffers: layout.h mm_layout_normal_sym (counts, dispatch_recv, combine_recv) and _local.
  * Reuse across calls without clearing: a peer writes our counts for call c+1 after barrier C of
  * call c (we read ours before barrier B), our dispatch_recv after barrier A of c+1 (we read it
@@ -46,7 +49,6 @@
 #include "token_io.cuh"
 
 #define MAX_K MM_KERNEL_MAX_TOPK
-static_assert(MM_MAX_PEERS <= MM_KERNEL_MAX_TOPK, "the combine sums one partial row per rank through mm_sum_rows8");
 
 __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t off)
 {
@@ -103,7 +105,9 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
         const volatile int32_t *theirs = (const volatile int32_t *)sym(a, threadIdx.x, a.off_counts);
         int off = 0;
         for (int s = 0; s < me; s++) off += theirs[(size_t)s * (1 + el)];
-        a.send_offset[threadIdx.x] = off;
+        /* the dispatch runs before the host checks the totals: it must not write past the region */
+        const bool fits = off >= 0 && off + a.send_count[threadIdx.x] <= ranks * a.m.max_tokens;
+        a.send_offset[threadIdx.x] = fits ? off : -1;
     }
     for (int e = threadIdx.x; e < el; e += blockDim.x) {
         int rows = 0;
@@ -132,17 +136,24 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
  * copies of consecutive pieces and destinations are all in flight together. The last CTA to
  * finish runs barrier B (every row has arrived everywhere), which saves the barrier's launch. */
 #define PIECES_PER_THREAD 4
-__global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_dispatch_kernel(mm_normal_args a)
+#ifndef DISPATCH_CTAS_PER_SM
+#define DISPATCH_CTAS_PER_SM MM_COMM_CTAS_PER_SM /* a build may set it (experiments) */
+#endif
+__global__ void __launch_bounds__(MM_COMM_THREADS, DISPATCH_CTAS_PER_SM) normal_dispatch_kernel(mm_normal_args a)
 {
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const int sblocks = a.m.hidden / 128, pieces = a.m.hidden / 16;
     const uint64_t hdr_off = header_offset(a);
     for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
         char *dst[MM_MAX_PEERS];
+        char *own = NULL; /* this rank's own slot: the header only (the permute reads the row from xq) */
 #pragma unroll
         for (int r = 0; r < MM_MAX_PEERS; r++) {
             int slot = r < ranks ? a.token_slot[(size_t)t * ranks + r] : -1;
-            dst[r] = slot >= 0 ? sym(a, r, a.off_recv) + (size_t)(a.send_offset[r] + slot) * a.row_bytes : NULL;
+            const int off = r < ranks ? a.send_offset[r] : -1; /* -1: the offsets kernel found the counts broken */
+            char *at = slot >= 0 && off >= 0 ? sym(a, r, a.off_recv) + (size_t)(off + slot) * a.row_bytes : NULL;
+            if (r == me) own = at;
+            dst[r] = r == me ? NULL : at;
         }
         const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.m.hidden);
         for (int base = threadIdx.x; base < pieces; base += PIECES_PER_THREAD * blockDim.x) {
@@ -174,6 +185,7 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_d
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
                 if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, r) : word;
+            if (own) ((int32_t *)(own + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, me) : word;
         }
     }
     if (mm_last_cta(&a.done[0])) mm_cross_rank_barrier(a.comm);
@@ -181,11 +193,16 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_d
 
 __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_permute_kernel(mm_normal_args a)
 {
-    const int sblocks = a.m.hidden / 128;
+    const int sblocks = a.m.hidden / 128, me = a.comm.peers.rank;
     __shared__ int dst_row[MAX_K];
     for (int j = blockIdx.x; j < a.recv_rows; j += gridDim.x) {
-        const char *src = sym(a, a.comm.peers.rank, a.off_recv) + (size_t)j * a.row_bytes;
+        const char *src = sym(a, me, a.off_recv) + (size_t)j * a.row_bytes;
         const int32_t *hdr = (const int32_t *)(src + header_offset(a));
+        /* this rank's own tokens were not copied by the dispatch: their rows are read in place */
+        const bool own = j >= a.recv_base[me] && j < a.recv_base[me + 1];
+        const int token = own ? hdr[2 * a.m.topk] : 0;
+        const uint4 *row = own ? (const uint4 *)(a.xq + (size_t)token * a.m.hidden) : (const uint4 *)src;
+        const float *scales = own ? a.xq_scales + (size_t)token * sblocks : (const float *)(src + a.m.hidden);
         __syncthreads(); /* the previous row's copies are done with dst_row */
         if (threadIdx.x < a.m.topk) {
             int lid = hdr[threadIdx.x], at = -1;
@@ -202,11 +219,34 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_p
             int at = dst_row[k];
             if (at < 0) continue;
             for (int c = threadIdx.x; c < a.m.hidden / 16; c += blockDim.x)
-                ((uint4 *)(a.f.packed_x + (size_t)at * a.m.hidden))[c] = ((const uint4 *)src)[c];
-            for (int c = threadIdx.x; c < sblocks; c += blockDim.x)
-                a.f.packed_scales[(size_t)at * sblocks + c] = ((const float *)(src + a.m.hidden))[c];
+                ((uint4 *)(a.f.packed_x + (size_t)at * a.m.hidden))[c] = row[c];
+            for (int c = threadIdx.x; c < sblocks; c += blockDim.x) a.f.packed_scales[(size_t)at * sblocks + c] = scales[c];
         }
     }
+}
+
+/* 8 channels at column c of one received row's partial: its local experts' GEMM2 rows (`rows`,
+ * in shared memory, -1 where the expert is not here) summed in FP32 in k order, rounded to BF16.
+ * Rows addressed from their indices, not a pointer array, and at most 8 loads in flight, to stay
+ * within the 128 registers of four CTAs per SM. reduce-send forms the other ranks' partials and the combine this rank's own
+ * with it, so both are the same numbers. */
+__device__ __forceinline__ uint4 local_partial8(const mm_normal_args &a, const int *rows, int c)
+{
+    const __nv_bfloat16 *g2 = (const __nv_bfloat16 *)a.f.gemm2_out;
+    float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    /* up to 8 rows' loads in flight, then their adds (top-k <= 8 is one round) */
+#pragma unroll
+    for (int k0 = 0; k0 < MAX_K; k0 += 8) {
+        if (k0 >= a.m.topk) break;
+        uint4 v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k0 + k < a.m.topk && rows[k0 + k] >= 0) v[k] = *(const uint4 *)(g2 + (size_t)rows[k0 + k] * a.m.hidden + c);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k0 + k < a.m.topk && rows[k0 + k] >= 0) mm_add_bf16x8(s, v[k]);
+    }
+    return mm_round_bf16x8(s);
 }
 
 /* One received row: the FP32 sum of its local experts' BF16 rows in k order, rounded to BF16,
@@ -221,14 +261,10 @@ __device__ __forceinline__ void reduce_send_row(const mm_normal_args &a, int j, 
     if (threadIdx.x < a.m.topk) rows[threadIdx.x] = a.perm_index[(size_t)j * a.m.topk + threadIdx.x];
     __syncthreads();
     __nv_bfloat16 *out = (__nv_bfloat16 *)sym(a, sender, a.off_combine) + ((size_t)me * a.m.max_tokens + token) * a.m.hidden;
-    const __nv_bfloat16 *src_rows[MAX_K];
-#pragma unroll
-    for (int k = 0; k < MAX_K; k++)
-        src_rows[k] = k < a.m.topk && rows[k] >= 0 ? (const __nv_bfloat16 *)a.f.gemm2_out + (size_t)rows[k] * a.m.hidden : NULL;
     const int step = blockDim.x * 8;
     for (int c = threadIdx.x * 8; c < a.m.hidden; c += 2 * step) {
-        uint4 s0 = mm_sum_rows8(src_rows, a.m.topk, c), s1;
-        if (c + step < a.m.hidden) s1 = mm_sum_rows8(src_rows, a.m.topk, c + step);
+        uint4 s0 = local_partial8(a, rows, c), s1;
+        if (c + step < a.m.hidden) s1 = local_partial8(a, rows, c + step);
         *(uint4 *)(out + c) = s0;
         if (c + step < a.m.hidden) *(uint4 *)(out + c + step) = s1;
     }
@@ -244,9 +280,10 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_r
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank;
     __shared__ int rows[MAX_K];
     int most = 0;
-    for (int r = 0; r < ranks; r++) most = max(most, a.recv_base[r + 1] - a.recv_base[r]);
+    for (int r = 0; r < ranks; r++)
+        if (r != me) most = max(most, a.recv_base[r + 1] - a.recv_base[r]);
     for (int s = blockIdx.x; s < most; s += gridDim.x) {
-        for (int i = 0; i < ranks; i++) {
+        for (int i = 0; i + 1 < ranks; i++) { /* the other ranks only: the combine sums our own tokens' rows */
             const int sender = (me + 1 + i) % ranks, n = a.recv_base[sender + 1] - a.recv_base[sender];
             const int lo = (int)(((int64_t)s * n + most - 1) / most);
             const int hi = (int)(((int64_t)(s + 1) * n + most - 1) / most);
@@ -260,14 +297,29 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_c
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const __nv_bfloat16 *home = (const __nv_bfloat16 *)sym(a, me, a.off_combine);
+    __shared__ int own_rows[MAX_K];
     for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
         uint32_t mask = mm_token_rank_mask(a.io.ids + (size_t)t * a.m.topk, a.m.topk, el);
-        const __nv_bfloat16 *parts[MM_KERNEL_MAX_TOPK];
+        const bool own = (mask >> me) & 1u;
+        __syncthreads(); /* the previous token is done with own_rows */
+        if (own && threadIdx.x < a.m.topk) {
+            const int j = a.send_offset[me] + a.token_slot[(size_t)t * ranks + me];
+            own_rows[threadIdx.x] = a.perm_index[(size_t)j * a.m.topk + threadIdx.x];
+        }
+        __syncthreads();
+        for (int c = threadIdx.x * 8; c < a.m.hidden; c += blockDim.x * 8) {
+            /* this rank's partial, formed as reduce-send forms the other ranks', then the partials in rank order */
+            const uint4 mine = own ? local_partial8(a, own_rows, c) : make_uint4(0, 0, 0, 0);
+            uint4 v[MM_MAX_PEERS];
 #pragma unroll
-        for (int r = 0; r < MM_KERNEL_MAX_TOPK; r++)
-            parts[r] = r < ranks && ((mask >> r) & 1u) ? home + ((size_t)r * a.m.max_tokens + t) * a.m.hidden : NULL;
-        for (int c = threadIdx.x * 8; c < a.m.hidden; c += blockDim.x * 8)
-            *(uint4 *)((__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden + c) = mm_sum_rows8(parts, ranks, c);
+            for (int r = 0; r < MM_MAX_PEERS; r++)
+                if (r < ranks && r != me && ((mask >> r) & 1u)) v[r] = *(const uint4 *)(home + ((size_t)r * a.m.max_tokens + t) * a.m.hidden + c);
+            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int r = 0; r < MM_MAX_PEERS; r++)
+                if (r < ranks && ((mask >> r) & 1u)) mm_add_bf16x8(s, r == me ? mine : v[r]);
+            *(uint4 *)((__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden + c) = mm_round_bf16x8(s);
+        }
     }
 }
 
@@ -276,7 +328,8 @@ static int grid_for(int items, int cap)
     return items < 1 ? 1 : (items < cap ? items : cap);
 }
 
-extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
+extern "C" cudaError_t mm_launch_normal_front(mm_normal_args a, cudaEvent_t *marks, cudaEvent_t offsets_done,
+                                              cudaStream_t stream)
 {
     const int el = a.m.experts / a.comm.peers.ranks;
     cudaError_t e = cudaSuccess;
@@ -293,20 +346,24 @@ extern "C" cudaError_t mm_launch_normal_notify(mm_normal_args a, cudaEvent_t *ma
     normal_notify_kernel<<<1, 256, 0, stream>>>(a);
     if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     normal_offsets_kernel<<<1, 256, 0, stream>>>(a);
-    return cudaGetLastError();
+    if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaEventRecord(offsets_done, stream)) != cudaSuccess) return e;
+    /* The dispatch needs only device-side offsets, so it runs while the host waits for
+     * offsets_done and reads the totals. The instrumented call lines the ranks up before each
+     * NVLink stage, so that stage times its own traffic and not a later rank (the wait shows in
+     * the stage before: notify, gemm2). */
+    if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
+    MM_MARK(2);
+    const int dispatch_ctas = a.comm_ctas / MM_COMM_CTAS_PER_SM * DISPATCH_CTAS_PER_SM;
+    normal_dispatch_kernel<<<grid_for(a.io.tokens, dispatch_ctas), MM_COMM_THREADS, 0, stream>>>(a); /* with barrier B */
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    MM_MARK(3);
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *marks, cudaStream_t stream)
 {
     const int el = a.m.experts / a.comm.peers.ranks, comm_ctas = a.comm_ctas;
     cudaError_t e = cudaSuccess;
-    /* The instrumented call lines the ranks up before each NVLink stage, so that stage times its
-     * own traffic and not a later rank (the wait shows in the stage before: notify-sync, gemm2). */
-    if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
-    MM_MARK(2);
-    normal_dispatch_kernel<<<grid_for(a.io.tokens, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a); /* with barrier B */
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    MM_MARK(3);
     normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(4);

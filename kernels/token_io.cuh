@@ -97,11 +97,32 @@ __device__ __forceinline__ void mm_dispatch_token(const mm_dispatch_dest &d, int
     __syncthreads();
 }
 
+/* The FP32 running sum of 8 BF16 channels (one 16-byte group) and its rounding back to BF16:
+ * every combine adds its rows through these, so all of them sum alike. */
+__device__ __forceinline__ void mm_add_bf16x8(float s[8], uint4 v)
+{
+    const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        s[2 * j] = __fadd_rn(s[2 * j], __bfloat162float(p[j].x));
+        s[2 * j + 1] = __fadd_rn(s[2 * j + 1], __bfloat162float(p[j].y));
+    }
+}
+
+__device__ __forceinline__ uint4 mm_round_bf16x8(const float s[8])
+{
+    uint4 out;
+    __nv_bfloat162 *o = (__nv_bfloat162 *)&out;
+#pragma unroll
+    for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
+    return out;
+}
+
 /* 8 channels (16 bytes) at column c of up to MM_KERNEL_MAX_TOPK BF16 rows, summed in FP32 in
  * list order (recipe step 7's k order; normal's rank order), NULL rows skipped, rounded to BF16.
  * Every row's load is issued before the first add, so a token's rows are in flight together
  * (a load, its adds, then the next load cost one memory latency per row). Shared by the fused and
- * ll combines and normal's reduce-send and combine, so they sum alike. */
+ * ll combines and normal's reduce-send. */
 __device__ __forceinline__ uint4 mm_sum_rows8(const __nv_bfloat16 *const rows[MM_KERNEL_MAX_TOPK], int n, int c)
 {
     uint4 v[MM_KERNEL_MAX_TOPK];
@@ -110,20 +131,9 @@ __device__ __forceinline__ uint4 mm_sum_rows8(const __nv_bfloat16 *const rows[MM
         if (i < n && rows[i]) v[i] = *(const uint4 *)(rows[i] + c);
     float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++) {
-        if (i >= n || !rows[i]) continue;
-        const __nv_bfloat162 *p = (const __nv_bfloat162 *)&v[i];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            s[2 * j] = __fadd_rn(s[2 * j], __bfloat162float(p[j].x));
-            s[2 * j + 1] = __fadd_rn(s[2 * j + 1], __bfloat162float(p[j].y));
-        }
-    }
-    uint4 out;
-    __nv_bfloat162 *o = (__nv_bfloat162 *)&out;
-#pragma unroll
-    for (int j = 0; j < 4; j++) o[j] = __floats2bfloat162_rn(s[2 * j], s[2 * j + 1]);
-    return out;
+    for (int i = 0; i < MM_KERNEL_MAX_TOPK; i++)
+        if (i < n && rows[i]) mm_add_bf16x8(s, v[i]);
+    return mm_round_bf16x8(s);
 }
 
 /* y[t] from the token's K expert rows at `in` ([K][H] BF16); called by every thread of the CTA. */

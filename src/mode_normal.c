@@ -14,6 +14,7 @@ typedef struct {
     mm_normal_args args; /* everything but the call's own pointers */
     void *local;
     int32_t *host_totals; /* host-mapped */
+    cudaEvent_t offsets_done; /* the host waits on it, not on the stream */
     int pair_capacity;
 } normal_state;
 
@@ -43,6 +44,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     st->pair_capacity = (int)mm_pair_capacity(&shape);
     CUDA_TRY(cudaMalloc(&st->local, loc.total));
     CUDA_TRY(cudaHostAlloc((void **)&st->host_totals, 4 * sizeof(int32_t), cudaHostAllocMapped));
+    CUDA_TRY(cudaEventCreateWithFlags(&st->offsets_done, cudaEventDisableTiming));
     char *base = st->local;
     int el = cfg->experts / rt->world;
     mm_normal_args *a = &st->args;
@@ -107,9 +109,10 @@ static mm_status run_call(normal_state *st, const mm_mode_io *io, cudaStream_t s
 {
     MM_TRY(modes_check_tokens("normal", io->tokens, st->args.m.max_tokens));
     mm_normal_args a = call_args(st, io);
-    CUDA_TRY(mm_launch_normal_notify(a, marks, stream));
-    /* the CPU sync: the received totals size the launches that follow */
-    CUDA_TRY(cudaStreamSynchronize(stream));
+    CUDA_TRY(mm_launch_normal_front(a, marks, st->offsets_done, stream));
+    /* the CPU sync: the received totals size the launches that follow (the dispatch, already
+     * queued behind the offsets kernel, runs meanwhile) */
+    CUDA_TRY(cudaEventSynchronize(st->offsets_done));
     a.recv_rows = ((volatile int32_t *)st->host_totals)[0];
     int padded = ((volatile int32_t *)st->host_totals)[1];
     if (a.recv_rows < 0 || a.recv_rows > st->rt->world * st->args.m.max_tokens || padded < 0 ||
@@ -142,7 +145,7 @@ static mm_status normal_run_marked(void *ctx, cudaEvent_t *marks)
 mm_status normal_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16], double *us,
                         int *n)
 {
-    static const char *const stage[MM_NORMAL_MARKS - 1] = {"quant-layout", "notify-sync", "dispatch", "permute",
+    static const char *const stage[MM_NORMAL_MARKS - 1] = {"quant-layout", "notify", "dispatch", "sync-permute",
                                                            "gemm1", "act", "gemm2", "reduce-send", "combine"};
     normal_marked_call c = {state, io, stream};
     return modes_event_stages(MM_NORMAL_MARKS, stage, normal_run_marked, &c, stream, names, us, n);
@@ -156,6 +159,7 @@ void normal_destroy(void *state)
     cudaFree((void *)st->args.f.x_map);
     cudaFree((void *)st->args.f.act_map);
     cudaFreeHost(st->host_totals);
+    if (st->offsets_done) cudaEventDestroy(st->offsets_done);
     cudaFree(st->local);
     free(st);
 }
