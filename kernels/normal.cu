@@ -55,6 +55,12 @@ __device__ __forceinline__ char *sym(const mm_normal_args &a, int rank, uint64_t
     return a.comm.peers.base[rank] + off;
 }
 
+/* Row `row` of rank `rank`'s dispatch_recv. */
+__device__ __forceinline__ char *recv_row(const mm_normal_args &a, int rank, int row)
+{
+    return sym(a, rank, a.off_recv) + (size_t)row * a.row_bytes;
+}
+
 /* The header after a dispatched row's FP8 bytes and scales. */
 __device__ __forceinline__ uint64_t header_offset(const mm_normal_args &a)
 {
@@ -131,60 +137,76 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
     }
 }
 
-/* CTA per token: the row's 16-byte pieces are all loaded (up to PIECES_PER_THREAD each) before
+/* DISPATCH_TOKEN_THREADS threads per token (the whole CTA, or a part of it so that more tokens are
+ * in flight per SM): the row's 16-byte pieces are all loaded (up to PIECES_PER_THREAD each) before
  * any is stored, then each is stored to every destination rank, with no barrier inside: the
  * copies of consecutive pieces and destinations are all in flight together. The last CTA to
  * finish runs barrier B (every row has arrived everywhere), which saves the barrier's launch. */
 #define PIECES_PER_THREAD 4
+/* 16 tokens in flight per SM (8 CTAs of 2 x 64 threads; the other communication kernels run 4
+ * CTAs of 128): the Flash dispatch at 4096 tokens took 66.3 us with 4 per SM, 63.6 with 8, 61.8
+ * with 16 (docs/perf-notes.md, ninth session). A build may set either (experiments). */
 #ifndef DISPATCH_CTAS_PER_SM
-#define DISPATCH_CTAS_PER_SM MM_COMM_CTAS_PER_SM /* a build may set it (experiments) */
+#define DISPATCH_CTAS_PER_SM 8
 #endif
+#ifndef DISPATCH_TOKEN_THREADS
+#define DISPATCH_TOKEN_THREADS 64
+#endif
+#define DISPATCH_TOKENS_PER_CTA (MM_COMM_THREADS / DISPATCH_TOKEN_THREADS)
+static_assert(MM_COMM_THREADS % DISPATCH_TOKEN_THREADS == 0, "whole groups of threads per token");
 __global__ void __launch_bounds__(MM_COMM_THREADS, DISPATCH_CTAS_PER_SM) normal_dispatch_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const int sblocks = a.m.hidden / 128, pieces = a.m.hidden / 16;
     const uint64_t hdr_off = header_offset(a);
-    for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x) {
-        char *dst[MM_MAX_PEERS];
-        char *own = NULL; /* this rank's own slot: the header only (the permute reads the row from xq) */
+    const int lane = threadIdx.x % DISPATCH_TOKEN_THREADS, group = threadIdx.x / DISPATCH_TOKEN_THREADS;
+    for (int t = blockIdx.x * DISPATCH_TOKENS_PER_CTA + group; t < a.io.tokens; t += gridDim.x * DISPATCH_TOKENS_PER_CTA) {
+        /* the destination row at each rank, -1 for none (row numbers, not pointers: registers) */
+        int dst_row[MM_MAX_PEERS];
 #pragma unroll
         for (int r = 0; r < MM_MAX_PEERS; r++) {
-            int slot = r < ranks ? a.token_slot[(size_t)t * ranks + r] : -1;
+            const int slot = r < ranks ? a.token_slot[(size_t)t * ranks + r] : -1;
             const int off = r < ranks ? a.send_offset[r] : -1; /* -1: the offsets kernel found the counts broken */
-            char *at = slot >= 0 && off >= 0 ? sym(a, r, a.off_recv) + (size_t)(off + slot) * a.row_bytes : NULL;
-            if (r == me) own = at;
-            dst[r] = r == me ? NULL : at;
+            dst_row[r] = slot >= 0 && off >= 0 ? off + slot : -1;
         }
+        /* this rank's own slot gets the header only (the permute reads the row from xq) */
+        char *own = NULL;
+#pragma unroll
+        for (int r = 0; r < MM_MAX_PEERS; r++)
+            if (r == me && dst_row[r] >= 0) own = recv_row(a, r, dst_row[r]);
         const uint4 *q = (const uint4 *)(a.xq + (size_t)t * a.m.hidden);
-        for (int base = threadIdx.x; base < pieces; base += PIECES_PER_THREAD * blockDim.x) {
+#pragma unroll 1
+        for (int base = lane; base < pieces; base += PIECES_PER_THREAD * DISPATCH_TOKEN_THREADS) {
             uint4 v[PIECES_PER_THREAD];
 #pragma unroll
             for (int u = 0; u < PIECES_PER_THREAD; u++) {
-                int c = base + u * blockDim.x;
+                int c = base + u * DISPATCH_TOKEN_THREADS;
                 if (c < pieces) v[u] = __ldg(q + c);
             }
 #pragma unroll
             for (int u = 0; u < PIECES_PER_THREAD; u++) {
-                int c = base + u * blockDim.x;
+                int c = base + u * DISPATCH_TOKEN_THREADS;
 #pragma unroll
                 for (int r = 0; r < MM_MAX_PEERS; r++)
-                    if (c < pieces && dst[r]) ((uint4 *)dst[r])[c] = v[u];
+                    if (c < pieces && r != me && dst_row[r] >= 0) ((uint4 *)recv_row(a, r, dst_row[r]))[c] = v[u];
             }
         }
-        for (int c = threadIdx.x; c < sblocks; c += blockDim.x) {
+#pragma unroll 1
+        for (int c = lane; c < sblocks; c += DISPATCH_TOKEN_THREADS) {
             float sc = a.xq_scales[(size_t)t * sblocks + c];
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((float *)(dst[r] + a.m.hidden))[c] = sc;
+                if (r != me && dst_row[r] >= 0) ((float *)(recv_row(a, r, dst_row[r]) + a.m.hidden))[c] = sc;
         }
         /* the header's 2K + 1 words, a thread each, so each destination gets one coalesced store */
-        for (int w = threadIdx.x; w < 2 * a.m.topk + 1; w += blockDim.x) {
+#pragma unroll 1
+        for (int w = lane; w < 2 * a.m.topk + 1; w += DISPATCH_TOKEN_THREADS) {
             const size_t tk = (size_t)t * a.m.topk;
             const int32_t id = w < a.m.topk ? a.io.ids[tk + w] : -1;
             const int32_t word = w < a.m.topk ? 0 : w < 2 * a.m.topk ? __float_as_int(a.io.topk_w[tk + w - a.m.topk]) : t;
 #pragma unroll
             for (int r = 0; r < MM_MAX_PEERS; r++)
-                if (dst[r]) ((int32_t *)(dst[r] + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, r) : word;
+                if (r != me && dst_row[r] >= 0) ((int32_t *)(recv_row(a, r, dst_row[r]) + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, r) : word;
             if (own) ((int32_t *)(own + hdr_off))[w] = w < a.m.topk ? mm_local_id(id, el, me) : word;
         }
     }
@@ -354,7 +376,8 @@ extern "C" cudaError_t mm_launch_normal_front(mm_normal_args a, cudaEvent_t *mar
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MM_MARK(2);
     const int dispatch_ctas = a.comm_ctas / MM_COMM_CTAS_PER_SM * DISPATCH_CTAS_PER_SM;
-    normal_dispatch_kernel<<<grid_for(a.io.tokens, dispatch_ctas), MM_COMM_THREADS, 0, stream>>>(a); /* with barrier B */
+    normal_dispatch_kernel<<<grid_for((a.io.tokens + DISPATCH_TOKENS_PER_CTA - 1) / DISPATCH_TOKENS_PER_CTA, dispatch_ctas),
+                             MM_COMM_THREADS, 0, stream>>>(a); /* with barrier B */
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(3);
     return cudaSuccess;
