@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all deps test-deps run test test-run test-gpu fuzz plots clean
+.PHONY: all deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -78,6 +78,13 @@ GIT_REV ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(BUILD)/src/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DMM_GIT_REV='"$(GIT_REV)"' -c $< -o $@
+
+# bench.c records the revision in every JSON: rebuild it when the revision changes, not only
+# when a source does (a build directory reused with another GIT_REV kept the old name)
+$(BUILD)/git_rev.stamp: FORCE
+	@mkdir -p $(BUILD); echo '$(GIT_REV)' | cmp -s - $@ || echo '$(GIT_REV)' > $@
+$(BUILD)/src/bench.o: $(BUILD)/git_rev.stamp
+FORCE:
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 	@mkdir -p $(dir $@)
