@@ -3,8 +3,8 @@
  * schedule), h = SwiGLU(gate, up) with the limit, times the row's top-k weight (mm_swiglu), then
  * FP8 quantization per 128 (recipe steps 4-5). The fused kernel does the same in GEMM1's epilogue
  * with the same functions, so all three agree bit for bit.
- * Roles: a CTA per (row tile, 128-block of I), a warp per valid row of it; each lane 4 channels;
- * amax by warp shuffles.
+ * Roles: a CTA per (row tile, 128-block of I), a warp per ACT_ROWS valid rows of it at a time;
+ * each lane 4 channels; amax by warp shuffles.
  * Buffers: gemm1_out [rows][2I] FP32 (gate, then up); meta [rows] mm_wire_meta (the weight);
  * act [rows][I] FP8, act_scales [rows][I/128]. No synchronization beyond the launch. */
 #include <stdint.h>
@@ -14,7 +14,29 @@
 #include "recipe.h"
 #include "token_io.cuh"
 
-__global__ void __launch_bounds__(256) swiglu_quant_kernel(mm_act_args a)
+/* One row's 128 channels of block b (4 per lane) from its gate and up values: SwiGLU x weight,
+ * the block's scale from the warp's amax, FP8 stores. */
+__device__ __forceinline__ void act_row_block(const mm_act_args &a, size_t row, int b, int lane, float4 gate, float4 up,
+                                              float weight)
+{
+    const int blocks = a.inter / 128;
+    float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit), mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
+                   mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit), mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
+    float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    float s = mm_block_scale(amax, a.ue8m0);
+    uint32_t q = 0;
+    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
+    *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
+    if (lane == 0) a.act_scales[row * blocks + b] = s;
+}
+
+/* The stage streams FP32 (8 bytes in per FP8 byte out): it is bound by the bytes in flight, so a
+ * warp loads ACT_ROWS rows before computing any, with ACT_CTAS_PER_SM CTAs per SM (a warp per row
+ * and 2 CTAs per SM ran at 1.7 TB/s, 2.3x the HBM floor at Flash 4096 tokens). */
+#define ACT_ROWS 2
+#define ACT_CTAS_PER_SM 4
+__global__ void __launch_bounds__(256, ACT_CTAS_PER_SM) swiglu_quant_kernel(mm_act_args a)
 {
     const int blocks = a.inter / 128, lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     const int items = a.tile_start[a.experts] * blocks;
@@ -25,22 +47,22 @@ __global__ void __launch_bounds__(256) swiglu_quant_kernel(mm_act_args a)
         mm_tile t = mm_tile_locate(a.tile_start, a.experts, 1, tile_flat);
         int rows = a.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
         rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-        for (int r = warp; r < rows; r += warps) {
-            const size_t row = (size_t)a.row_offset[t.expert] + t.row_tile * MM_GEMM_BM + r;
-            float weight = ((const mm_wire_meta *)a.meta)[row].weight;
-            const float *g = a.gemm1_out + row * 2 * a.inter + b * 128 + lane * 4;
-            float4 gate = *(const float4 *)g, up = *(const float4 *)(g + a.inter);
-            float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit),
-                           mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
-                           mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit),
-                           mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
-            float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
-            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            float s = mm_block_scale(amax, a.ue8m0);
-            uint32_t q = 0;
-            for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
-            *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
-            if (lane == 0) a.act_scales[row * blocks + b] = s;
+        const size_t first = (size_t)a.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
+        for (int r0 = warp; r0 < rows; r0 += ACT_ROWS * warps) {
+            float4 gate[ACT_ROWS], up[ACT_ROWS];
+            float weight[ACT_ROWS];
+#pragma unroll
+            for (int i = 0; i < ACT_ROWS; i++) {
+                const int r = r0 + i * warps;
+                if (r >= rows) continue;
+                const float *g = a.gemm1_out + (first + r) * 2 * a.inter + b * 128 + lane * 4;
+                gate[i] = *(const float4 *)g;
+                up[i] = *(const float4 *)(g + a.inter);
+                weight[i] = ((const mm_wire_meta *)a.meta)[first + r].weight;
+            }
+#pragma unroll
+            for (int i = 0; i < ACT_ROWS; i++)
+                if (r0 + i * warps < rows) act_row_block(a, first + r0 + i * warps, b, lane, gate[i], up[i], weight[i]);
         }
     }
 }
@@ -61,7 +83,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     MM_MARK(0);
     mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
                        f->row_count, f->packed_meta, f->gemm1_out, f->act, f->act_scales};
-    if ((e = mm_launch_swiglu_quant(act, sm_count * 2, stream)) != cudaSuccess) return e;
+    if ((e = mm_launch_swiglu_quant(act, sm_count * ACT_CTAS_PER_SM, stream)) != cudaSuccess) return e;
     MM_MARK(1);
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
                                f->tile_start, local_experts, m->hidden, m->inter, f->gemm2_out, 0, f->act_map};
