@@ -34,8 +34,12 @@ __device__ __forceinline__ void act_row_block(const mm_act_args &a, size_t row, 
 /* The stage streams FP32 (8 bytes in per FP8 byte out): it is bound by the bytes in flight, so a
  * warp loads ACT_ROWS rows before computing any, with ACT_CTAS_PER_SM CTAs per SM (a warp per row
  * and 2 CTAs per SM ran at 1.7 TB/s, 2.3x the HBM floor at Flash 4096 tokens). */
+#ifndef ACT_ROWS /* a build may set either (experiments) */
 #define ACT_ROWS 2
+#endif
+#ifndef ACT_CTAS_PER_SM
 #define ACT_CTAS_PER_SM 4
+#endif
 __global__ void __launch_bounds__(256, ACT_CTAS_PER_SM) swiglu_quant_kernel(mm_act_args a)
 {
     const int blocks = a.inter / 128, lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
