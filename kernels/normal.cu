@@ -250,8 +250,9 @@ __global__ void __launch_bounds__(MM_COMM_THREADS, MM_COMM_CTAS_PER_SM) normal_p
 /* 8 channels at column c of one received row's partial: its local experts' GEMM2 rows (`rows`,
  * in shared memory, -1 where the expert is not here) summed in FP32 in k order, rounded to BF16.
  * Rows addressed from their indices, not a pointer array, and at most 8 loads in flight, to stay
- * within the 128 registers of four CTAs per SM. reduce-send forms the other ranks' partials and the combine this rank's own
- * with it, so both are the same numbers. */
+ * within the 128 registers of four CTAs per SM. reduce-send forms the other ranks' partials and
+ * the combine this rank's own with it, so both are the same numbers. (The same sum as
+ * mm_sum_rows8, which fused and ll keep: their SASS was not to change without a GPU run.) */
 __device__ __forceinline__ uint4 local_partial8(const mm_normal_args &a, const int *rows, int c)
 {
     const __nv_bfloat16 *g2 = (const __nv_bfloat16 *)a.f.gemm2_out;
