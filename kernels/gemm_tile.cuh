@@ -257,6 +257,11 @@ __device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
+/* Set once a stage wait of this CTA expired (mm_tile_pipe_init clears it): the CTA's other waits
+ * then give up at their next clock check, so a broken pipeline costs one expiry, not one per K
+ * block and item (a Flash item alone has 32 blocks: minutes, i.e. a hang). */
+static __shared__ uint32_t mm_stage_wait_expired;
+
 /* Waits until the barrier's phase with this parity completed; false after `limit_ns`. No trap
  * here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). */
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns)
@@ -276,8 +281,12 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             uint64_t now;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
             const uint32_t t = (uint32_t)(now >> 10) | 1u;
-            if (!start) start = t;
-            else if (t - start > limit) return false;
+            if (!start) {
+                start = t;
+            } else if (t - start > limit || *(volatile uint32_t *)&mm_stage_wait_expired) {
+                mm_stage_wait_expired = 1u;
+                return false;
+            }
         }
     }
 }
@@ -292,6 +301,7 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
  * 2); a stage is free once the math warps of all of them released it. */
 __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 {
+    mm_stage_wait_expired = 0u;
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
         mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS * cluster);
