@@ -35,6 +35,7 @@ typedef struct {
     cell ref;              /* GPU reference vs host reference */
     cell mode[MODE_COUNT];
     long long fused_ll_diff; /* outputs where fused and ll differ in any bit; -1: not both ran */
+    double seconds;          /* rank 0's wall time for the scenario: references, modes, checks */
 } scenario_result;
 
 static void judge(cell *c, const mm_diff_acc *acc, double tol)
@@ -354,10 +355,11 @@ static void print_row(FILE *f, const scenario_result *r)
     if (r->ref.status == ROW_OK || r->ref.status == ROW_FAIL) mm_fmt(md, sizeof md, "%.2e", r->ref.max_abs);
     if (r->fused_ll_diff == 0) mm_fmt(bits, sizeof bits, "same");
     else if (r->fused_ll_diff > 0) mm_fmt(bits, sizeof bits, "FAIL %lld", r->fused_ll_diff);
-    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %s\n", r->sc->name, r->shape,
+    fprintf(f, "%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %-8s %6.1f\n", r->sc->name, r->shape,
             r->tokens, r->sc->routing, cell_text(&r->ref, a, sizeof a), md,
             cell_text(&r->mode[MODE_FUSED], m0, sizeof m0),
-            cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2), bits);
+            cell_text(&r->mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r->mode[MODE_LL], m2, sizeof m2), bits,
+            r->seconds);
     if (r->fused_ll_diff > 0)
         fprintf(f, "    fused vs ll: %lld outputs differ in some bit (they must be identical)\n", r->fused_ll_diff);
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
@@ -400,6 +402,7 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
         cJSON_AddStringToObject(s, "routing", r[i].sc->routing);
         cJSON_AddItemToObject(s, "reference", cell_json(&r[i].ref));
         for (int k = 0; k < MODE_COUNT; k++) cJSON_AddItemToObject(s, mode_name((mm_mode)k), cell_json(&r[i].mode[k]));
+        cJSON_AddNumberToObject(s, "seconds", r[i].seconds);
         if (r[i].fused_ll_diff >= 0) cJSON_AddNumberToObject(s, "fused_ll_bit_differences", (double)r[i].fused_ll_diff);
         else cJSON_AddNullToObject(s, "fused_ll_bit_differences");
         cJSON_AddItemToArray(arr, s);
@@ -431,8 +434,8 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
                    rt->world, rt->gpu_name, rt->driver, rt->cuda, rt->nccl, o->seed, o->tol);
             printf("# reference = GPU reference vs host reference (double); modes vs GPU reference\n");
             printf("# fused=ll: fused and ll outputs compared bit for bit (same recipe, same order)\n");
-            printf("%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %s\n", "scenario", "shape",
-                   "tokens", "routing", "reference", "max_diff", "fused", "normal", "ll", "fused=ll");
+            printf("%-22s %-20s %-9s %-14s %-13s %9s  %-13s %-13s %-13s %-8s %6s\n", "scenario", "shape",
+                   "tokens", "routing", "reference", "max_diff", "fused", "normal", "ll", "fused=ll", "sec");
             fflush(stdout);
         }
     }
@@ -443,7 +446,9 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         char step[128];
         mm_fmt(step, sizeof step, "check scenario %s", sc->name);
         watchdog_arm(MM_WATCHDOG_SECONDS, step);
+        double started = MPI_Wtime();
         s = run_scenario(rt, o, sc, r);
+        r->seconds = MPI_Wtime() - started;
         watchdog_disarm();
         if (s != MM_OK) break;
         const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};

@@ -100,7 +100,7 @@ static void gen_matrix(uint64_t seed, int matrix, int expert, int rows, int cols
                        uint8_t *w, float *scale)
 {
     int bcols = cols / 128, nblocks = (rows / 128) * bcols;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nblocks >= 16)
     for (int blk = 0; blk < nblocks; blk++) {
         int br = blk / bcols, bc = blk % bcols;
         float v[128 * 128];

@@ -37,27 +37,50 @@ static void gemm_row(const uint8_t *qa, const float *sa, const uint8_t *w, const
     }
 }
 
+/* Tokens per pass: a pass keeps every (token, k) output row ([tokens][k][h] doubles) under this. */
+#define REF_PASS_BYTES ((size_t)64 << 20)
+
+/* Within a pass the (token, k) slots run grouped by expert, so each expert is fetched once per
+ * pass: token order would regenerate an expert on every slot once the experts in use outnumber
+ * the source's cache (balanced routing at EP4 cycles through 16 experts). The rows are then summed
+ * per token in k order, as before. */
 mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, const uint16_t *x,
                          const int32_t *ids, const float *w, int tokens, double *y)
 {
-    int h = cfg->hidden, in = cfg->inter, k = cfg->topk, ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
-    float *xf = malloc(sizeof(float) * (size_t)h);
-    uint8_t *qx = malloc((size_t)h), *qh = malloc((size_t)in);
-    float *sx = malloc(sizeof(float) * (size_t)(h / 128)), *sh = malloc(sizeof(float) * (size_t)(in / 128));
-    double *g1 = malloc(sizeof(double) * 2 * (size_t)in), *y2 = malloc(sizeof(double) * (size_t)h);
-    float *hf = malloc(sizeof(float) * (size_t)in);
-    mm_status s = (xf && qx && qh && sx && sh && g1 && y2 && hf) ? MM_OK : MM_RUNTIME;
-    for (int t = 0; s == MM_OK && t < tokens; t++) {
-        double *yt = y + (size_t)t * h;
-        for (int c = 0; c < h; c++) yt[c] = 0.0;
-        for (int c = 0; c < h; c++) xf[c] = mm_bf16_decode(x[(size_t)t * h + c]);
-        quantize_row(xf, h, ue8m0, qx, sx);
-        for (int j = 0; j < k; j++) {
-            int e = ids[(size_t)t * k + j];
-            if (e < 0) continue; /* step 7: masked slots add nothing */
-            const mm_expert_weights *ew = experts->get(experts->ctx, e);
+    const int h = cfg->hidden, in = cfg->inter, k = cfg->topk, ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    size_t per_token = (size_t)k * (size_t)h * sizeof(double);
+    int pass = (int)(REF_PASS_BYTES / per_token);
+    if (pass < 1) pass = 1;
+    if (pass > tokens) pass = tokens > 0 ? tokens : 1;
+    float *xf = malloc(sizeof(float) * (size_t)h), *hf = malloc(sizeof(float) * (size_t)in);
+    uint8_t *qx = malloc((size_t)pass * h), *qh = malloc((size_t)in);
+    float *sx = malloc(sizeof(float) * (size_t)pass * (h / 128)), *sh = malloc(sizeof(float) * (size_t)(in / 128));
+    double *g1 = malloc(sizeof(double) * 2 * (size_t)in), *part = malloc(per_token * (size_t)pass);
+    int *order = malloc(sizeof(int) * (size_t)pass * k), *first = malloc(sizeof(int) * ((size_t)cfg->experts + 1));
+    mm_status s = (xf && hf && qx && qh && sx && sh && g1 && part && order && first) ? MM_OK : MM_RUNTIME;
+    for (int t0 = 0; s == MM_OK && t0 < tokens; t0 += pass) {
+        const int n = tokens - t0 < pass ? tokens - t0 : pass;
+        const int32_t *pid = ids + (size_t)t0 * k;
+        for (int i = 0; i < n; i++) {
+            for (int c = 0; c < h; c++) xf[c] = mm_bf16_decode(x[(size_t)(t0 + i) * h + c]);
+            quantize_row(xf, h, ue8m0, qx + (size_t)i * h, sx + (size_t)i * (h / 128));
+        }
+        /* counting sort of the valid slots by expert (stable: token order within an expert) */
+        memset(first, 0, sizeof(int) * ((size_t)cfg->experts + 1));
+        for (int q = 0; q < n * k && s == MM_OK; q++) {
+            if (pid[q] >= cfg->experts) s = MM_RUNTIME;
+            else if (pid[q] >= 0) first[pid[q] + 1]++;
+        }
+        for (int e = 0; e < cfg->experts; e++) first[e + 1] += first[e];
+        const int valid = s == MM_OK ? first[cfg->experts] : 0;
+        for (int q = 0; q < n * k && s == MM_OK; q++)
+            if (pid[q] >= 0) order[first[pid[q]]++] = q;
+        const mm_expert_weights *ew = NULL;
+        for (int v = 0; v < valid && s == MM_OK; v++) {
+            const int q = order[v], i = q / k, e = pid[q];
+            if (v == 0 || pid[order[v - 1]] != e) ew = experts->get(experts->ctx, e);
             if (!ew) { s = MM_RUNTIME; break; }
-            gemm_row(qx, sx, ew->w1, ew->s1, 2 * in, h, g1);
+            gemm_row(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->w1, ew->s1, 2 * in, h, g1);
             /* Step 4 in double, then rounded once to FP32 for step 5's quantization. */
             for (int c = 0; c < in; c++) {
                 double gate = g1[c], up = g1[in + c];
@@ -66,14 +89,22 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
                     gate = gate < l ? gate : l;
                     up = up < -l ? -l : (up > l ? l : up);
                 }
-                hf[c] = (float)(gate / (1.0 + exp(-gate)) * up * (double)w[(size_t)t * k + j]);
+                hf[c] = (float)(gate / (1.0 + exp(-gate)) * up * (double)w[(size_t)t0 * k + q]);
             }
             quantize_row(hf, in, ue8m0, qh, sh);
-            gemm_row(qh, sh, ew->w2, ew->s2, h, in, y2);
-            for (int c = 0; c < h; c++) yt[c] += y2[c]; /* k order */
+            gemm_row(qh, sh, ew->w2, ew->s2, h, in, part + (size_t)q * h);
+        }
+        for (int i = 0; i < n && s == MM_OK; i++) {
+            double *yt = y + (size_t)(t0 + i) * h;
+            for (int c = 0; c < h; c++) yt[c] = 0.0;
+            for (int j = 0; j < k; j++) {
+                if (pid[i * k + j] < 0) continue; /* step 7: masked slots add nothing */
+                const double *row = part + (size_t)(i * k + j) * h;
+                for (int c = 0; c < h; c++) yt[c] += row[c]; /* k order */
+            }
         }
     }
-    free(xf); free(qx); free(qh); free(sx); free(sh); free(g1); free(y2); free(hf);
+    free(xf); free(hf); free(qx); free(qh); free(sx); free(sh); free(g1); free(part); free(order); free(first);
     return s;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datagen_host.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -95,6 +96,63 @@ static void masked_slot_gives_zeros(void **state)
     for (int i = 0; i < 128; i++) assert_true(y[i] == 0.0);
 }
 
+/* A generated-experts source that counts its fetches. */
+typedef struct {
+    mm_expert_source inner;
+    int fetches;
+} counting_source;
+
+static const mm_expert_weights *get_counted(void *ctx, int e)
+{
+    counting_source *c = ctx;
+    c->fetches++;
+    return c->inner.get(c->inner.ctx, e);
+}
+
+/* Balanced routing at EP4 (16 experts, top-2, 64 tokens: every 8 tokens cycle through all 16, twice
+ * the source's cache): the layer fetches each expert once, and equals token-by-token calls bit for
+ * bit (same rows, same k-order sums); masked slots add nothing. */
+static void expert_major_pass(void **state)
+{
+    (void)state;
+    enum { T = 64, K = 2, H = 256, I = 128, E = 16 };
+    mm_config c;
+    memset(&c, 0, sizeof c);
+    c.hidden = H;
+    c.inter = I;
+    c.experts = E;
+    c.topk = K;
+    c.has_swiglu_limit = 1;
+    c.swiglu_limit = 10.0;
+    static uint16_t x[T * H];
+    static int32_t ids[T * K];
+    static float w[T * K];
+    static double y_all[T * H], y_one[T * H];
+    host_gen_x(x_params_default(7), 0, T, H, x);
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            ids[t * K + k] = (t * K + k + 3) % E;
+            w[t * K + k] = 0.25f + 0.5f * (float)k;
+        }
+    ids[5 * K + 1] = -1; /* a masked slot */
+    mm_generated_experts *gen = generated_experts_new(&c, 7);
+    assert_non_null(gen);
+    counting_source cs = {generated_experts_source(gen), 0};
+    mm_expert_source src = {&cs, get_counted};
+    assert_int_equal(ref_host_layer(&c, &src, x, ids, w, T, y_all), MM_OK);
+    assert_int_equal(cs.fetches, E);
+    for (int t = 0; t < T; t++)
+        assert_int_equal(ref_host_layer(&c, &src, x + (size_t)t * H, ids + t * K, w + t * K, 1,
+                                        y_one + (size_t)t * H), MM_OK);
+    assert_memory_equal(y_all, y_one, sizeof y_all);
+    int nonzero = 0;
+    for (int i = 0; i < T * H; i++) nonzero += y_all[i] != 0.0;
+    assert_true(nonzero > T * H / 2); /* not a layer of zeros */
+    ids[0] = E; /* an id beyond the experts is an error, not a read past the tables */
+    assert_int_equal(ref_host_layer(&c, &src, x, ids, w, T, y_all), MM_RUNTIME);
+    generated_experts_free(gen);
+}
+
 static void calc_diff_edges(void **state)
 {
     (void)state;
@@ -135,6 +193,7 @@ int run_reference_tests(void)
         cmocka_unit_test(silu_no_limit),
         cmocka_unit_test(limit_and_weight),
         cmocka_unit_test(masked_slot_gives_zeros),
+        cmocka_unit_test(expert_major_pass),
         cmocka_unit_test(calc_diff_edges),
     };
     return cmocka_run_group_tests_name("reference", tests, NULL, NULL);
