@@ -286,20 +286,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
-/* A GEMM2 item claimed before its row tile's GEMM1 items are done (decode: fewer GEMM1 items than
- * CTAs, so CTAs claim GEMM2 items at once and wait): its weight blocks go to L2 while the producer
- * waits, so the item's loads hit L2 once its rows are there. Thread 0, h_width x I/128 boxes. */
-__device__ __forceinline__ void prefetch_gemm2_weights(const mm_fused_args &a, const fused_schedule &sc, int g, int tile)
-{
-    const int le = mm_tile_locate(sc.tile_start, a.m.experts / a.comm.peers.ranks, 1, tile).expert;
-    const int row0 = le * a.m.hidden + mm_fused_gemm2_block(g, sc.h_items, sc.h_width) * 128;
-    const int boxes = sc.h_width * sc.ib_count;
-#pragma unroll 1
-    for (int i = 0; i < boxes; i++)
-        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
-                     ::"l"(a.w.w2_map), "r"((i % sc.ib_count) * MM_GEMM_BK), "r"(row0 + (i / sc.ib_count) * 128) : "memory");
-}
-
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
@@ -320,10 +306,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                 next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-#ifndef MM_FUSED_NO_W2_PREFETCH /* a build may leave it out (A/B) */
-                if (mm_ld_acquire_gpu_u32(&gemm1_done(a)[tile]) < (uint32_t)sc.ib_count)
-                    prefetch_gemm2_weights(a, sc, item - sc.gemm1_items, tile);
-#endif
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
