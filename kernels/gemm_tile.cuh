@@ -365,9 +365,13 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
  * pair this CTA's 64-row half, multicast) or gathered by cp.async (rows past the last 8-row
  * group with a valid row are not loaded, the MMA's results for them are never stored); the
  * scales by cp.async; the weight block by one TMA (thread 0); then report on `full`. */
+__device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
+                                                  int kb);
+
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
-                                                const mm_tile_b &b, int kb_begin, int kb_end)
+                                                const mm_tile_b &b, int kb_begin, int kb_end,
+                                                const mm_tile_b *b_second = NULL)
 {
     const int pt = threadIdx.x;
     /* Tiles of more than 64 rows whose rows are contiguous take the A block by one TMA: the
@@ -425,6 +429,9 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
+        /* a dual pass: the second weight block of this K block in the next stage, inside the same
+         * loop so the row pointers above are read once per pass, not once per K block */
+        if (b_second) mm_tile_produce_b(stages, p, ring, *b_second, kb);
     }
 }
 
@@ -611,10 +618,7 @@ __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pi
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, const mm_tile_b &b1, int kb_begin, int kb_end)
 {
-    for (int kb = kb_begin; kb < kb_end; kb++) {
-        mm_tile_produce(stages, p, ring, a, rows, am, b0, kb, kb + 1);
-        mm_tile_produce_b(stages, p, ring, b1, kb);
-    }
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, &b1);
 }
 
 /* Math of a dual pass over a tile of <= 64 rows, split by halves: warpgroup g computes half g
