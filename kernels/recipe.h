@@ -176,6 +176,9 @@ MM_HD float mm_div_large(float gate, float den)
 MM_HD float mm_swiglu_gate(float gate, int has_limit, float limit)
 {
     if (has_limit) gate = gate < limit ? gate : limit;
+#if defined(__CUDA_ARCH__) && defined(MM_FAST_SWIGLU) /* EXPERIMENT (timing): approximate exp and division */
+    return __fdividef(gate, 1.0f + __expf(-gate));
+#endif
     const float den = MM_ADD(1.0f, expf(-gate));
 #if defined(__CUDA_ARCH__)
     if (den > 0x1p64f) return mm_div_large(gate, den);
