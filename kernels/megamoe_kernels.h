@@ -85,6 +85,10 @@ cudaError_t mm_launch_roundtrip_verify(mm_comm comm, uint64_t offset, uint64_t w
 cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned int *scratch, int rounds,
                                      int missing_cta, cudaStream_t stream);
 
+/* Self-test: the GPU's SwiGLU (mm_swiglu) of n inputs into h. */
+cudaError_t mm_launch_swiglu_eval(const float *g, const float *u, const float *w, int n, int has_limit,
+                                  float limit, float *h, cudaStream_t stream);
+
 /* Self-test: hardware FP8 e4m3 conversion (SATFINITE) and the recipe's encoder of n inputs. */
 cudaError_t mm_launch_fp8_compare(const float *in, int n, uint8_t *hw, uint8_t *ours,
                                   cudaStream_t stream);

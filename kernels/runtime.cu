@@ -128,6 +128,22 @@ extern "C" cudaError_t mm_launch_grid_sync_test(mm_comm comm, int ctas, unsigned
     return cudaGetLastError();
 }
 
+/* The GPU's SwiGLU (recipe.h, the kernels' own function) on n inputs, for the self-test. */
+__global__ void swiglu_eval_kernel(const float *g, const float *u, const float *w, int n, int has_limit,
+                                   float limit, float *h)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) h[i] = mm_swiglu(g[i], u[i], w[i], has_limit, limit);
+}
+
+extern "C" cudaError_t mm_launch_swiglu_eval(const float *g, const float *u, const float *w, int n, int has_limit,
+                                             float limit, float *h, cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    swiglu_eval_kernel<<<(n + 255) / 256, 256, 0, stream>>>(g, u, w, n, has_limit, limit, h);
+    return cudaGetLastError();
+}
+
 /* The hardware's FP8 e4m3 conversion (round to nearest even, saturating to finite) next to the
  * recipe's encoder, for the self-test and the committed test table. */
 __global__ void fp8_compare_kernel(const float *in, int n, uint8_t *hw, uint8_t *ours)

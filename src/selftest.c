@@ -13,6 +13,8 @@
  *   fp8-hw      the recipe's FP8 encoder against the hardware conversion on every midpoint,
  *               specials and random values (MEGAMOE_FP8_TABLE=path writes the table the CPU tests
  *               read: tests/data/fp8_e4m3_hw.txt)
+ *   swiglu-gpu  the kernels' SwiGLU (approximate exp2 and reciprocal on the GPU) against the
+ *               formula in double: relative error <= 4e-6 (the CPU tests' bound for the host's)
  *   weights     all local experts of the config generated on the GPU, timed */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -350,6 +352,48 @@ static mm_status test_fp8_hardware(mm_runtime *rt, tally *t)
     return MM_OK;
 }
 
+/* The same inputs as tests/test_recipe.c's swiglu_against_double: gate and up in [-20, 20), weights in
+ * [0, 1), with and without a limit of 7. */
+static mm_status test_swiglu_gpu(mm_runtime *rt, tally *t)
+{
+    enum { N = 200000 };
+    const float limit = 7.0f;
+    float *host = malloc(sizeof(float) * 4 * N);
+    if (!host) return MM_RUNTIME;
+    float *g = host, *u = host + N, *w = host + 2 * N, *h = host + 3 * N;
+    uint64_t rng = 99;
+    for (int i = 0; i < N; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        g[i] = (float)((double)(rng >> 40) / (1 << 24) * 40.0 - 20.0);
+        u[i] = (float)((double)((rng >> 16) & 0xffffff) / (1 << 24) * 40.0 - 20.0);
+        w[i] = (float)((double)(rng & 0xffff) / 65536.0);
+    }
+    float *dev = NULL;
+    CUDA_TRY(cudaMalloc((void **)&dev, sizeof(float) * 4 * N));
+    CUDA_TRY(cudaMemcpy(dev, host, sizeof(float) * 3 * N, cudaMemcpyHostToDevice));
+    int bad = 0;
+    double worst = 0.0;
+    for (int has_limit = 0; has_limit < 2; has_limit++) {
+        CUDA_TRY(mm_launch_swiglu_eval(dev, dev + N, dev + 2 * N, N, has_limit, limit, dev + 3 * N, rt->stream));
+        CUDA_TRY(cudaStreamSynchronize(rt->stream));
+        CUDA_TRY(cudaMemcpy(h, dev + 3 * N, sizeof(float) * N, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < N; i++) {
+            double gg = has_limit ? fmin((double)g[i], limit) : g[i];
+            double uu = has_limit ? fmax(-(double)limit, fmin((double)u[i], limit)) : u[i];
+            double ref = gg / (1.0 + exp(-gg)) * uu * w[i];
+            double err = fabs((double)h[i] - ref);
+            if (!(err <= 4e-6 * fabs(ref) + 1e-37)) bad++;
+            if (fabs(ref) > 1e-30 && err / fabs(ref) > worst) worst = err / fabs(ref);
+        }
+    }
+    cudaFree(dev);
+    free(host);
+    char detail[160];
+    mm_fmt(detail, sizeof detail, "%d inputs x 2: %d beyond 4e-6 relative, worst %.2e", N, bad, worst);
+    verdict(rt, t, "swiglu-gpu", bad == 0, detail);
+    return MM_OK;
+}
+
 static mm_status test_weight_speed(mm_runtime *rt, const mm_config *cfg, uint64_t seed, tally *t)
 {
     int el = cfg->experts / rt->world;
@@ -407,6 +451,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
         if (s == MM_OK) s = test_grid_sync(rt, &t);
         if (s == MM_OK) s = test_generators(rt, cfg, o->seed, &t);
         if (s == MM_OK) s = test_fp8_hardware(rt, &t);
+        if (s == MM_OK) s = test_swiglu_gpu(rt, &t);
         if (s == MM_OK) s = test_weight_speed(rt, cfg, o->seed, &t);
         if (s == MM_OK && rt->rank == 0)
             printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
