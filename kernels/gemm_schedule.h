@@ -100,8 +100,13 @@ MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
  * rows (`large`: an expert's several tiles re-read its weights, L2 feeds them and the math is the
  * limit), every item, GEMM2's as pairs of H blocks. With fewer rows a small tile is bound by the
  * weight stream from HBM, which wants each stage freed as soon as its own MMAs are done. A dual
- * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. */
+ * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. A tile of
+ * <= MM_FUSED_TINY_ROWS rows (decode: a few tokens an expert) is *compact*: dual, both weight
+ * blocks of a K block in one stage (mm_tile_produce_compact), since its stream is latency-bound
+ * per CTA and wants bytes in flight; GEMM2 takes pairs of H blocks then too when every tile is
+ * tiny (`tiny`), halving the items (decode: 192 items, two rounds of 132 CTAs, become 96). */
 #define MM_FUSED_SMALL_ROWS 64
+#define MM_FUSED_TINY_ROWS 8
 #define MM_FUSED_DUAL_MIN_AVG_ROWS 64
 
 MM_HD int mm_fused_large(int rows, int tiles)
@@ -109,15 +114,20 @@ MM_HD int mm_fused_large(int rows, int tiles)
     return rows > MM_FUSED_DUAL_MIN_AVG_ROWS * tiles;
 }
 
-/* 128-blocks of H per GEMM2 item */
-MM_HD int mm_fused_h_width(int h_blocks, int large)
+/* 128-blocks of H per GEMM2 item; tiny: no expert has more than MM_FUSED_TINY_ROWS rows */
+MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
 {
-    return h_blocks % 2 == 0 && large ? 2 : 1;
+    return h_blocks % 2 == 0 && (large || tiny) ? 2 : 1;
+}
+
+MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
+{
+    return rows <= MM_FUSED_TINY_ROWS && (is_gemm1 || h_width == 2);
 }
 
 MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
 {
-    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large : h_width == 2;
+    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
 }
 
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
