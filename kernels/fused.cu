@@ -228,7 +228,7 @@ typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
     int large;            /* the tiles average more than MM_FUSED_DUAL_MIN_AVG_ROWS rows: every item dual */
-    int tiny;             /* no expert has more than MM_FUSED_TINY_ROWS rows (decode) */
+    int tiny;             /* decode: no expert has more than MM_FUSED_TINY_ROWS rows, and pairs save rounds */
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
@@ -611,7 +611,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
-    int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the most rows of an expert */
+    int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
@@ -659,7 +659,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             int all_rows = 0;
             for (int i = 0; i < el * ranks; i++) all_rows += cnt[i];
             tile_start[el + 1] = all_rows;
-            tile_start[el + 2] = most;
+            /* decode: GEMM2 as compact pairs of H blocks (1), or single items (0) */
+            tile_start[el + 2] = most <= MM_FUSED_TINY_ROWS && mm_fused_tiny_pairs(a.m.hidden / 128, total, (int)gridDim.x);
         }
         __syncthreads();
     }
@@ -672,7 +673,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
-    sc.tiny = tile_start[el + 2] <= MM_FUSED_TINY_ROWS;
+    sc.tiny = tile_start[el + 2] != 0;
     sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;

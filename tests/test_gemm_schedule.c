@@ -201,6 +201,14 @@ static void fused_compact_rule(void **state)
     assert_true(mm_fused_compact(false, 2, w));
     assert_int_equal(mm_fused_h_width(7, 0, 1), 1);
     assert_false(mm_fused_compact(false, 2, 1));
+    /* pairs where they save rounds of 132 CTAs (Flash EP2, 32 H blocks): 1 token (6 tiles) yes,
+     * 2 tokens (12) no, 4 and 8 tokens (24, 48) yes; an odd H never */
+    assert_true(mm_fused_tiny_pairs(h_blocks, 6, 132));
+    assert_false(mm_fused_tiny_pairs(h_blocks, 12, 132));
+    assert_true(mm_fused_tiny_pairs(h_blocks, 24, 132));
+    assert_true(mm_fused_tiny_pairs(h_blocks, 48, 132));
+    assert_false(mm_fused_tiny_pairs(7, 6, 132));
+    assert_false(mm_fused_tiny_pairs(h_blocks, 6, 0));
 }
 
 int run_gemm_schedule_tests(void)
