@@ -2,7 +2,7 @@
 # Branch exp/compact-decode, first call of the next session (nvidia-h200-x2; carry .deps build/dev
 # build/ab-old, where build/ab-old = `git archive main | tar x -C build/ab-old`):
 #   1. the racecheck question: `check --modes fused --filter tokens-3` under racecheck on main and
-#      on the branch (180 s each): did the branch's run not exit while main's does?
+#      on the branch (120 s each): did the branch's run not exit while main's does?
 #   2. fused old / new x 2 at decode batches (the refined GEMM2 pairing rule is not measured yet)
 #   3. the branch's full scripts/gpu-check.sh (racecheck on smoke, where every tile is compact)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -13,7 +13,7 @@ make $J GIT_REV=${1:-compact} > $o/build-new.log 2>&1 &
 wait
 for v in old new; do
   b=build/megamoe; [ $v = old ] && b=build/ab-old/build/megamoe
-  timeout 180 mpirun --bind-to none -np 1 compute-sanitizer --tool racecheck --report-api-errors no $b check --modes fused --filter tokens-3 > $o/racecheck-$v.txt 2>&1
+  timeout 120 mpirun --bind-to none -np 1 compute-sanitizer --tool racecheck --report-api-errors no $b check --modes fused --filter tokens-3 > $o/racecheck-$v.txt 2>&1
   echo "racecheck $v rc=$? $(grep -m1 'RACECHECK SUMMARY' $o/racecheck-$v.txt)"
 done
 M="timeout 100 mpirun --bind-to none"
