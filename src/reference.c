@@ -108,6 +108,28 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
     return s;
 }
 
+/* ---- SwiGLU checks --------------------------------------------------------------------------- */
+
+double ref_swiglu(float gate, float up, float w, int has_limit, float limit)
+{
+    double g = has_limit ? fmin((double)gate, limit) : gate;
+    double u = has_limit ? fmax(-(double)limit, fmin((double)up, limit)) : up;
+    return g / (1.0 + exp(-g)) * u * w;
+}
+
+void ref_swiglu_input(uint64_t *rng, float *gate, float *up, float *w)
+{
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    *gate = (float)((double)(*rng >> 40) / (1 << 24) * 40.0 - 20.0);
+    *up = (float)((double)((*rng >> 16) & 0xffffff) / (1 << 24) * 40.0 - 20.0);
+    *w = (float)((double)(*rng & 0xffff) / 65536.0);
+}
+
+int ref_swiglu_close(float h, double ref)
+{
+    return fabs((double)h - ref) <= 4e-6 * fabs(ref) + 1e-37;
+}
+
 /* ---- experts regenerated from the seed --------------------------------------------------- */
 
 #define CACHE_SLOTS 8

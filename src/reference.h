@@ -29,6 +29,13 @@ typedef struct {
 mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, const uint16_t *x,
                          const int32_t *ids, const float *w, int tokens, double *y);
 
+/* SwiGLU with the limit in double (recipe step 4), the inputs both SwiGLU checks draw (gate and
+ * up in [-20, 20), w in [0, 1); tests/test_recipe.c on the host's float version, the selftest
+ * swiglu-gpu on the GPU's) and their bound: |h - ref| <= 4e-6 |ref| (+1e-37). */
+double ref_swiglu(float gate, float up, float w, int has_limit, float limit);
+void ref_swiglu_input(uint64_t *rng, float *gate, float *up, float *w);
+int ref_swiglu_close(float h, double ref);
+
 /* An expert source that regenerates experts from the seed (datagen.h), caching a few. */
 typedef struct mm_generated_experts mm_generated_experts;
 mm_generated_experts *generated_experts_new(const mm_config *cfg, uint64_t seed);

@@ -24,6 +24,7 @@
 #include "bench.h"
 #include "datagen_host.h"
 #include "launch.h"
+#include "reference.h"
 #include "runtime.h"
 #include "timing.h"
 
@@ -352,8 +353,8 @@ static mm_status test_fp8_hardware(mm_runtime *rt, tally *t)
     return MM_OK;
 }
 
-/* The same inputs as tests/test_recipe.c's swiglu_against_double: gate and up in [-20, 20), weights in
- * [0, 1), with and without a limit of 7. */
+/* The inputs, formula and bound of tests/test_recipe.c's swiglu_against_double (ref_swiglu_*),
+ * with and without a limit of 7, on the GPU's SwiGLU. */
 static mm_status test_swiglu_gpu(mm_runtime *rt, tally *t)
 {
     enum { N = 200000 };
@@ -362,12 +363,7 @@ static mm_status test_swiglu_gpu(mm_runtime *rt, tally *t)
     if (!host) return MM_RUNTIME;
     float *g = host, *u = host + N, *w = host + 2 * N, *h = host + 3 * N;
     uint64_t rng = 99;
-    for (int i = 0; i < N; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        g[i] = (float)((double)(rng >> 40) / (1 << 24) * 40.0 - 20.0);
-        u[i] = (float)((double)((rng >> 16) & 0xffffff) / (1 << 24) * 40.0 - 20.0);
-        w[i] = (float)((double)(rng & 0xffff) / 65536.0);
-    }
+    for (int i = 0; i < N; i++) ref_swiglu_input(&rng, &g[i], &u[i], &w[i]);
     float *dev = NULL;
     CUDA_TRY(cudaMalloc((void **)&dev, sizeof(float) * 4 * N));
     CUDA_TRY(cudaMemcpy(dev, host, sizeof(float) * 3 * N, cudaMemcpyHostToDevice));
@@ -378,11 +374,9 @@ static mm_status test_swiglu_gpu(mm_runtime *rt, tally *t)
         CUDA_TRY(cudaStreamSynchronize(rt->stream));
         CUDA_TRY(cudaMemcpy(h, dev + 3 * N, sizeof(float) * N, cudaMemcpyDeviceToHost));
         for (int i = 0; i < N; i++) {
-            double gg = has_limit ? fmin((double)g[i], limit) : g[i];
-            double uu = has_limit ? fmax(-(double)limit, fmin((double)u[i], limit)) : u[i];
-            double ref = gg / (1.0 + exp(-gg)) * uu * w[i];
-            double err = fabs((double)h[i] - ref);
-            if (!(err <= 4e-6 * fabs(ref) + 1e-37)) bad++;
+            double ref = ref_swiglu(g[i], u[i], w[i], has_limit, limit);
+            const double err = fabs((double)h[i] - ref);
+            bad += !ref_swiglu_close(h[i], ref);
             if (fabs(ref) > 1e-30 && err / fabs(ref) > worst) worst = err / fabs(ref);
         }
     }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../kernels/recipe.h"
+#include "reference.h"
 #include "test_util.h"
 
 static double code_value(int code)
@@ -119,16 +120,12 @@ static void swiglu_against_double(void **state)
     uint64_t rng = 99;
     const float limit = 7.0f;
     for (int n = 0; n < 200000; n++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        float g = (float)((double)(rng >> 40) / (1 << 24) * 40.0 - 20.0);
-        float u = (float)((double)((rng >> 16) & 0xffffff) / (1 << 24) * 40.0 - 20.0);
-        float w = (float)((double)(rng & 0xffff) / 65536.0);
+        float g, u, w;
+        ref_swiglu_input(&rng, &g, &u, &w);
         for (int has_limit = 0; has_limit < 2; has_limit++) {
             float h = mm_swiglu_apply(mm_swiglu_gate(g, has_limit, limit), u, w, has_limit, limit);
-            double gg = has_limit ? fmin((double)g, limit) : g;
-            double uu = has_limit ? fmax(-(double)limit, fmin((double)u, limit)) : u;
-            double ref = gg / (1.0 + exp(-gg)) * uu * w;
-            if (fabs((double)h - ref) > 4e-6 * fabs(ref) + 1e-37) {
+            double ref = ref_swiglu(g, u, w, has_limit, limit);
+            if (!ref_swiglu_close(h, ref)) {
                 printf("swiglu(%a, %a, %a, limit %d) = %a, double %a\n", g, u, w, has_limit, h, ref);
                 fail();
             }
