@@ -217,6 +217,7 @@ typedef struct {
     int item;                    /* ITEM_END / ITEM_ABORT, or the item */
     int rows, tile, block, is_gemm1;
     int dual;                    /* two weight blocks over one pass of A (mm_fused_dual) */
+    int compact;                 /* dual, both blocks in one stage (a tiny tile: mm_fused_compact) */
     size_t act_row0;
 } fused_item;
 
@@ -227,7 +228,8 @@ typedef struct {
     const int *cnt, *tile_start;
     int tiles, ib_count, hb_count, gemm1_items, items;
     int large;            /* the tiles average more than MM_FUSED_DUAL_MIN_AVG_ROWS rows: every item dual */
-    int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large), GEMM2 items per row tile */
+    int tiny;             /* decode: no expert has more than MM_FUSED_TINY_ROWS rows, and pairs save rounds */
+    int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
@@ -282,6 +284,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->block = block;
         it->is_gemm1 = is_gemm1;
         it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
+        it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
     }
 }
@@ -329,14 +332,14 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
         if (it->dual) {
-            /* two weight blocks over one pass of A (two stages per K block): a large GEMM1 tile's
-             * gate and up rows, or a GEMM2 item's two adjacent H blocks */
-            const mm_tile_b b1 = is_gemm1 ? mm_tile_b{b.map, b.row0 + a.m.inter, b.scale + (size_t)sc.ib_count * sc.hb_count}
-                                          : mm_tile_b{b.map, b.row0 + MM_GEMM_BN, b.scale + sc.ib_count};
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 0, 1);
+            /* two weight blocks over one pass of A (two stages per K block, or one for a compact
+             * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
+            const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
+            const bool compact = it->compact;
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1, 1, kblocks);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
             continue;
         }
         /* the first block goes out before the item is published (a GEMM2 item's loads do not
@@ -558,8 +561,10 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool dual = it->dual;
         /* one call site of each mainloop, so the kernel holds one copy of each */
         if (dual && rows <= SMALL_ROWS) {
-            /* split: warpgroup g computes half g (gate / up, or H block `block + g`) */
-            mm_tile_consume_split(stages, pipe, ring, rows, k, false, acc);
+            /* split: warpgroup g computes half g (gate / up, or H block `block + g`); a compact
+             * item has both halves of a K block in one stage */
+            if (it->compact) mm_tile_consume_compact(stages, pipe, ring, rows, k, acc);
+            else mm_tile_consume_split(stages, pipe, ring, rows, k, false, acc);
             if (is_gemm1) {
                 const int g = mm_warpgroup() - 1;
                 park_small(staging + g * SMALL_PARK_FLOATS, acc, rows, 64 * g);
@@ -606,7 +611,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
-    int *tile_start = cnt + a.m.experts;                              /* [El + 1], then the rows */
+    int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
@@ -642,17 +647,20 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         if (!__syncthreads_and(good)) return;
         if (threadIdx.x == 0) {
-            int total = 0;
+            int total = 0, most = 0;
             for (int e = 0; e < el; e++) {
                 int rows = 0;
                 for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
                 tile_start[e] = total;
                 total += mm_row_tiles(rows);
+                most = rows > most ? rows : most;
             }
             tile_start[el] = total;
             int all_rows = 0;
             for (int i = 0; i < el * ranks; i++) all_rows += cnt[i];
             tile_start[el + 1] = all_rows;
+            /* decode: GEMM2 as compact pairs of H blocks (1), or single items (0) */
+            tile_start[el + 2] = most <= MM_FUSED_TINY_ROWS && mm_fused_tiny_pairs(a.m.hidden / 128, total, (int)gridDim.x);
         }
         __syncthreads();
     }
@@ -665,7 +673,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.hb_count = a.m.hidden / 128;
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
-    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large);
+    sc.tiny = tile_start[el + 2] != 0;
+    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
@@ -722,7 +731,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
     (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
-    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 2) * 4;
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 3) * 4;
 }
 
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)

@@ -100,8 +100,13 @@ MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
  * rows (`large`: an expert's several tiles re-read its weights, L2 feeds them and the math is the
  * limit), every item, GEMM2's as pairs of H blocks. With fewer rows a small tile is bound by the
  * weight stream from HBM, which wants each stage freed as soon as its own MMAs are done. A dual
- * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. */
+ * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. A tile of
+ * <= MM_FUSED_TINY_ROWS rows (decode: a few tokens an expert) is *compact*: dual, both weight
+ * blocks of a K block in one stage (mm_tile_produce_compact), since its stream is latency-bound
+ * per CTA and wants bytes in flight; GEMM2 takes pairs of H blocks then too when every tile is
+ * tiny and halving the items saves rounds of the grid (mm_fused_tiny_pairs). */
 #define MM_FUSED_SMALL_ROWS 64
+#define MM_FUSED_TINY_ROWS 8
 #define MM_FUSED_DUAL_MIN_AVG_ROWS 64
 
 MM_HD int mm_fused_large(int rows, int tiles)
@@ -109,15 +114,35 @@ MM_HD int mm_fused_large(int rows, int tiles)
     return rows > MM_FUSED_DUAL_MIN_AVG_ROWS * tiles;
 }
 
-/* 128-blocks of H per GEMM2 item */
-MM_HD int mm_fused_h_width(int h_blocks, int large)
+/* 128-blocks of H per GEMM2 item; tiny: no expert has more than MM_FUSED_TINY_ROWS rows and the
+ * pairs save rounds (mm_fused_tiny_pairs) */
+MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
 {
-    return h_blocks % 2 == 0 && large ? 2 : 1;
+    return h_blocks % 2 == 0 && (large || tiny) ? 2 : 1;
+}
+
+/* A compact pair item (two H blocks in one stage per K block) takes ~1.7x a single item's time
+ * (measured at 1-8 tokens, 1.5-1.9x; perf-notes, tenth session), x10 */
+#define MM_FUSED_PAIR_COST_X10 17
+
+/* Whether GEMM2 pairs of H blocks save time over `ctas` CTAs when every tile is tiny, counted in
+ * rounds of the grid (Flash EP2: 1 token, 6 tiles: 192 single items are 2 rounds, 96 pairs 1
+ * round -> yes; 2 tokens, 12 tiles: 3 rounds against 2 x 1.7 -> no). */
+MM_HD bool mm_fused_tiny_pairs(int h_blocks, int tiles, int ctas)
+{
+    if (h_blocks % 2 || ctas < 1) return false;
+    const int single = (tiles * h_blocks + ctas - 1) / ctas, pairs = (tiles * h_blocks / 2 + ctas - 1) / ctas;
+    return 10 * single > MM_FUSED_PAIR_COST_X10 * pairs;
+}
+
+MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
+{
+    return rows <= MM_FUSED_TINY_ROWS && (is_gemm1 || h_width == 2);
 }
 
 MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
 {
-    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large : h_width == 2;
+    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
 }
 
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */

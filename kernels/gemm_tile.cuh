@@ -57,7 +57,11 @@
 /* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
  * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
 #define MM_TILE_SCALE_BYTES 1024
-#define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
+/* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
+ * (mm_tile_produce_compact) puts its second weight block in the A area and its rows here */
+#define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
+#define MM_TILE_TINY_A (MM_TILE_TINY_ROWS * MM_GEMM_BK)
+#define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES + MM_TILE_TINY_A)
 /* + 1 KB: the stages start on a 1024-byte boundary */
 #define MM_TILE_SMEM_BYTES (MM_TILE_STAGES * MM_TILE_STAGE_BYTES + 1024)
 #define MM_TILE_ACC 64 /* FP32 accumulators per math thread: 64 x 128 per warpgroup / 128 threads */
@@ -316,6 +320,14 @@ __device__ __forceinline__ uint64_t mm_wgmma_desc(const uint8_t *p)
     return ((a & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+/* The same for a tiny tile's A: one 8-row group, its stride 0, so the wgmma's 64 rows read rows
+ * 0..7 eight times and never leave the 1 KB (rows past the tile's are never stored anyway). */
+__device__ __forceinline__ uint64_t mm_wgmma_desc_tiny(const uint8_t *p)
+{
+    uint64_t a = (uint64_t)__cvta_generic_to_shared(p);
+    return ((a & 0x3ffffu) >> 4) | (1ull << 16) | (1ull << 62);
+}
+
 /* The instruction and its 64 accumulator operands, written once for both forms below; C is the
  * operands' constraint ("=f": written only, "+f": read and written). */
 #define MM_WGMMA_64x128x32(scale_d) \
@@ -371,8 +383,10 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                const mm_tile_b *b_second = NULL)
+                                                int second_rows = 0, int second_scales = 0, bool compact = false)
 {
+    /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
+     * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
     const int pt = threadIdx.x;
     /* Tiles of more than 64 rows whose rows are contiguous take the A block by one TMA: the
      * gather costs ~20 instructions per 16-byte chunk, 1024 chunks a block, and at large row
@@ -385,7 +399,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * expects the whole block */
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
-    const unsigned tx_bytes = MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
+    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -403,6 +417,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
         uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
         float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
+        /* compact (a dual pass over <= 8 rows): the second weight block in the A area, the rows in
+         * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
+         * form, which a decode tile's latency-bound stream lacks */
+        uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS); /* a fresh barrier passes parity 1 */
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
@@ -423,15 +441,21 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            if (r0 + 16 * i < a_rows) mm_cp_async16(sa + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
+            if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
         /* a dual pass: the second weight block of this K block in the next stage, inside the same
          * loop so the row pointers above are read once per pass, not once per K block */
-        if (b_second) mm_tile_produce_b(stages, p, ring, *b_second, kb);
+        /* compact: the second block into this stage's A area, after the arrivals (the expected
+         * bytes above keep the phase open until it lands; issued here, the producer's registers
+         * suffice) */
+        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
+        if (second_rows && !compact)
+            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
 }
 
@@ -616,9 +640,39 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
-                                                     const mm_tile_b &b0, const mm_tile_b &b1, int kb_begin, int kb_end)
+                                                     const mm_tile_b &b0, int second_rows, int second_scales,
+                                                     int kb_begin, int kb_end, bool compact = false)
 {
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, &b1);
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact);
+}
+
+/* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
+ * the tiny tile's rows, one stage per K block, as mm_tile_consume_split computes half g (the same
+ * MMAs and promotions, so the same bits); acc's rows are mm_acc_row(i) - 64 g, valid below rows. */
+__device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
+                                                        int k, float acc[MM_TILE_ACC])
+{
+    const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
+    const int rl = mm_acc_row(0) - 64 * g, rh = mm_acc_row(2) - 64 * g;
+    const bool vl = rl < rows, vh = rh < rows;
+    const uint64_t da = mm_wgmma_desc_tiny(stages + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES);
+    const uint64_t db = mm_wgmma_desc(g ? stages : stages + MM_TILE_A_STAGE);
+    float blk[MM_TILE_ACC];
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    for (int kb = 0; kb < kblocks; kb++) {
+        const int s = ring.stage;
+        mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS);
+        mm_ring_advance(ring);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        const float *sc = mm_tile_stage_scales(stages, s);
+        const float sw = sc[MM_GEMM_BM + g];
+        const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
+        mm_tile_issue_ab(da, s, db, s, blk);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        mm_tile_release(p, s, false);
+        mm_tile_promote(t_lo, t_hi, blk, acc);
+    }
 }
 
 /* Math of a dual pass over a tile of <= 64 rows, split by halves: warpgroup g computes half g

@@ -132,8 +132,9 @@ static void fused_gemm2_items_cover_once(void **state)
     const int tiles = 7;
     for (int h_blocks = 1; h_blocks <= 57; h_blocks++) {
         for (int large = 0; large <= 1; large++) {
-            const int width = mm_fused_h_width(h_blocks, large), h_items = h_blocks / width;
+            const int width = mm_fused_h_width(h_blocks, large, 0), h_items = h_blocks / width;
             assert_true(width == 1 || (width == 2 && h_blocks % 2 == 0 && large));
+            assert_int_equal(mm_fused_h_width(h_blocks, 0, 1), h_blocks % 2 == 0 ? 2 : 1);
             memset(seen, 0, sizeof seen);
             for (int g = 0; g < tiles * h_items; g++) {
                 const int t = mm_fused_gemm2_tile(g, h_items), b = mm_fused_gemm2_block(g, h_items, width);
@@ -154,7 +155,7 @@ static void fused_dual_rule(void **state)
     (void)state;
     const int el = 128, h_blocks = 32;
     /* 512 tokens: 128 tiles of 24 rows */
-    int large = mm_fused_large(el * 24, el), w = mm_fused_h_width(h_blocks, large);
+    int large = mm_fused_large(el * 24, el), w = mm_fused_h_width(h_blocks, large, 0);
     assert_false(large);
     assert_int_equal(w, 1);
     assert_false(mm_fused_dual(true, 24, large, w));
@@ -163,18 +164,51 @@ static void fused_dual_rule(void **state)
     assert_false(mm_fused_dual(true, 64, large, w));
     /* 2048 tokens: 96 rows a tile */
     large = mm_fused_large(el * 96, el);
-    w = mm_fused_h_width(h_blocks, large);
+    w = mm_fused_h_width(h_blocks, large, 0);
     assert_true(large);
     assert_int_equal(w, 2);
     assert_true(mm_fused_dual(true, 96, large, w) && mm_fused_dual(false, 96, large, w));
     /* 4096 tokens: tiles of 128 and 64 rows, 96 on average: the 64-row tiles are dual (split) too */
     large = mm_fused_large(el * 192, 2 * el);
-    w = mm_fused_h_width(h_blocks, large);
+    w = mm_fused_h_width(h_blocks, large, 0);
     assert_true(large && mm_fused_dual(true, 64, large, w) && mm_fused_dual(false, 64, large, w));
     /* exactly 64 on average is not large; an odd count of H blocks keeps single GEMM2 items */
     assert_false(mm_fused_large(64 * 10, 10));
-    assert_int_equal(mm_fused_h_width(7, 1), 1);
-    assert_false(mm_fused_dual(false, 128, 1, mm_fused_h_width(7, 1)));
+    assert_int_equal(mm_fused_h_width(7, 1, 0), 1);
+    assert_false(mm_fused_dual(false, 128, 1, mm_fused_h_width(7, 1, 0)));
+}
+
+/* Decode: a tile of <= 8 rows is compact (dual, both weight blocks in one stage) in GEMM1 always,
+ * in GEMM2 when its items are pairs of H blocks: when every tile is tiny (Flash EP2 at 1 token:
+ * 1-2 rows an expert), or when the tiles are large on average (a hot expert's 130 rows leave a
+ * 2-row tile). A 9-row tile stays as it was; an odd H keeps GEMM2 single. */
+static void fused_compact_rule(void **state)
+{
+    (void)state;
+    const int h_blocks = 32;
+    int w = mm_fused_h_width(h_blocks, 0, 1);
+    assert_int_equal(w, 2);
+    assert_true(mm_fused_compact(true, 1, w) && mm_fused_dual(true, 1, 0, w));
+    assert_true(mm_fused_compact(false, 8, w) && mm_fused_dual(false, 8, 0, w));
+    assert_false(mm_fused_compact(true, 9, w));
+    assert_false(mm_fused_dual(true, 9, 0, mm_fused_h_width(h_blocks, 0, 0)));
+    w = mm_fused_h_width(h_blocks, 0, 0); /* some expert has more than 8 rows */
+    assert_int_equal(w, 1);
+    assert_true(mm_fused_compact(true, 3, w));   /* GEMM1 is compact per tile */
+    assert_false(mm_fused_compact(false, 3, w)); /* GEMM2 single: not dual, not compact */
+    assert_false(mm_fused_dual(false, 3, 0, w));
+    w = mm_fused_h_width(h_blocks, 1, 0);
+    assert_true(mm_fused_compact(false, 2, w));
+    assert_int_equal(mm_fused_h_width(7, 0, 1), 1);
+    assert_false(mm_fused_compact(false, 2, 1));
+    /* pairs where they save rounds of 132 CTAs (Flash EP2, 32 H blocks): 1 token (6 tiles) yes,
+     * 2 tokens (12) no, 4 and 8 tokens (24, 48) yes; an odd H never */
+    assert_true(mm_fused_tiny_pairs(h_blocks, 6, 132));
+    assert_false(mm_fused_tiny_pairs(h_blocks, 12, 132));
+    assert_true(mm_fused_tiny_pairs(h_blocks, 24, 132));
+    assert_true(mm_fused_tiny_pairs(h_blocks, 48, 132));
+    assert_false(mm_fused_tiny_pairs(7, 6, 132));
+    assert_false(mm_fused_tiny_pairs(h_blocks, 6, 0));
 }
 
 int run_gemm_schedule_tests(void)
@@ -187,6 +221,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
+        cmocka_unit_test(fused_compact_rule),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
