@@ -559,6 +559,8 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool is_gemm1 = it->is_gemm1;
         const int k = is_gemm1 ? a.m.hidden : a.m.inter, rows = it->rows;
         const bool dual = it->dual;
+        /* as produce_item chose: GEMM1 gathers its rows, GEMM2 takes act's row tiles by TMA */
+        const bool gathered = is_gemm1 || !mm_tile_a_by_tma(a.act_map, rows);
         /* one call site of each mainloop, so the kernel holds one copy of each */
         if (dual && rows <= SMALL_ROWS) {
             /* split: warpgroup g computes half g (gate / up, or H block `block + g`); a compact
@@ -575,7 +577,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else if (dual) {
             float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, acc, acc1);
+            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1);
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
@@ -586,7 +588,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
-                mm_tile_consume(stages, pipe, ring, rows, k, false, acc);
+                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
                 if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, rows, 0);
             }
             if (is_gemm1) {

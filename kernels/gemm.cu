@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (it->last) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, acc);
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* epilogue: valid rows only, two adjacent columns at a time */
 #pragma unroll

@@ -370,6 +370,14 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
                  : "memory");
 }
 
+/* Whether a tile's A blocks come by TMA (async proxy) rather than gathered by cp.async (generic
+ * proxy): tiles of more than 64 rows with a rows map. The producer loads by it and the math
+ * decides by it whether a stage needs a proxy fence before its wgmmas read A. */
+__device__ __forceinline__ bool mm_tile_a_by_tma(const void *a_map, int rows)
+{
+    return a_map != NULL && rows > 64;
+}
+
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
  * A[rows][K] x W[BN][K]^T, into the ring. The row table must be complete for all producer
  * threads (a named barrier after writing it). Per block: wait until the math warps (of both CTAs
@@ -393,7 +401,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * counts those issue slots were what the math warps lacked (ncu: 1.9 IPC, 6.4 cycles per
      * issued instruction, tensor pipe 37%). Small tiles keep the gather: it loads only their
      * rows, not a 128-row box. */
-    const bool a_tma = am.map != NULL && rows > 64;
+    const bool a_tma = mm_tile_a_by_tma(am.map, rows);
     /* in a pair, this CTA loads rows 64 * rank .. + 63 of the block into both CTAs' stages (the
      * 64-row box of the map pair); the other CTA loads the other half, and each CTA's `full`
      * expects the whole block */
@@ -481,13 +489,17 @@ typedef struct {
     float s_lo, s_hi; /* a_scale * w_scale of this thread's two rows (0 for rows past the tile's) */
 } mm_block;
 
-/* Waits for the block's `full` barrier, makes the producer's cp.async (generic proxy) writes
- * visible to wgmma's async-proxy reads, and reads the block's scales. */
+/* Waits for the block's `full` barrier, reads the block's scales and, when A was gathered by
+ * cp.async (generic proxy), makes those writes visible to wgmma's async-proxy reads. Blocks that
+ * came by TMA need no fence (TMA and wgmma are both the async proxy, ordered by the barrier; the
+ * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
+ * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
-                                                      int r_lo, int r_hi, bool valid_lo, bool valid_hi)
+                                                      int r_lo, int r_hi, bool valid_lo, bool valid_hi,
+                                                      bool a_gathered)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
     const float sw = sc[MM_GEMM_BM];
     mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
@@ -519,9 +531,9 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
 __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
-                                                       bool valid_hi, float blk[MM_TILE_ACC])
+                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -558,7 +570,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, float acc[MM_TILE_ACC])
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -567,7 +579,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -581,7 +593,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -590,18 +602,18 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk0);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -712,7 +724,8 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
  * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
  * halves in each warpgroup's 64 rows. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
-                                                     bool pair, float acc0[MM_TILE_ACC], float acc1[MM_TILE_ACC])
+                                                     bool pair, bool gathered, float acc0[MM_TILE_ACC],
+                                                     float acc1[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -722,15 +735,15 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
-        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi);
+        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
-        /* the second half: its stage holds B1 and w1's scale; the A scales are the first stage's */
+        /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
+         * scales are the first stage's */
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
         const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
