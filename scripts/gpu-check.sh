@@ -47,12 +47,15 @@ expect_rc 0 check-np$ngpu $mpi -np "$ngpu" build/megamoe check --json "$logs/che
 [ "$ngpu" -gt 1 ] && expect_rc 0 ep-invariance python3 scripts/ep-invariance.py "$logs/check-ep1.json" "$logs/check-ep$ngpu.json"
 if command -v compute-sanitizer >/dev/null; then
     # NCCL's own start-up probes kernels it was not built for (API errors, not ours): not reported
-    for tool in memcheck racecheck; do
-        filter=smoke; [ $tool = memcheck ] && filter=tokens-
-        expect_rc 0 sanitizer-$tool $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-            --report-api-errors no build/megamoe check --filter $filter --timeout-ms 60000
-        grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool.log" ||
-            { echo "  sanitizer-$tool: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+    # racecheck twice: the smoke scenario (every mode), and fused alone on 3 and 37 tokens, where
+    # its tiles are tiny (compact items) and small (split items): main's small-tile path once
+    # raced there and nowhere else (perf-notes, eleventh session)
+    for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-3:fused; do
+        name=${run%%:*} tool=${name%%-*} filter=${run#*:}; modes=${filter#*:} filter=${filter%%:*}
+        expect_rc 0 sanitizer-$name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
+            --report-api-errors no build/megamoe check --filter $filter --modes $modes --timeout-ms 60000
+        grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$name.log" ||
+            { echo "  sanitizer-$name: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
     done
 fi
 # the GEMM core alone: ragged and empty experts, partial tiles (tiny, skewed), and the Flash EP8
