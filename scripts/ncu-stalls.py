@@ -23,7 +23,12 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     rows = list(csv.reader(open(sys.argv[1])))
-    header, data = rows[1], rows[2:]
+    # the header is the row that starts with "Address" (the application's own output and ncu's
+    # notes may come first when stdout was captured with the CSV)
+    start = next((i for i, r in enumerate(rows) if r and r[0] == "Address"), None)
+    if start is None:
+        sys.exit("no source table (a row starting with \"Address\") in " + sys.argv[1])
+    header, data = rows[start], rows[start + 1:]
     col = {name: i for i, name in enumerate(header)}
     reasons = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]
     samples = col["Warp Stall Sampling (All Samples)"]
