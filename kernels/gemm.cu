@@ -13,8 +13,7 @@
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
  * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
- * Shared memory: the stage ring, then the output tile's staging area (store_tile), and the
- * schedule (tile_start, row offsets and counts) when the launch has at most 512 experts.
+ * Shared memory: the stage ring, then the output tile's staging area (store_tile).
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its staging writes, and bulk-copy groups (a half is rewritten only after the
  * copies that read it); nothing across CTAs. */
@@ -31,13 +30,6 @@ typedef struct {
     mm_tile_rows tab;
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
 } gemm_item;
-
-/* Launches of up to this many experts keep the schedule (tile_start, row_offset, row_count) in
- * shared memory: the producer locates every tile by a binary search over tile_start and then
- * reads the expert's offset and count, ~7 dependent loads that from L2 cost it microseconds per
- * tile, during which it issues no loads and the stage ring drains (ncu, eleventh session: the math
- * waited for every tile's first block). */
-#define GEMM_SMEM_SCHEDULE_EXPERTS 512
 
 /* The output tile is staged in shared memory after the stage ring, a row per 128 columns plus 16
  * bytes (the pad puts the 8 rows a warp stores at once in different banks), FP32 at most. */
@@ -87,22 +79,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ gemm_item slot[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
-    __shared__ int32_t sched[3 * GEMM_SMEM_SCHEDULE_EXPERTS + 1];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
-    const int32_t *tile_start = g.tile_start, *row_offset = g.row_offset, *row_count = g.row_count;
-    if (g.experts <= GEMM_SMEM_SCHEDULE_EXPERTS) { /* read before the barrier below */
-        for (int i = threadIdx.x; i <= g.experts; i += blockDim.x) {
-            sched[i] = g.tile_start[i];
-            if (i < g.experts) {
-                sched[g.experts + 1 + i] = g.row_offset[i];
-                sched[2 * g.experts + 1 + i] = g.row_count[i];
-            }
-        }
-        tile_start = sched;
-        row_offset = sched + g.experts + 1;
-        row_count = sched + 2 * g.experts + 1;
-    }
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
@@ -113,7 +91,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     else __syncthreads();
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
-    const int total = tile_start[g.experts] * col_tiles;
+    const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = {0, 0};
 
     if (mm_warpgroup() == 0) {
@@ -127,9 +105,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 mm_item_publish(&items, n);
                 break;
             }
-            mm_tile t = mm_tile_locate(tile_start, g.experts, col_tiles, item);
-            int a_row0 = row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
-            int rows = row_count[t.expert] - t.row_tile * MM_GEMM_BM;
+            mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
+            int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
+            int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
             rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
             int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
             it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
