@@ -34,8 +34,10 @@ typedef struct {
 /* The output tile is staged in shared memory after the stage ring, a row per 128 columns plus 16
  * bytes (the pad puts the 8 rows a warp stores at once in different banks), FP32 at most. */
 #define GEMM_STAGING_ROW_PAD 16
-#define GEMM_STAGING_BYTES (MM_GEMM_BM * (MM_GEMM_BN * 4 + GEMM_STAGING_ROW_PAD))
-#define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
+#define GEMM_STAGING_BYTES(esize) (MM_GEMM_BM * (MM_GEMM_BN * (esize) + GEMM_STAGING_ROW_PAD))
+/* A launch takes the staging its output type needs: what shared memory leaves to the L1 cache
+ * holds the scale rows the producer copies 4 bytes at a time. */
+#define GEMM_SMEM_BYTES(out_fp32) (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES((out_fp32) ? 4 : 2))
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
 
 /* The epilogue of math warpgroup g: its 64 rows of the tile into its half of the staging area,
@@ -207,7 +209,7 @@ extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint6
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)
 {
-    return GEMM_SMEM_BYTES;
+    return GEMM_SMEM_BYTES(0);
 }
 
 #ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
@@ -215,7 +217,7 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
 #endif
 /* The launch of `pairs` 2-CTA clusters of the grouped GEMM kernel (attr: storage for the
  * cluster attribute the config points at). */
-static cudaLaunchConfig_t pair_launch(int pairs, cudaStream_t stream, cudaLaunchAttribute *attr)
+static cudaLaunchConfig_t pair_launch(int pairs, int out_fp32, cudaStream_t stream, cudaLaunchAttribute *attr)
 {
     cudaLaunchConfig_t cfg = {};
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -224,7 +226,7 @@ static cudaLaunchConfig_t pair_launch(int pairs, cudaStream_t stream, cudaLaunch
     attr->val.clusterDim.z = 1;
     cfg.gridDim = dim3((unsigned)(2 * pairs));
     cfg.blockDim = dim3(MM_TILE_THREADS);
-    cfg.dynamicSmemBytes = GEMM_SMEM_BYTES;
+    cfg.dynamicSmemBytes = GEMM_SMEM_BYTES(out_fp32);
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
@@ -241,13 +243,13 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
+    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES(1));
     if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = pair_launch(sms / 2, 0, &attr);
+    cudaLaunchConfig_t cfg = pair_launch(sms / 2, 1, 0, &attr); /* the larger staging: fits either way */
     return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 
@@ -264,10 +266,10 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
     const int pairs = mm_grouped_gemm_pairs(g.n, ctas);
     if (pairs == 0) {
-        grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, GEMM_SMEM_BYTES, stream>>>(g);
+        grouped_gemm_kernel<<<ctas, MM_TILE_THREADS, GEMM_SMEM_BYTES(g.out_fp32), stream>>>(g);
         return cudaGetLastError();
     }
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = pair_launch(pairs, stream, &attr);
+    cudaLaunchConfig_t cfg = pair_launch(pairs, g.out_fp32, stream, &attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }
