@@ -38,6 +38,8 @@ typedef struct {
 /* A launch takes the staging its output type needs: what shared memory leaves to the L1 cache
  * holds the scale rows the producer copies 4 bytes at a time. */
 #define GEMM_SMEM_BYTES(out_fp32) (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES((out_fp32) ? 4 : 2))
+/* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
+static_assert(GEMM_SMEM_BYTES(1) <= 227 * 1024 - 8 * 1024, "the FP32 staging must fit next to the stage ring");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
 
 /* The epilogue of math warpgroup g: its 64 rows of the tile into its half of the staging area,
