@@ -102,7 +102,7 @@ MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
  * weight stream from HBM, which wants each stage freed as soon as its own MMAs are done. A dual
  * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. A tile of
  * <= MM_FUSED_TINY_ROWS rows (decode: a few tokens an expert) is *compact*: dual, both weight
- * blocks of a K block in one stage (mm_tile_produce_compact), since its stream is latency-bound
+ * blocks of a K block in one stage (mm_tile_produce with `compact`), since its stream is latency-bound
  * per CTA and wants bytes in flight; GEMM2 takes pairs of H blocks then too when every tile is
  * tiny and halving the items saves rounds of the grid (mm_fused_tiny_pairs). */
 #define MM_FUSED_SMALL_ROWS 64

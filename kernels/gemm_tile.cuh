@@ -58,7 +58,7 @@
  * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
 #define MM_TILE_SCALE_BYTES 1024
 /* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
- * (mm_tile_produce_compact) puts its second weight block in the A area and its rows here */
+ * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here */
 #define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
 #define MM_TILE_TINY_A (MM_TILE_TINY_ROWS * MM_GEMM_BK)
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES + MM_TILE_TINY_A)
