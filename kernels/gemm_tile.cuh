@@ -69,9 +69,6 @@
 /* named barriers (0 is __syncthreads) */
 #define MM_BAR_PRODUCER 1
 #define MM_BAR_CONSUMER 2
-/* the dual pass's turns (mm_tile_consume_dual): math warpgroup g arrives on MM_BAR_TURN + g once
- * it issued an MMA phase, the other syncs on it before issuing its own (3 and 4 are gemm.cu's) */
-#define MM_BAR_TURN 5
 
 /* Where a tile's A rows live: one FP8 row pointer and one scale pointer (K/128 floats) per row
  * of the tile, in shared memory. Rows past `rows` must still point at a readable row (the loader
@@ -725,26 +722,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
 
 /* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
  * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
- * halves in each warpgroup's 64 rows.
- * Three block sums do not fit next to two accumulators, so a warpgroup cannot keep a block in
- * flight while it promotes; instead the two warpgroups take turns (ping-pong): the MMA phases
- * (a K block's half) go warpgroup 0, warpgroup 1, warpgroup 0, ... so the tensor cores, which
- * run the phases in the order they were issued, work on one warpgroup's MMAs while the other
- * promotes. Left alone both issued at once, finished together and promoted together, the tensor
- * cores idle meanwhile (the fused GEMMs ran at ~720 TFLOP/s against the lab's ~950). The turns
- * are two named barriers: warpgroup g arrives on MM_BAR_TURN + g after each issue and syncs on
- * the other's before each, except warpgroup 0's first (nothing to follow) and warpgroup 1's
- * last arrival (nobody follows it), so every barrier phase of an item completes in the item. */
-__device__ __forceinline__ void mm_tile_turn_wait(int g, bool first)
-{
-    if (g == 1 || !first) asm volatile("bar.sync %0, %1;" ::"r"(MM_BAR_TURN + (g ^ 1)), "n"(MM_CONSUMER_THREADS) : "memory");
-}
-
-__device__ __forceinline__ void mm_tile_turn_pass(int g, bool last)
-{
-    if (g == 0 || !last) asm volatile("bar.arrive %0, %1;" ::"r"(MM_BAR_TURN + g), "n"(MM_CONSUMER_THREADS) : "memory");
-}
-
+ * halves in each warpgroup's 64 rows. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, bool gathered, float acc0[MM_TILE_ACC],
                                                      float acc1[MM_TILE_ACC])
@@ -759,9 +737,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     for (int kb = 0; kb < kblocks; kb++) {
         const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered);
         mm_ring_advance(ring);
-        mm_tile_turn_wait(g, kb == 0);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
-        mm_tile_turn_pass(g, false);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
         /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
@@ -772,9 +748,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
-        mm_tile_turn_wait(g, false);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
-        mm_tile_turn_pass(g, kb + 1 == kblocks);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         mm_tile_release(p, b.stage, pair);
         mm_tile_release(p, s1, pair);
