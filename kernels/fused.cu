@@ -260,7 +260,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     if (is_gemm1) {
         const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
                              ((size_t)s * a.m.max_tokens + meta->y) * a.x.row_bytes;
-        *am = mm_tile_a_map{NULL, 0, 0, 0}; /* gathered: a token's row serves all its experts here */
+        *am = mm_tile_a_map{NULL, 0, 0}; /* gathered: a token's row serves all its experts here */
         it->tab.row[pt] = row;
         it->tab.scale[pt] = (const float *)(row + a.m.hidden);
         b->map = a.w.w1_map;
@@ -268,9 +268,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
         *k = a.m.hidden;
     } else {
-        /* the scales are copied (scales 0): their TMA box costs the producer registers it does
-         * not have here (its 64 spilled; twelfth session) */
-        *am = mm_tile_a_map{a.act_map, (int)act_row0, 0, 0};
+        *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
         it->tab.row[pt] = a.act + ar * a.m.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
@@ -590,7 +588,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
-                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, false, acc);
+                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
                 if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, rows, 0);
             }
             if (is_gemm1) {

@@ -23,9 +23,6 @@
 #include <stdint.h>
 
 #include "gemm_schedule.h"
-#ifdef MM_GEMM_STAGES /* this kernel's stage count alone, for experiments (-DMM_GEMM_STAGES=...) */
-#define MM_TILE_STAGES MM_GEMM_STAGES
-#endif
 #include "gemm_tile.cuh"
 #include "megamoe_kernels.h"
 
@@ -38,18 +35,11 @@ typedef struct {
  * bytes (the pad puts the 8 rows a warp stores at once in different banks), FP32 at most. */
 #define GEMM_STAGING_ROW_PAD 16
 #define GEMM_STAGING_BYTES(esize) (MM_GEMM_BM * (MM_GEMM_BN * (esize) + GEMM_STAGING_ROW_PAD))
+/* A launch takes the staging its output type needs: what shared memory leaves to the L1 cache
+ * holds the scale rows the producer copies 4 bytes at a time. */
+#define GEMM_SMEM_BYTES(out_fp32) (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES((out_fp32) ? 4 : 2))
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
-#define GEMM_SMEM_LIMIT (227 * 1024 - 8 * 1024)
-/* An output type is staged where its staging fits next to the stage ring (else its tiles are
- * stored from the registers, as small tiles always are); a launch takes the staging its output
- * type needs: what shared memory leaves to the L1 cache holds the scale rows that are copied
- * 4 bytes at a time (K without mm_scales_by_tma, and small tiles). */
-#define GEMM_STAGED(out_fp32) (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES((out_fp32) ? 4 : 2) <= GEMM_SMEM_LIMIT)
-#define GEMM_SMEM_BYTES(out_fp32) \
-    (MM_TILE_SMEM_BYTES + (GEMM_STAGED(out_fp32) ? GEMM_STAGING_BYTES((out_fp32) ? 4 : 2) : 0))
-static_assert(GEMM_STAGED(0), "the BF16 staging must fit next to the stage ring");
-#define GEMM_SMEM_FP32_LARGER (GEMM_SMEM_BYTES(1) > GEMM_SMEM_BYTES(0))
-#define GEMM_SMEM_MAX (GEMM_SMEM_FP32_LARGER ? GEMM_SMEM_BYTES(1) : GEMM_SMEM_BYTES(0))
+static_assert(GEMM_SMEM_BYTES(1) <= 227 * 1024 - 8 * 1024, "the FP32 staging must fit next to the stage ring");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
 
 /* The epilogue of math warpgroup g: its 64 rows of the tile into its half of the staging area,
@@ -85,13 +75,6 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
         }
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
-}
-
-/* How a tile's A side is loaded, as the producer and the math both see it: by TMA where the
- * launch has a rows map (tiles of > 64 rows), the scales too where mm_scales_by_tma(K). */
-__device__ __forceinline__ mm_tile_a_map tile_a_map(const mm_grouped_gemm_args &g, int a_row0, bool pair)
-{
-    return mm_tile_a_map{g.a_map, a_row0, pair ? 1 : 0, mm_scales_by_tma(g.k) ? 1 : 0};
 }
 
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
@@ -143,7 +126,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_item_publish(&items, n);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            const mm_tile_a_map am = tile_a_map(g, a_row0, pair);
+            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -154,14 +137,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (it->last) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            const mm_tile_a_map am = tile_a_map(g, a_row0, pair);
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(am.map, rows),
-                            mm_tile_scales_by_tma(am, rows), acc);
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid
              * rows only: staging its 64 rows cost 1-4% at 16 rows an expert (eleventh session) */
-            if (rows > 64 && GEMM_STAGED(g.out_fp32)) {
+            if (rows > 64) {
                 store_tile(g, staging, acc, rows, a_row0, n0);
                 continue;
             }
@@ -189,10 +170,15 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
     if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
 }
 
-/* The driver's tensor-map encoder, through the runtime (nothing links libcuda directly). */
-static cudaError_t tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000 *out)
+/* TMA descriptors over [rows][k] FP8 (row stride k bytes) in boxes of `box_rows[i]` rows x 128
+ * bytes with the 128-byte swizzle the wgmma descriptors name, `count` of them side by side in
+ * device memory (each 128 bytes); rows past the end of the tensor come back as zeros. The
+ * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
+static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, uint64_t stride, const int *box_rows,
+                                 int count, void **out)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    *out = NULL;
     if (!encode) {
         cudaDriverEntryPointQueryResult q;
         cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
@@ -200,34 +186,20 @@ static cudaError_t tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000 *out)
         if (e != cudaSuccess) return e;
         if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
     }
-    *out = encode;
-    return cudaSuccess;
-}
-
-/* One 2D map over a row-major [rows][cols] tensor of `esize`-byte elements (row stride `stride`
- * bytes) in boxes of box_cols x box_rows; rows past the end of the tensor come back as zeros. */
-static cudaError_t encode_2d(CUtensorMap *map, const void *p, CUtensorMapDataType type, uint64_t cols, uint64_t rows,
-                             uint64_t stride, uint32_t box_cols, uint32_t box_rows, CUtensorMapSwizzle swizzle)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 encode;
-    cudaError_t e = tensor_map_encoder(&encode);
-    if (e != cudaSuccess) return e;
-    cuuint64_t dims[2] = {cols, rows}, strides[1] = {stride};
-    cuuint32_t box[2] = {box_cols, box_rows}, elem[2] = {1, 1};
-    CUresult r = encode(map, type, 2, (void *)p, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
-/* `count` maps, each 128 bytes, side by side in a new device allocation. */
-static cudaError_t upload_maps(const CUtensorMap *maps, int count, void **out)
-{
-    static_assert(sizeof(CUtensorMap) == 128, "the kernels find a map's partners 128 bytes apart");
-    cudaError_t e = cudaMalloc(out, count * sizeof(CUtensorMap));
-    if (e != cudaSuccess) {
-        *out = NULL;
-        return e;
+    if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2)
+        return cudaErrorInvalidValue;
+    static_assert(sizeof(CUtensorMap) == 128, "the pair's second map is 128 bytes after the first");
+    CUtensorMap maps[2];
+    for (int i = 0; i < count; i++) {
+        cuuint64_t dims[2] = {k, rows}, strides[1] = {stride};
+        cuuint32_t box[2] = {MM_GEMM_BK, (cuuint32_t)box_rows[i]}, elem[2] = {1, 1};
+        CUresult r = encode(&maps[i], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
     }
+    cudaError_t e = cudaMalloc(out, count * sizeof(CUtensorMap));
+    if (e != cudaSuccess) return e;
     e = cudaMemcpy(*out, maps, count * sizeof(CUtensorMap), cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
         cudaFree(*out);
@@ -236,39 +208,19 @@ static cudaError_t upload_maps(const CUtensorMap *maps, int count, void **out)
     return e;
 }
 
-/* A map over FP8 [rows][k] (row stride k) in boxes of box_rows x 128 bytes with the 128-byte
- * swizzle the wgmma descriptors name. */
-static cudaError_t fp8_rows_map(CUtensorMap *map, const uint8_t *p, uint64_t rows, uint64_t k, uint32_t box_rows)
-{
-    if (k % MM_GEMM_BK || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
-    return encode_2d(map, p, CU_TENSOR_MAP_DATA_TYPE_UINT8, k, rows, k, MM_GEMM_BK, box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
 extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-    CUtensorMap map;
-    cudaError_t e = fp8_rows_map(&map, w, rows, k, MM_GEMM_BN);
-    return e == cudaSuccess ? upload_maps(&map, 1, out) : e;
+    const int box[1] = {MM_GEMM_BN};
+    return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
-/* Whole 128-row A blocks and the 64-row halves the CTAs of a pair load; where mm_scales_by_tma(k),
- * then the same two boxes over the scales, 4 K blocks wide (gemm_tile.cuh's stage layout). */
-extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, const float *scales,
-                                          uint64_t scale_rows, void **out)
+/* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
+extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
-    *out = NULL;
-    CUtensorMap maps[4];
-    cudaError_t e = fp8_rows_map(&maps[0], a, rows, k, MM_GEMM_BM);
-    if (e == cudaSuccess) e = fp8_rows_map(&maps[1], a, rows, k, MM_GEMM_BM / 2);
-    if (e != cudaSuccess || !mm_scales_by_tma((int)k)) return e == cudaSuccess ? upload_maps(maps, 2, out) : e;
-    const uint64_t kblocks = k / MM_GEMM_BK;
-    if (!scales || (uintptr_t)scales % 16 || scale_rows == 0 || scale_rows > 0xffffffffull) return cudaErrorInvalidValue;
-    for (int i = 0; i < 2 && e == cudaSuccess; i++)
-        e = encode_2d(&maps[2 + i], scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, kblocks, scale_rows, kblocks * 4,
-                      MM_SCALE_BOX_BLOCKS, i ? MM_GEMM_BM / 2 : MM_GEMM_BM, CU_TENSOR_MAP_SWIZZLE_NONE);
-    return e == cudaSuccess ? upload_maps(maps, 4, out) : e;
+    const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
+    return fp8_rows_maps(a, rows, k, k, box, 2, out);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)
@@ -307,14 +259,13 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_MAX);
+    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES(1));
     if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr;
-    /* the larger of the two launches: fits either way */
-    cudaLaunchConfig_t cfg = pair_launch(sms / 2, GEMM_SMEM_FP32_LARGER ? 1 : 0, 0, &attr);
+    cudaLaunchConfig_t cfg = pair_launch(sms / 2, 1, 0, &attr); /* the larger staging: fits either way */
     return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 

@@ -18,16 +18,6 @@
 #define MM_GEMM_BN 128
 #define MM_GEMM_BK 128
 
-/* Activation scales ([rows][K/128] FP32) reach a stage by TMA, 4 K blocks of 128 or 64 rows per
- * box, when a row of them is a whole number of 16-byte units (TMA's rule for the row stride and
- * the box's inner size); else by 4-byte copies. Host (which maps it creates) and device (how the
- * producer loads) decide by this one rule. */
-#define MM_SCALE_BOX_BLOCKS 4
-MM_HD bool mm_scales_by_tma(int k)
-{
-    return k > 0 && k % MM_GEMM_BK == 0 && (k / MM_GEMM_BK) % MM_SCALE_BOX_BLOCKS == 0;
-}
-
 MM_HD int mm_row_tiles(int rows)
 {
     return (rows + MM_GEMM_BM - 1) / MM_GEMM_BM;

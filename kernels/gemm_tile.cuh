@@ -54,15 +54,9 @@
 #endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
-/* per stage after A and B: the block's A scales, then from MM_TILE_SCALE_W the weight block's
- * scale (and a compact pass's second); 3 KB keeps every stage on a 1024-byte boundary (the
- * swizzle pattern repeats every 8 rows of 128 B). The A scales come in one of two layouts:
- *   copied (cp.async, 4 bytes a row): [BM], row r's scale at r;
- *   by TMA (mm_tile_a_map.scales): a box of 4 K blocks, [BM][4], row r's scale of block kb at
- *   4 r + kb % 4 (mm_scale_pos). */
-#define MM_TILE_SCALE_BYTES 3072
-#define MM_TILE_SCALE_W (MM_GEMM_BM * MM_SCALE_BOX_BLOCKS)
-#define MM_TILE_SCALE_BOX_BYTES (MM_GEMM_BM * MM_SCALE_BOX_BLOCKS * 4)
+/* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
+ * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
+#define MM_TILE_SCALE_BYTES 1024
 /* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
  * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here */
 #define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
@@ -94,11 +88,9 @@ typedef struct {
 /* The A side of a tile when its rows are contiguous in memory: TMA copies its [128][128] blocks
  * (map NULL: the rows are gathered through the row table). */
 typedef struct {
-    const void *map; /* mm_rows_map_create's maps: box 128 x 128, then box 64 x 128 (128-byte
-                      * swizzle); with `scales`, then the scales' boxes of 4 x 128 and 4 x 64 */
+    const void *map; /* mm_rows_map_create's pair: box 128 x 128, then box 64 x 128; 128-byte swizzle */
     int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
     int pair;        /* 1: a 2-CTA cluster on the same rows, each CTA loads 64 of them into both */
-    int scales;      /* 1: the rows' scales come by TMA with A (mm_scales_by_tma(K)) */
 } mm_tile_a_map;
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
@@ -211,21 +203,6 @@ __device__ __forceinline__ int mm_acc_col(int i)
 {
     int lane = threadIdx.x % 32;
     return 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
-}
-
-/* Where a math thread finds its rows' activation scales in a stage (MM_TILE_SCALE_BYTES): row
- * part lo / hi plus the K block's column (kb & col_mask). */
-typedef struct {
-    int lo, hi, col_mask;
-} mm_scale_pos;
-
-__device__ __forceinline__ mm_scale_pos mm_scale_positions(int r_lo, int r_hi, bool by_tma)
-{
-    mm_scale_pos p;
-    p.lo = by_tma ? r_lo * MM_SCALE_BOX_BLOCKS : r_lo;
-    p.hi = by_tma ? r_hi * MM_SCALE_BOX_BLOCKS : r_hi;
-    p.col_mask = by_tma ? MM_SCALE_BOX_BLOCKS - 1 : 0;
-    return p;
 }
 
 __device__ __forceinline__ void mm_cp_async4(void *smem, const void *gmem)
@@ -383,26 +360,14 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
-/* One TMA of a 2D box at coordinates {c0, c1} into dst, its bytes counted on `full`; multicast:
- * into the same offset of both CTAs of a 2-CTA cluster (each CTA's `full` then counts them). */
-__device__ __forceinline__ void mm_tma_2d(void *dst, const void *map, int c0, int c1, unsigned full, bool multicast)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    if (multicast)
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                     "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(d), "l"(map), "r"(c0), "r"(c1), "r"(full), "h"((uint16_t)3)
-                     : "memory");
-    else
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1, {%2, %3}], [%4];" ::"r"(d), "l"(map), "r"(c0), "r"(c1), "r"(full)
-                     : "memory");
-}
-
 /* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
  * the stage's `full` barrier. */
 __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
 {
-    mm_tma_2d(sb, b.map, kb * MM_GEMM_BK, b.row0, full, false);
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
+                 "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
+                 : "memory");
 }
 
 /* Whether a tile's A blocks come by TMA (async proxy) rather than gathered by cp.async (generic
@@ -411,14 +376,6 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
 __device__ __forceinline__ bool mm_tile_a_by_tma(const void *a_map, int rows)
 {
     return a_map != NULL && rows > 64;
-}
-
-/* Whether a tile's activation scales come by TMA (a box of 4 K blocks) rather than copied 4 bytes
- * a row: with A by TMA, where the map carries the scales' boxes. The producer loads by it, and
- * the math finds the scales by it (mm_scale_positions). */
-__device__ __forceinline__ bool mm_tile_scales_by_tma(const mm_tile_a_map &am, int rows)
-{
-    return mm_tile_a_by_tma(am.map, rows) && am.scales;
 }
 
 /* Producer (the 128 threads of warpgroup 0): K blocks kb_begin..kb_end-1 of one pass,
@@ -449,16 +406,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * 64-row box of the map pair); the other CTA loads the other half, and each CTA's `full`
      * expects the whole block */
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
-    /* the map of this CTA's A box (the 64-row one in a pair); its scales' map is 256 bytes on */
-    const uint8_t *a_box = am.map ? (const uint8_t *)am.map + (am.pair ? 128 : 0) : NULL;
-    const int a_row = am.row0 + 64 * (int)rank;
-    /* the scales of a TMA tile: one box of 4 K blocks per stage (the block's column of it is
-     * what the math reads; the other 3 cost 1.5 KB of L2 reads against 32 KB of A and B) instead
-     * of 128 4-byte copies from rows 4 * K/128 bytes apart, each an L1 lookup (66 KB less L1
-     * cost the lab 10% when they were copies) and a producer instruction */
-    const bool sc_tma = mm_tile_scales_by_tma(am, rows);
-    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE
-                                      : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0) + (sc_tma ? MM_TILE_SCALE_BOX_BYTES : 0);
+    const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
+    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -475,7 +424,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         const int s = ring.stage;
         uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
         uint8_t *sa = stage, *sb = stage + MM_TILE_A_STAGE;
-        float *sc = (float *)(sb + MM_TILE_B_STAGE); /* A scales [BM][4], then the weight scale */
+        float *sc = (float *)(sb + MM_TILE_B_STAGE); /* [BM] A scales, then the weight scale */
         /* compact (a dual pass over <= 8 rows): the second weight block in the A area, the rows in
          * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
          * form, which a decode tile's latency-bound stream lacks */
@@ -485,19 +434,25 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
-            if (a_tma) mm_tma_2d(sa + rank * 64 * 128, a_box, kb * MM_GEMM_BK, a_row, full, am.pair);
-            /* the scales: box {4 K blocks, 128 rows}, or in a pair this CTA's 64 rows multicast */
-            if (sc_tma)
-                mm_tma_2d(sc + rank * 64 * MM_SCALE_BOX_BLOCKS, a_box + 256, kb & ~(MM_SCALE_BOX_BLOCKS - 1), a_row, full,
-                          am.pair);
+            if (a_tma && am.pair)
+                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                             ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * 64 * 128)), "l"(half_map),
+                             "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)rank), "r"(full), "h"((uint16_t)3)
+                             : "memory");
+            else if (a_tma)
+                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
+                             "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
+                             : "memory");
             mm_tile_tma_b(sb, b, kb, full);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
             if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
-        if (!sc_tma && pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
-        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_TILE_SCALE_W + 1, b.scale + second_scales + kb);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
@@ -512,8 +467,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
-/* A stage's scales: the A scales (mm_scale_pos), then the weight block's scale at
- * MM_TILE_SCALE_W. */
+/* A stage's scales: [BM] A scales, then the weight block's scale at [BM]. */
 __device__ __forceinline__ const float *mm_tile_stage_scales(const uint8_t *stages, int stage)
 {
     return (const float *)(stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
@@ -541,15 +495,14 @@ typedef struct {
  * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
  * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
-                                                      int kb, const mm_scale_pos &sp, bool valid_lo, bool valid_hi,
+                                                      int r_lo, int r_hi, bool valid_lo, bool valid_hi,
                                                       bool a_gathered)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
-    const float sw = sc[MM_TILE_SCALE_W];
-    const int col = kb & sp.col_mask;
-    mm_block b = {r.stage, valid_lo ? sc[sp.lo + col] * sw : 0.0f, valid_hi ? sc[sp.hi + col] * sw : 0.0f};
+    const float sw = sc[MM_GEMM_BM];
+    mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
     return b;
 }
 
@@ -576,11 +529,11 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 }
 
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
-__device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int kb,
-                                                       uint64_t da, uint64_t db, const mm_scale_pos &sp, bool valid_lo,
+__device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                       uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
                                                        bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, kb, sp, valid_lo, valid_hi, a_gathered);
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -615,20 +568,18 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
- * cluster (mm_tile_release). gathered, scales_tma: how the producer loaded the tile's A and its
- * scales (mm_tile_a_by_tma, mm_tile_scales_by_tma). */
+ * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, bool gathered, bool scales_tma, float acc[MM_TILE_ACC])
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    const mm_scale_pos sp = mm_scale_positions(r_lo, r_hi, scales_tma);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, kb, sp, valid_lo, valid_hi, false); /* no wgmma reads here */
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -642,7 +593,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, kb, da, db, sp, valid_lo, valid_hi, gathered, blk0);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -651,18 +602,18 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, 0, da, db, sp, valid_lo, valid_hi, gathered, blk0), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, kb + 1, da, db, sp, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, kb + 2, da, db, sp, valid_lo, valid_hi, gathered, blk0);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, kb + 1, da, db, sp, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         mm_tile_retire(b0, p, pair, blk0, acc);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -694,7 +645,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
         mm_tile_tma_b(sb, b, kb, full);
     }
-    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
+    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
@@ -727,7 +678,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
-        const float sw = sc[MM_TILE_SCALE_W + g];
+        const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s, db, s, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -759,7 +710,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
-        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_TILE_SCALE_W];
+        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -779,13 +730,12 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    const mm_scale_pos sp = mm_scale_positions(r_lo, r_hi, false); /* the scales of a dual pass are copied */
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = acc1[i] = 0.0f;
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
-        const mm_block b = mm_tile_wait_full(stages, p, ring, kb, sp, valid_lo, valid_hi, gathered);
+        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -795,7 +745,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
-        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_TILE_SCALE_W];
+        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);

@@ -159,16 +159,14 @@ typedef struct {
     int experts, n, k;
     void *out;                 /* [rows][N] */
     int out_fp32;              /* 0: BF16, 1: FP32 */
-    const void *a_map;         /* mm_rows_map_create(a, rows, K, a_scale, ...), or NULL: rows gathered by cp.async */
+    const void *a_map;         /* mm_rows_map_create(a, rows, K), or NULL: rows gathered by cp.async */
 } mm_grouped_gemm_args;
 
 /* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
  * the tile width). */
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
-/* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros) and,
- * where mm_scales_by_tma(k), their scales [scale_rows][k/128] FP32 (16-byte aligned). */
-cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, const float *scales, uint64_t scale_rows,
-                               void **map);
+/* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
+cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */

@@ -260,9 +260,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
                                    cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
     CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
     CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
-    /* qa and sa hold max_rows * maxk values and their scales: as many rows of either K */
-    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, b.sa, (uint64_t)max_rows * maxk / h, &b.qa_map[0]));
-    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, b.sa, (uint64_t)max_rows * maxk / in, &b.qa_map[1]));
+    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
+    CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),

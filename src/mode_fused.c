@@ -59,8 +59,7 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->act = (uint8_t *)(base + loc.region[FUSED_ACT].offset);
     a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
-    MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, a->act_scales, loc.region[FUSED_ACT_SCALES].bytes,
-                          cfg->inter, &a->act_map));
+    MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());

@@ -56,10 +56,8 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     a->f.row_count = a->f.row_offset + el;
     a->f.tile_start = a->f.row_count + el;
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
-    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[LL_PACKED_X].bytes, a->f.packed_scales,
-                          loc.region[LL_PACKED_SCALES].bytes, cfg->hidden, &a->f.x_map));
-    MM_TRY(modes_rows_map(a->f.act, loc.region[LL_ACT].bytes, a->f.act_scales, loc.region[LL_ACT_SCALES].bytes,
-                          cfg->inter, &a->f.act_map));
+    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[LL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
+    MM_TRY(modes_rows_map(a->f.act, loc.region[LL_ACT].bytes, cfg->inter, &a->f.act_map));
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;

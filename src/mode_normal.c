@@ -80,10 +80,8 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     CUDA_TRY(cudaHostGetDevicePointer(&dev_totals, st->host_totals, 0));
     a->host_totals = dev_totals;
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
-    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[NORMAL_PACKED_X].bytes, a->f.packed_scales,
-                          loc.region[NORMAL_PACKED_SCALES].bytes, cfg->hidden, &a->f.x_map));
-    MM_TRY(modes_rows_map(a->f.act, loc.region[NORMAL_ACT].bytes, a->f.act_scales, loc.region[NORMAL_ACT_SCALES].bytes,
-                          cfg->inter, &a->f.act_map));
+    MM_TRY(modes_rows_map(a->f.packed_x, loc.region[NORMAL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
+    MM_TRY(modes_rows_map(a->f.act, loc.region[NORMAL_ACT].bytes, cfg->inter, &a->f.act_map));
     CUDA_TRY(cudaMemset(st->local, 0, loc.total));
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());

@@ -91,12 +91,10 @@ mm_status modes_event_stages(int count, const char *const *stage, mm_status (*ru
     return s;
 }
 
-mm_status modes_rows_map(const void *rows, uint64_t bytes, const float *scales, uint64_t scale_bytes, int k,
-                         const void **map)
+mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map)
 {
     void *m = NULL;
-    const uint64_t row_scale_bytes = (uint64_t)(k / 128) * 4;
-    CUDA_TRY(mm_rows_map_create(rows, bytes / (uint64_t)k, (uint64_t)k, scales, scale_bytes / row_scale_bytes, &m));
+    CUDA_TRY(mm_rows_map_create(rows, bytes / (uint64_t)k, (uint64_t)k, &m));
     *map = m;
     return MM_OK;
 }

@@ -52,8 +52,7 @@ void modes_expert_args_free(mm_expert_args *w);
 mm_status modes_event_stages(int count, const char *const *stage, mm_status (*run)(void *ctx, cudaEvent_t *marks),
                              void *ctx, cudaStream_t stream, char names[][16], double *us, int *n);
 /* TMA descriptor over a GEMM input of [bytes / k][k] FP8 rows (cudaFree it). */
-mm_status modes_rows_map(const void *rows, uint64_t bytes, const float *scales, uint64_t scale_bytes, int k,
-                         const void **map);
+mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map);
 /* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
 mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
 /* A call's tokens fit the buffers the mode was set up for (MM_USAGE with a message if not). */

@@ -211,18 +211,6 @@ static void fused_compact_rule(void **state)
     assert_false(mm_fused_tiny_pairs(h_blocks, 6, 0));
 }
 
-/* Scales by TMA only where a row of them is a whole number of 16-byte units: every shipped
- * model's K (Flash 4096 / 2048, Pro 7168 / 3072, V3 7168 / 2048), not 128-multiples of an odd or
- * twice-odd block count (the test configs' small K). */
-static void scale_tma_rule(void **state)
-{
-    (void)state;
-    const int yes[] = {512, 2048, 3072, 4096, 7168};
-    const int no[] = {0, 128, 256, 384, 640, 768, 1152, 100, 4000};
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) assert_true(mm_scales_by_tma(yes[i]));
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) assert_false(mm_scales_by_tma(no[i]));
-}
-
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,7 +222,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
         cmocka_unit_test(fused_compact_rule),
-        cmocka_unit_test(scale_tma_rule),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
