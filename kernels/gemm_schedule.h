@@ -118,7 +118,13 @@ MM_HD int mm_fused_large(int rows, int tiles)
  * pairs save rounds (mm_fused_tiny_pairs) */
 MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
 {
+#ifdef MM_EXP_H2_ALWAYS /* experiment: pairs of H blocks for every GEMM2 item */
+    (void)large;
+    (void)tiny;
+    return h_blocks % 2 == 0 ? 2 : 1;
+#else
     return h_blocks % 2 == 0 && (large || tiny) ? 2 : 1;
+#endif
 }
 
 /* A compact pair item (two H blocks in one stage per K block) takes ~1.7x a single item's time
@@ -142,7 +148,11 @@ MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
 
 MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
 {
+#ifdef MM_EXP_DUAL_ALWAYS /* experiment: every GEMM1 item dual (split below 64 rows) */
+    return is_gemm1 ? (void)rows, (void)large, true : h_width == 2;
+#else
     return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
+#endif
 }
 
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
