@@ -323,6 +323,8 @@ cudaError_t mm_launch_fused(mm_fused_args args, int ctas, cudaStream_t stream);
 
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
+/* Reads `bytes` (a multiple of 16) through L2: the --l2-flush clean flush. */
+cudaError_t mm_launch_l2_read(const void *ptr, uint64_t bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -102,6 +102,30 @@ extern "C" cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t 
     return cudaGetLastError();
 }
 
+/* A clean L2 flush: reads `words` 16-byte words through L2 (ld.global.cg: not kept in L1), so
+ * the L2 ends up holding clean lines of this buffer and whatever was dirty in it was written back
+ * here, not in the timed call that follows. The sum is stored only if it equals `key`, so the
+ * loads are not dead code (a match writes into the buffer itself, harmlessly). */
+__global__ void l2_read_kernel(const uint4 *p, uint64_t words, uint32_t key)
+{
+    uint32_t acc = 0;
+    for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == key) ((uint32_t *)p)[0] = acc;
+}
+
+extern "C" cudaError_t mm_launch_l2_read(const void *ptr, uint64_t bytes, cudaStream_t stream)
+{
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    l2_read_kernel<<<4 * sms, 256, 0, stream>>>((const uint4 *)ptr, bytes / 16u, 0x9e3779b9u);
+    return cudaGetLastError();
+}
+
 /* Self-test of the grid-wide sync: every CTA adds 1 to `arrivals` per round, syncs, and checks
  * that all gridDim.x arrivals of the round are visible; `missing_cta` (-1: none) leaves at once,
  * as a CTA that never arrives would, so the others must time out. */

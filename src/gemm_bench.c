@@ -51,6 +51,7 @@ typedef struct {
     mm_device_diff *diff;
     void *flush;
     size_t flush_bytes;
+    int flush_mode;        /* MM_L2_FLUSH_ON (a write) or _CLEAN (a read) */
 } gemm_buffers;
 
 static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas,
@@ -93,7 +94,8 @@ static mm_status lt_enqueue(void *ctx, cudaStream_t st)
 static mm_status flush_l2(void *ctx, cudaStream_t st, int iteration)
 {
     const gemm_buffers *b = ctx;
-    CUDA_TRY(cudaMemsetAsync(b->flush, iteration & 0xff, b->flush_bytes, st));
+    if (b->flush_mode == MM_L2_FLUSH_CLEAN) CUDA_TRY(mm_launch_l2_read(b->flush, b->flush_bytes, st));
+    else CUDA_TRY(cudaMemsetAsync(b->flush, iteration & 0xff, b->flush_bytes, st));
     return MM_OK;
 }
 
@@ -254,7 +256,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(cudaMalloc((void **)&b.ref, (size_t)max_rows * maxn * 8));
     CUDA_TRY(cudaMalloc((void **)&b.ref_lt, (size_t)max_rows * maxn * 8));
     CUDA_TRY(cudaMalloc((void **)&b.diff, sizeof(mm_device_diff)));
-    b.flush_bytes = (size_t)prop.l2CacheSize * 5 / 2;
+    b.flush_bytes = (size_t)prop.l2CacheSize * 5 / 2 / 16 * 16;
+    b.flush_mode = o->l2_flush;
     CUDA_TRY(cudaMalloc(&b.flush, b.flush_bytes));
     CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,
                                    cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
@@ -265,7 +268,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
-           o->l2_flush ? "on" : "off", o->iters);
+           l2_flush_name(o->l2_flush), o->iters);
     for (int gi = 1; gi <= 2; gi++) {
         int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount);
         if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);

@@ -99,7 +99,7 @@ static void header(FILE *f, const mm_results *r, style st)
             nl);
     fprintf(f, "%srouting %s, seed %llu, warmup %d, iters %d, graph %s, L2 flush %s, modes %s%s", p,
             m->routing, m->seed, m->warmup, m->iters, m->graph ? "on" : "off",
-            m->l2_flush ? "on" : "off", m->interleave ? "interleaved" : "one after another", nl);
+            l2_flush_name(m->l2_flush), m->interleave ? "interleaved" : "one after another", nl);
     for (int i = 0; i < m->n_rank_lines; i++) fprintf(f, "%s%s%s", p, m->rank_lines[i], nl);
 }
 
@@ -286,6 +286,7 @@ static cJSON *meta_json(const mm_meta *m)
     cJSON_AddNumberToObject(o, "iters", m->iters);
     cJSON_AddBoolToObject(o, "graph", m->graph);
     cJSON_AddBoolToObject(o, "l2_flush", m->l2_flush);
+    cJSON_AddStringToObject(o, "l2_flush_mode", l2_flush_name(m->l2_flush)); /* on (a write) or clean (a read) */
     cJSON_AddBoolToObject(o, "interleave", m->interleave);
     return o;
 }

@@ -63,6 +63,7 @@ typedef struct {
     /* L2 flush target: a write over more than twice the L2 */
     void *flush;
     size_t flush_bytes;
+    int flush_mode; /* how timing flushes (its mm_timing.l2_flush) */
     char rank_lines[MM_MAX_RANKS][160]; /* gathered on rank 0 */
 } mm_runtime;
 
@@ -86,7 +87,8 @@ mm_status runtime_check_fit(mm_runtime *rt, const char *what, size_t bytes);
 
 /* Barrier among all ranks on the device (one CTA on the stream). */
 mm_status runtime_device_barrier(mm_runtime *rt);
-mm_status runtime_flush_l2(mm_runtime *rt, int iteration);
+/* mode: MM_L2_FLUSH_ON (a write) or MM_L2_FLUSH_CLEAN (a read; sweep.h) */
+mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
 

@@ -241,6 +241,22 @@ void routing_format(const mm_routing *r, char *buf, size_t len)
         mm_fmt(buf, len, "%s", routing_kind_name(r->kind));
 }
 
+mm_status parse_l2_flush(const char *text, int *out, char *err, size_t errlen)
+{
+    if (text && strcmp(text, "clean") == 0) {
+        *out = MM_L2_FLUSH_CLEAN;
+        return MM_OK;
+    }
+    if (parse_on_off(text, out, err, errlen) == MM_OK) return MM_OK;
+    mm_fmt(err, errlen, "expected on, off or clean, got '%s'", text ? text : "");
+    return MM_USAGE;
+}
+
+const char *l2_flush_name(int mode)
+{
+    return mode == MM_L2_FLUSH_CLEAN ? "clean" : mode ? "on" : "off";
+}
+
 mm_status parse_on_off(const char *text, int *out, char *err, size_t errlen)
 {
     static const char *const on[] = {"on", "1", "true", "yes"};

@@ -44,6 +44,12 @@ const char *routing_kind_name(mm_routing_kind k);
 
 /* "on"/"off" (also 1/0, true/false, yes/no). */
 mm_status parse_on_off(const char *text, int *out, char *err, size_t errlen);
+/* --l2-flush: MM_L2_FLUSH_OFF, _ON (write over 2.5x the L2: what the peers' tests do; it leaves
+ * the L2 full of dirty lines whose write-back lands in the timed call) or _CLEAN (read 2.5x the
+ * L2: cold and clean). */
+enum { MM_L2_FLUSH_OFF = 0, MM_L2_FLUSH_ON = 1, MM_L2_FLUSH_CLEAN = 2 };
+mm_status parse_l2_flush(const char *text, int *out, char *err, size_t errlen);
+const char *l2_flush_name(int mode);
 
 /* A positive (or >= min) decimal int with no trailing junk. */
 mm_status parse_int(const char *text, long min, long max, long *out, char *err, size_t errlen);

@@ -50,7 +50,8 @@ mm_status timing_elapsed_us(const cudaEvent_t *start, const cudaEvent_t *stop, i
 static mm_status rt_flush(void *ctx, cudaStream_t stream, int iteration)
 {
     (void)stream; /* the runtime's own stream */
-    return runtime_flush_l2((mm_runtime *)ctx, iteration);
+    mm_runtime *rt = (mm_runtime *)ctx;
+    return runtime_flush_l2(rt, rt->flush_mode, iteration);
 }
 
 static mm_status rt_line_up(void *ctx, cudaStream_t stream)
@@ -85,6 +86,7 @@ static mm_status run_local(mm_runtime *rt, int n, const mm_step_fn *steps, void 
     cudaGraph_t graph[MM_MAX_WORKS] = {0};
     cudaGraphExec_t exec[MM_MAX_WORKS] = {0};
     for (int j = 0; s == MM_OK && t->graph && j < n; j++) s = capture(rt, steps[j], ctxs[j], &graph[j], &exec[j]);
+    rt->flush_mode = t->l2_flush;
     const mm_call_prelude pre = {t->l2_flush ? rt_flush : NULL, rt_line_up, rt, t->stall_iter};
     if (s == MM_OK) s = timing_enqueue_side_by_side(rt->stream, n, steps, ctxs, exec, t->warmup, t->iters, &pre, ev, ev + events);
     cudaError_t sync = cudaStreamSynchronize(rt->stream);

@@ -21,7 +21,7 @@ static void parses(void **state)
     assert_int_equal(o.iters, 7);
     assert_int_equal(o.warmup, MM_DEFAULT_WARMUP);
     assert_true(o.graph);
-    assert_true(o.l2_flush);
+    assert_int_equal(o.l2_flush, MM_L2_FLUSH_ON); /* the write flush unless asked otherwise */
     assert_true(o.interleave); /* modes timed side by side unless asked otherwise */
     assert_int_equal(o.routing.kind, ROUTE_HOT);
     assert_string_equal(o.json_path, "x.json");
@@ -30,6 +30,12 @@ static void parses(void **state)
     assert_int_equal(run(&o, err, 5, sw), MM_OK);
     assert_int_equal(o.sweeps, 3);
     assert_true(o.breakdown);
+    const char *fl[] = {"megamoe", "gemm", "--l2-flush", "clean"};
+    assert_int_equal(run(&o, err, 4, fl), MM_OK);
+    assert_int_equal(o.l2_flush, MM_L2_FLUSH_CLEAN);
+    const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
+    assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
+    assert_non_null(strstr(err, "on, off or clean"));
     const char *il[] = {"megamoe", "bench", "--interleave", "off"};
     assert_int_equal(run(&o, err, 4, il), MM_OK);
     assert_false(o.interleave);

@@ -78,6 +78,16 @@ static void modes_and_routing(void **state)
     assert_int_equal(parse_on_off("off", &on, err, sizeof err), MM_OK);
     assert_int_equal(on, 0);
     assert_int_equal(parse_on_off("maybe", &on, err, sizeof err), MM_USAGE);
+    int flush;
+    assert_int_equal(parse_l2_flush("clean", &flush, err, sizeof err), MM_OK);
+    assert_int_equal(flush, MM_L2_FLUSH_CLEAN);
+    assert_string_equal(l2_flush_name(flush), "clean");
+    assert_int_equal(parse_l2_flush("on", &flush, err, sizeof err), MM_OK);
+    assert_int_equal(flush, MM_L2_FLUSH_ON);
+    assert_string_equal(l2_flush_name(flush), "on");
+    assert_int_equal(parse_l2_flush("off", &flush, err, sizeof err), MM_OK);
+    assert_string_equal(l2_flush_name(flush), "off");
+    assert_int_equal(parse_l2_flush("cleaner", &flush, err, sizeof err), MM_USAGE);
 }
 
 int run_sweep_tests(void)
