@@ -104,7 +104,9 @@ MM_HD int mm_sender_row(const int *cnt, int senders, int r, int *index)
  * <= MM_FUSED_TINY_ROWS rows (decode: a few tokens an expert) is *compact*: dual, both weight
  * blocks of a K block in one stage (mm_tile_produce with `compact`), since its stream is latency-bound
  * per CTA and wants bytes in flight; GEMM2 takes pairs of H blocks then too when every tile is
- * tiny and halving the items saves rounds of the grid (mm_fused_tiny_pairs). */
+ * tiny and halving the items saves rounds of the grid (mm_fused_tiny_pairs). Measured against
+ * pairs for every GEMM2 item and dual for every GEMM1 item: both 4-18% slower at 512-1024 tokens
+ * (perf-notes, twelfth session). */
 #define MM_FUSED_SMALL_ROWS 64
 #define MM_FUSED_TINY_ROWS 8
 #define MM_FUSED_DUAL_MIN_AVG_ROWS 64
@@ -118,13 +120,7 @@ MM_HD int mm_fused_large(int rows, int tiles)
  * pairs save rounds (mm_fused_tiny_pairs) */
 MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
 {
-#ifdef MM_EXP_H2_ALWAYS /* experiment: pairs of H blocks for every GEMM2 item */
-    (void)large;
-    (void)tiny;
-    return h_blocks % 2 == 0 ? 2 : 1;
-#else
     return h_blocks % 2 == 0 && (large || tiny) ? 2 : 1;
-#endif
 }
 
 /* A compact pair item (two H blocks in one stage per K block) takes ~1.7x a single item's time
@@ -148,11 +144,7 @@ MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
 
 MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
 {
-#ifdef MM_EXP_DUAL_ALWAYS /* experiment: every GEMM1 item dual (split below 64 rows) */
-    return is_gemm1 ? (void)rows, (void)large, true : h_width == 2;
-#else
     return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
-#endif
 }
 
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
