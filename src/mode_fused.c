@@ -15,6 +15,10 @@ typedef struct {
     mm_fused_args args; /* everything but the call's own pointers */
     int ctas;
     void *local;
+    /* --breakdown's per-CTA stamps [ctas][MM_FUSED_STAMPS], allocated at setup: a cudaMalloc
+     * between the line-up barrier and the instrumented launch delayed each rank's launch by its
+     * own host time, and the peer's wait for the counts showed that skew (15-45 us "wait-counts") */
+    unsigned long long *stamps;
 } fused_state;
 
 uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
@@ -51,6 +55,7 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     /* one CTA per SM: the GEMM tile wants the whole SM, and every CTA must be resident */
     st->ctas = rt->sm_count < max_ctas ? rt->sm_count : max_ctas;
     CUDA_TRY(cudaMalloc(&st->local, loc.total));
+    CUDA_TRY(cudaMalloc((void **)&st->stamps, (size_t)st->ctas * MM_FUSED_STAMPS * sizeof *st->stamps));
     char *base = st->local;
     mm_fused_args *a = &st->args;
     a->comm = rt->comm;
@@ -100,24 +105,21 @@ mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, c
     static const char *const stage[MM_FUSED_STAMPS - 1] = {"dispatch", "wait-counts", "gemm1", "gemm2", "combine"};
     fused_state *st = state;
     size_t count = (size_t)st->ctas * MM_FUSED_STAMPS;
-    unsigned long long *dev = NULL, *host = malloc(count * sizeof *host);
+    unsigned long long *host = malloc(count * sizeof *host);
     *n = 0;
     if (!host) return MM_RUNTIME;
-    mm_status s = cudaMalloc((void **)&dev, count * sizeof *host) == cudaSuccess ? MM_OK : MM_RUNTIME;
-    if (s == MM_OK) {
-        mm_fused_args a = call_args(st, io);
-        a.stamps = dev;
-        if (cudaMemsetAsync(dev, 0, count * sizeof *host, stream) != cudaSuccess ||
-            mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||
-            cudaMemcpy(host, dev, count * sizeof *host, cudaMemcpyDeviceToHost) != cudaSuccess)
-            s = MM_RUNTIME;
-    }
+    mm_status s = MM_OK;
+    mm_fused_args a = call_args(st, io);
+    a.stamps = st->stamps;
+    if (cudaMemsetAsync(st->stamps, 0, count * sizeof *host, stream) != cudaSuccess ||
+        mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaMemcpy(host, st->stamps, count * sizeof *host, cudaMemcpyDeviceToHost) != cudaSuccess)
+        s = MM_RUNTIME;
     if (s == MM_OK) {
         stats_phase_path(host, st->ctas, MM_FUSED_STAMPS, us);
         for (int i = 0; i < MM_FUSED_STAMPS - 1; i++) mm_fmt(names[i], 16, "%s", stage[i]);
         *n = MM_FUSED_STAMPS - 1;
     }
-    cudaFree(dev);
     free(host);
     return s;
 }
@@ -129,5 +131,6 @@ void fused_destroy(void *state)
     modes_expert_args_free(&st->args.w);
     cudaFree((void *)st->args.act_map);
     cudaFree(st->local);
+    cudaFree(st->stamps);
     free(st);
 }
