@@ -115,9 +115,21 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
 }
 
 /* --breakdown: this CTA's time at the end of a phase. */
+#ifdef MM_FUSED_TRACE
+#define MM_FUSED_STAMPS MM_FUSED_TRACE_STAMPS
+#else
+#define MM_FUSED_STAMPS MM_FUSED_PHASE_STAMPS
+#endif
+
+extern "C" int mm_fused_stamps_per_cta(void)
+{
+    return MM_FUSED_STAMPS;
+}
+
 __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
 {
-    if (a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
+    /* stamps past MM_FUSED_PHASE_STAMPS exist in MM_FUSED_TRACE builds only */
+    if (i < MM_FUSED_STAMPS && a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
 /* --breakdown, from the first math thread (the GEMM1 -> GEMM2 boundary is the math's). */
@@ -198,7 +210,10 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
             }
         }
     }
-    if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH])) {
+    stamp(a, MM_FUSED_PHASE_STAMPS + 0); /* diagnostic builds only (MM_FUSED_TRACE) */
+    const bool last = mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH]);
+    stamp(a, MM_FUSED_PHASE_STAMPS + 1);
+    if (last) {
         uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
         for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
             uint32_t n = mm_ld_volatile_u32(&mm_xchg_send_slots(a.comm, a.x)[e]);
@@ -207,6 +222,7 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
             mm_xchg_send_slots(a.comm, a.x)[e] = 0;
         }
         if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH] = 0;
+        stamp(a, MM_FUSED_PHASE_STAMPS + 2);
     }
 }
 
@@ -639,6 +655,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         if (threadIdx.x == 0)
             for (int s = 0; s < ranks && good; s++)
                 good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
+        stamp(a, MM_FUSED_PHASE_STAMPS + 3);
         if (!__syncthreads_and(good)) return;
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
             if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
@@ -648,6 +665,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             cnt[i] = (int)(mm_ld_acquire_sys(slot_words + i) & 0xffffffffu);
         }
         if (!__syncthreads_and(good)) return;
+        stamp(a, MM_FUSED_PHASE_STAMPS + 4);
         if (threadIdx.x == 0) {
             int total = 0, most = 0;
             for (int e = 0; e < el; e++) {

@@ -308,12 +308,16 @@ typedef struct {
     float *act_scales;
     mm_expert_args w;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
-    /* --breakdown: NULL, or [ctas][MM_FUSED_STAMPS] globaltimer stamps per CTA: start, dispatch
+    /* --breakdown: NULL, or [ctas][mm_fused_stamps_per_cta()] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */
     unsigned long long *stamps;
 } mm_fused_args;
-#define MM_FUSED_STAMPS 6
+#define MM_FUSED_PHASE_STAMPS 6
+#define MM_FUSED_TRACE_STAMPS 11
+/* Stamps per CTA as the kernel was built: MM_FUSED_PHASE_STAMPS, or in a diagnostic build
+ * (nvcc -DMM_FUSED_TRACE) MM_FUSED_TRACE_STAMPS: the counts hand-off's steps too. */
+int mm_fused_stamps_per_cta(void);
 
 /* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns
  * how many CTAs can be resident at once (all must be: the kernel waits across CTAs). */

@@ -15,10 +15,11 @@ typedef struct {
     mm_fused_args args; /* everything but the call's own pointers */
     int ctas;
     void *local;
-    /* --breakdown's per-CTA stamps [ctas][MM_FUSED_STAMPS], allocated at setup: a cudaMalloc
+    /* --breakdown's per-CTA stamps [ctas][stamps_per_cta], allocated at setup: a cudaMalloc
      * between the line-up barrier and the instrumented launch delayed each rank's launch by its
      * own host time, and the peer's wait for the counts showed that skew (15-45 us "wait-counts") */
     unsigned long long *stamps;
+    int stamps_per_cta; /* mm_fused_stamps_per_cta(): as the kernel was built */
 } fused_state;
 
 uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
@@ -55,7 +56,8 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     /* one CTA per SM: the GEMM tile wants the whole SM, and every CTA must be resident */
     st->ctas = rt->sm_count < max_ctas ? rt->sm_count : max_ctas;
     CUDA_TRY(cudaMalloc(&st->local, loc.total));
-    CUDA_TRY(cudaMalloc((void **)&st->stamps, (size_t)st->ctas * MM_FUSED_STAMPS * sizeof *st->stamps));
+    st->stamps_per_cta = mm_fused_stamps_per_cta();
+    CUDA_TRY(cudaMalloc((void **)&st->stamps, (size_t)st->ctas * st->stamps_per_cta * sizeof *st->stamps));
     char *base = st->local;
     mm_fused_args *a = &st->args;
     a->comm = rt->comm;
@@ -97,14 +99,38 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
     return MM_OK;
 }
 
+/* Diagnostic builds: the counts hand-off's steps on this rank, us after the first CTA's start
+ * (and that start's raw globaltimer, to line up the ranks where the GPUs' timers agree). */
+static void trace_counts(const unsigned long long *t, int ctas, int rank)
+{
+    unsigned long long t0 = ~0ull;
+    for (int c = 0; c < ctas; c++)
+        if (t[(size_t)c * MM_FUSED_TRACE_STAMPS] && t[(size_t)c * MM_FUSED_TRACE_STAMPS] < t0) t0 = t[(size_t)c * MM_FUSED_TRACE_STAMPS];
+    static const char *const name[] = {"start", "sent", "counts", "gemm1", "gemm2", "combine",
+                                       "stored", "elected", "published", "seen-last", "read-all"};
+    fprintf(stderr, "trace rank %d t0 %llu:", rank, t0);
+    for (int i = 1; i < MM_FUSED_TRACE_STAMPS; i++) {
+        unsigned long long lo = ~0ull, hi = 0;
+        for (int c = 0; c < ctas; c++) {
+            const unsigned long long v = t[(size_t)c * MM_FUSED_TRACE_STAMPS + i];
+            if (!v) continue;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        if (hi) fprintf(stderr, " %s %.1f-%.1f", name[i], (double)(lo - t0) / 1e3, (double)(hi - t0) / 1e3);
+    }
+    fprintf(stderr, "\n");
+}
+
 /* One call with per-CTA timestamps: the critical path split at the phase boundaries (each
  * boundary is the last CTA's; the kernel's start is the first CTA's). */
 mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
                        double *us, int *n)
 {
-    static const char *const stage[MM_FUSED_STAMPS - 1] = {"dispatch", "wait-counts", "gemm1", "gemm2", "combine"};
+    static const char *const stage[MM_FUSED_PHASE_STAMPS - 1] = {"dispatch", "wait-counts", "gemm1", "gemm2", "combine"};
     fused_state *st = state;
-    size_t count = (size_t)st->ctas * MM_FUSED_STAMPS;
+    const int stride = st->stamps_per_cta;
+    size_t count = (size_t)st->ctas * stride;
     unsigned long long *host = malloc(count * sizeof *host);
     *n = 0;
     if (!host) return MM_RUNTIME;
@@ -115,10 +141,15 @@ mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, c
         mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||
         cudaMemcpy(host, st->stamps, count * sizeof *host, cudaMemcpyDeviceToHost) != cudaSuccess)
         s = MM_RUNTIME;
+    if (s == MM_OK && stride == MM_FUSED_TRACE_STAMPS) trace_counts(host, st->ctas, st->rt->rank);
     if (s == MM_OK) {
-        stats_phase_path(host, st->ctas, MM_FUSED_STAMPS, us);
-        for (int i = 0; i < MM_FUSED_STAMPS - 1; i++) mm_fmt(names[i], 16, "%s", stage[i]);
-        *n = MM_FUSED_STAMPS - 1;
+        /* the phase boundaries: the first MM_FUSED_PHASE_STAMPS of each CTA's */
+        for (int c = 0; c < st->ctas; c++)
+            for (int i = 0; i < MM_FUSED_PHASE_STAMPS; i++)
+                host[(size_t)c * MM_FUSED_PHASE_STAMPS + i] = host[(size_t)c * stride + i];
+        stats_phase_path(host, st->ctas, MM_FUSED_PHASE_STAMPS, us);
+        for (int i = 0; i < MM_FUSED_PHASE_STAMPS - 1; i++) mm_fmt(names[i], 16, "%s", stage[i]);
+        *n = MM_FUSED_PHASE_STAMPS - 1;
     }
     free(host);
     return s;
