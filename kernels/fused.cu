@@ -63,6 +63,7 @@
  * it our counts of c+1, i.e. after our call c ended.
  * Numerics: the same tile mainloop, recipe functions and k-order sum as ll, so the two modes'
  * outputs are bit-identical. */
+#include <cub/warp/warp_scan.cuh>
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -625,6 +626,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
     __shared__ int claim_s;
+    __shared__ cub::WarpScan<int>::TempStorage warp_scan;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
@@ -666,21 +668,21 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         if (!__syncthreads_and(good)) return;
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
-        if (threadIdx.x == 0) {
-            int total = 0, most = 0;
-            for (int e = 0; e < el; e++) {
-                int rows = 0;
-                for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
-                tile_start[e] = total;
-                total += mm_row_tiles(rows);
-                most = rows > most ? rows : most;
+        /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
+        if (threadIdx.x < 32) {
+            const int lane = threadIdx.x;
+            const mm_fused_lane_sums own = mm_fused_schedule_sums(cnt, el, ranks, lane, 32);
+            int before, total;
+            cub::WarpScan<int>(warp_scan).ExclusiveSum(own.tiles, before, total);
+            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, tile_start);
+            const int all_rows = (int)__reduce_add_sync(0xffffffffu, (unsigned)own.rows);
+            const int most = (int)__reduce_max_sync(0xffffffffu, (unsigned)own.most);
+            if (lane == 0) {
+                tile_start[el] = total;
+                tile_start[el + 1] = all_rows;
+                /* decode: GEMM2 as compact pairs of H blocks (1), or single items (0) */
+                tile_start[el + 2] = most <= MM_FUSED_TINY_ROWS && mm_fused_tiny_pairs(a.m.hidden / 128, total, (int)gridDim.x);
             }
-            tile_start[el] = total;
-            int all_rows = 0;
-            for (int i = 0; i < el * ranks; i++) all_rows += cnt[i];
-            tile_start[el + 1] = all_rows;
-            /* decode: GEMM2 as compact pairs of H blocks (1), or single items (0) */
-            tile_start[el + 2] = most <= MM_FUSED_TINY_ROWS && mm_fused_tiny_pairs(a.m.hidden / 128, total, (int)gridDim.x);
         }
         __syncthreads();
     }

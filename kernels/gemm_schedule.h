@@ -137,6 +137,43 @@ MM_HD bool mm_fused_tiny_pairs(int h_blocks, int tiles, int ctas)
     return 10 * single > MM_FUSED_PAIR_COST_X10 * pairs;
 }
 
+/* The fused kernel's row-tile schedule from the counts (cnt[e * ranks + s]: rows sender s sent
+ * to local expert e), split over `lanes` lanes of a warp so no thread walks every expert alone
+ * (one thread did: 11-12 us of every call, on the critical path; twelfth session). Lane `lane`
+ * owns experts [lane * per, lane * per + per), per = ceil(el / lanes): first its sums
+ * (mm_fused_schedule_sums: row tiles, rows, most rows of one expert), then, given the row tiles
+ * of the lanes before it (an exclusive scan), its experts' tile_start (mm_fused_schedule_write).
+ * The result equals mm_tile_prefix over the per-expert sums. */
+typedef struct {
+    int tiles, rows, most;
+} mm_fused_lane_sums;
+
+MM_HD mm_fused_lane_sums mm_fused_schedule_sums(const int *cnt, int el, int ranks, int lane, int lanes)
+{
+    const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
+    mm_fused_lane_sums r = {0, 0, 0};
+    for (int e = e0; e < e1; e++) {
+        int rows = 0;
+        for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
+        r.tiles += mm_row_tiles(rows);
+        r.rows += rows;
+        r.most = rows > r.most ? rows : r.most;
+    }
+    return r;
+}
+
+MM_HD void mm_fused_schedule_write(const int *cnt, int el, int ranks, int lane, int lanes, int tiles_before,
+                                   int *tile_start)
+{
+    const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
+    for (int e = e0; e < e1; e++) {
+        int rows = 0;
+        for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
+        tile_start[e] = tiles_before;
+        tiles_before += mm_row_tiles(rows);
+    }
+}
+
 MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
 {
     return rows <= MM_FUSED_TINY_ROWS && (is_gemm1 || h_width == 2);

@@ -211,6 +211,43 @@ static void fused_compact_rule(void **state)
     assert_false(mm_fused_tiny_pairs(h_blocks, 6, 0));
 }
 
+/* The fused kernel's schedule split over a warp's lanes equals the one-thread prefix, for expert
+ * counts below, at and above the lane count, with empty experts and empty lanes. */
+static void fused_schedule_lanes(void **state)
+{
+    (void)state;
+    const int els[] = {1, 5, 31, 32, 33, 128, 384, 500}, ranks = 3;
+    static int cnt[500 * 3], rows[500];
+    static int32_t want[501];
+    static int got[501];
+    for (size_t i = 0; i < sizeof els / sizeof els[0]; i++) {
+        const int el = els[i];
+        int all = 0, most = 0;
+        for (int e = 0; e < el; e++) {
+            rows[e] = 0;
+            for (int s = 0; s < ranks; s++) {
+                cnt[e * ranks + s] = (e * 7 + s * 13) % 5 == 0 ? 0 : (e * 31 + s * 17) % 150;
+                rows[e] += cnt[e * ranks + s];
+            }
+            all += rows[e];
+            most = rows[e] > most ? rows[e] : most;
+        }
+        const int total = mm_tile_prefix(rows, el, want);
+        int before = 0, sum_rows = 0, max_rows = 0;
+        for (int lane = 0; lane < 32; lane++) {
+            const mm_fused_lane_sums r = mm_fused_schedule_sums(cnt, el, ranks, lane, 32);
+            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, got);
+            before += r.tiles;
+            sum_rows += r.rows;
+            max_rows = r.most > max_rows ? r.most : max_rows;
+        }
+        assert_int_equal(before, total);
+        assert_int_equal(sum_rows, all);
+        assert_int_equal(max_rows, most);
+        for (int e = 0; e < el; e++) assert_int_equal(got[e], want[e]);
+    }
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +259,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
         cmocka_unit_test(fused_compact_rule),
+        cmocka_unit_test(fused_schedule_lanes),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
