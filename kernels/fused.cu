@@ -115,7 +115,8 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
     }
 }
 
-/* --breakdown: this CTA's time at the end of a phase. */
+/* --breakdown's stamps per CTA: the phase ends, and in a diagnostic build (-DMM_FUSED_TRACE)
+ * the counts hand-off's steps after them; the host sizes its buffer by what was built. */
 #ifdef MM_FUSED_TRACE
 #define MM_FUSED_STAMPS MM_FUSED_TRACE_STAMPS
 #else
@@ -127,6 +128,7 @@ extern "C" int mm_fused_stamps_per_cta(void)
     return MM_FUSED_STAMPS;
 }
 
+/* --breakdown: this CTA's time at the end of a phase (or a traced step). */
 __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
 {
     /* stamps past MM_FUSED_PHASE_STAMPS exist in MM_FUSED_TRACE builds only */
