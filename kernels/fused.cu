@@ -14,7 +14,8 @@
  *                   (NVLink). The last CTA out publishes (epoch << 32) | count to each expert's
  *                   owner with st.release.sys and clears the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
- *                   experts and builds the row-tile schedule in shared memory (tile_start).
+ *                   experts and builds the row-tile schedule in shared memory (tile_start;
+ *                   its first warp, a slice of the experts per lane and a warp scan).
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
  *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
  *                   blocks when the tiles are large).
