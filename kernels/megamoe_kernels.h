@@ -327,8 +327,14 @@ cudaError_t mm_launch_fused(mm_fused_args args, int ctas, cudaStream_t stream);
 
 /* NaN pattern over an output, so an unwritten element fails every check. */
 cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
-/* Reads `bytes` (a multiple of 16) through L2: the --l2-flush clean flush. */
-cudaError_t mm_launch_l2_read(const void *ptr, uint64_t bytes, cudaStream_t stream);
+/* The L2 flush before a timed call, over a buffer of mm_l2_flush_bytes(L2 size): a write of
+ * every byte (`iteration` as the value; --l2-flush on), or with `clean` a read through L2 that
+ * leaves it holding clean lines (--l2-flush clean). */
+cudaError_t mm_launch_l2_flush(void *buf, uint64_t bytes, int clean, int iteration, cudaStream_t stream);
+static inline uint64_t mm_l2_flush_bytes(uint64_t l2_bytes)
+{
+    return l2_bytes * 5 / 2 / 16 * 16; /* 2.5x the L2, whole 16-byte words */
+}
 
 #ifdef __cplusplus
 }

@@ -116,8 +116,9 @@ __global__ void l2_read_kernel(const uint4 *p, uint64_t words, uint32_t key)
     if (acc == key) ((uint32_t *)p)[0] = acc;
 }
 
-extern "C" cudaError_t mm_launch_l2_read(const void *ptr, uint64_t bytes, cudaStream_t stream)
+extern "C" cudaError_t mm_launch_l2_flush(void *ptr, uint64_t bytes, int clean, int iteration, cudaStream_t stream)
 {
+    if (!clean) return cudaMemsetAsync(ptr, iteration & 0xff, bytes, stream);
     int dev = 0, sms = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);

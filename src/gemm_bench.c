@@ -94,8 +94,7 @@ static mm_status lt_enqueue(void *ctx, cudaStream_t st)
 static mm_status flush_l2(void *ctx, cudaStream_t st, int iteration)
 {
     const gemm_buffers *b = ctx;
-    if (b->flush_mode == MM_L2_FLUSH_CLEAN) CUDA_TRY(mm_launch_l2_read(b->flush, b->flush_bytes, st));
-    else CUDA_TRY(cudaMemsetAsync(b->flush, iteration & 0xff, b->flush_bytes, st));
+    CUDA_TRY(mm_launch_l2_flush(b->flush, b->flush_bytes, b->flush_mode == MM_L2_FLUSH_CLEAN, iteration, st));
     return MM_OK;
 }
 
@@ -256,7 +255,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(cudaMalloc((void **)&b.ref, (size_t)max_rows * maxn * 8));
     CUDA_TRY(cudaMalloc((void **)&b.ref_lt, (size_t)max_rows * maxn * 8));
     CUDA_TRY(cudaMalloc((void **)&b.diff, sizeof(mm_device_diff)));
-    b.flush_bytes = (size_t)prop.l2CacheSize * 5 / 2 / 16 * 16;
+    b.flush_bytes = mm_l2_flush_bytes((uint64_t)prop.l2CacheSize);
     b.flush_mode = o->l2_flush;
     CUDA_TRY(cudaMalloc(&b.flush, b.flush_bytes));
     CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,

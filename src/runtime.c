@@ -159,7 +159,7 @@ static mm_status init_local(mm_runtime *rt, int timeout_ms, size_t sym_bytes)
     CUDA_TRY(cudaRuntimeGetVersion(&rv));
     mm_fmt(rt->cuda, sizeof rt->cuda, "%d.%d", rv / 1000, (rv % 1000) / 10);
     read_driver_version(rt->driver, sizeof rt->driver);
-    rt->flush_bytes = rt->l2_bytes * 5 / 2 / 16 * 16;
+    rt->flush_bytes = mm_l2_flush_bytes(rt->l2_bytes);
     CUDA_TRY(cudaMalloc(&rt->flush, rt->flush_bytes));
     (void)timeout_ms;
     (void)sym_bytes;
@@ -301,8 +301,7 @@ mm_status runtime_device_barrier(mm_runtime *rt)
 
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration)
 {
-    if (mode == MM_L2_FLUSH_CLEAN) CUDA_TRY(mm_launch_l2_read(rt->flush, rt->flush_bytes, rt->stream));
-    else CUDA_TRY(cudaMemsetAsync(rt->flush, iteration & 0xff, rt->flush_bytes, rt->stream));
+    CUDA_TRY(mm_launch_l2_flush(rt->flush, rt->flush_bytes, mode == MM_L2_FLUSH_CLEAN, iteration, rt->stream));
     return MM_OK;
 }
 
