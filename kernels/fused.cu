@@ -43,8 +43,9 @@
  *                   END (or ABORT) slot.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
- *   5 combine       CTAs stride over tokens: wait (bounded) for every rank's flag, then
- *                   y = BF16 of the FP32 sum over valid k in k order (recipe step 7).
+ *   5 combine       every CTA with (token, column) items (token_io.cuh mm_combine_flat) waits
+ *                   (bounded) for every rank's flag, then y = BF16 of the FP32 sum over valid k
+ *                   in k order (recipe step 7).
  *   6 exit          the last CTA out clears the counters it owns and stores the epoch, so the
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
@@ -723,8 +724,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_GEMM2] = 0;
     }
 
-    /* 5: combine this CTA's tokens */
-    if (blockIdx.x < a.io.tokens) {
+    /* 5: combine: the (token, 16-byte column) items over every CTA that has some (at 1 token
+     * the 512 columns of Flash on two CTAs, one round each), or a token per CTA past top-k 8 */
+    const bool flat = a.m.topk <= MM_COMBINE_ROWS;
+    if (flat ? (long long)blockIdx.x * blockDim.x < (long long)a.io.tokens * (a.m.hidden / 8) : blockIdx.x < a.io.tokens) {
         int good = 1;
         if (threadIdx.x == 0) {
             const uint64_t *flags = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_flags);
@@ -733,9 +736,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         }
         if (!__syncthreads_and(good)) return;
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, me, a.x.off_combine);
-        for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
-            mm_combine_token(home + (size_t)t * a.m.topk * a.m.hidden, a.io.ids + (size_t)t * a.m.topk, a.m.topk, a.m.hidden,
-                             (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
+        if (flat)
+            mm_combine_flat(home, a.io.ids, a.io.tokens, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y,
+                            blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+        else
+            for (int t = blockIdx.x; t < a.io.tokens; t += gridDim.x)
+                mm_combine_token(home + (size_t)t * a.m.topk * a.m.hidden, a.io.ids + (size_t)t * a.m.topk, a.m.topk,
+                                 a.m.hidden, (__nv_bfloat16 *)a.io.y + (size_t)t * a.m.hidden);
     }
 
     stamp(a, 5);

@@ -146,4 +146,52 @@ __device__ __forceinline__ void mm_combine_token(const __nv_bfloat16 *in, const 
     for (int c = threadIdx.x * 8; c < hidden; c += blockDim.x * 8) *(uint4 *)(y_row + c) = mm_sum_rows8(rows, topk, c);
 }
 
+/* Rows of one combine item that mm_combine_flat keeps in registers: every shipped model has top-k
+ * <= 8 (a larger top-k takes mm_combine_token). */
+#define MM_COMBINE_ROWS 8
+/* Items per thread whose rows are in flight together: 2 x 8 x 16 bytes is 64 registers. */
+#define MM_COMBINE_UNROLL 2
+
+/* y for tokens [0, tokens) as one flat space of (token, 16-byte column) items, item f = token *
+ * hidden / 8 + column, each thread taking items first, first + stride, ... with the rows of
+ * MM_COMBINE_UNROLL items in flight at once. One token per CTA (mm_combine_token) keeps a CTA's
+ * 384 threads on 512 columns (Flash) in two rounds of one memory latency each, a latency per
+ * round and token: at 8192 tokens per rank the fused combine read its rows at ~1.5 TB/s. Every
+ * row of k < topk is loaded (combine_recv holds them all; an invalid k's stale row is loaded and
+ * not added) so the rows' loads do not wait for the ids'. The sum per column is mm_sum_rows8's:
+ * FP32 in k order, invalid k skipped, so the bits do not depend on the item split. */
+__device__ __forceinline__ void mm_combine_flat(const __nv_bfloat16 *in, const int32_t *ids, int tokens, int topk,
+                                                int hidden, __nv_bfloat16 *y, int first, int stride)
+{
+    const int cols = hidden / 8, total = tokens * cols; /* < 2^31 for any token count a rank takes */
+    for (int f0 = first; f0 < total; f0 += MM_COMBINE_UNROLL * stride) {
+        uint4 v[MM_COMBINE_UNROLL][MM_COMBINE_ROWS];
+        unsigned valid[MM_COMBINE_UNROLL];
+#pragma unroll
+        for (int u = 0; u < MM_COMBINE_UNROLL; u++) {
+            const int f = f0 + u * stride, t = f / cols, c = f - t * cols;
+            valid[u] = 0;
+            if (f >= total) continue;
+            const __nv_bfloat16 *row = in + (size_t)t * topk * hidden + (size_t)c * 8;
+            const int32_t *id = ids + (size_t)t * topk;
+#pragma unroll
+            for (int k = 0; k < MM_COMBINE_ROWS; k++)
+                if (k < topk) {
+                    v[u][k] = *(const uint4 *)(row + (size_t)k * hidden);
+                    valid[u] |= (id[k] >= 0 ? 1u : 0u) << k;
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < MM_COMBINE_UNROLL; u++) {
+            const int f = f0 + u * stride, t = f / cols, c = f - t * cols;
+            if (f >= total) continue;
+            float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int k = 0; k < MM_COMBINE_ROWS; k++)
+                if ((valid[u] >> k) & 1u) mm_add_bf16x8(s, v[u][k]);
+            *(uint4 *)(y + (size_t)t * hidden + (size_t)c * 8) = mm_round_bf16x8(s);
+        }
+    }
+}
+
 #endif
