@@ -37,6 +37,8 @@ static const mm_scenario scenarios[] = {
     {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* past 8: fused's combine takes its per-token path (token_io.cuh MM_COMBINE_ROWS) */
+    {"topk-12", 256, 256, 0, 16, 12, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},

@@ -20,7 +20,7 @@ static void list(void **state)
                 fail_msg("duplicate scenario %s", scenario_get(i)->name);
     /* what the issue asks to cover is there by name */
     const char *required[] = {"smoke", "flash-t1", "flash-t64", "flash-t512", "pro-t512", "v3-t64",
-                              "topk-1", "topk-8", "experts-per-rank-48", "route-deepseek",
+                              "topk-1", "topk-8", "topk-12", "experts-per-rank-48", "route-deepseek",
                               "masked-1.0", "all-experts-remote", "one-expert-for-all",
                               "unpicked-experts", "tokens-0-everywhere", "tokens-0-on-rank-0",
                               "tokens-uneven", "tokens-1000", "limit-1", "limit-none",
