@@ -8,11 +8,12 @@
  * there:
  *   1 dispatch      CTAs stride over tokens, 4 at a time: claim a slot per valid k (local
  *                   atomics per expert), quantize the row (recipe step 2, token_io.cuh's
- *                   mm_quantize_block128, as ll does) in shared memory, then store FP8 row +
- *                   scales ONCE per destination rank at its dispatch_recv[me][t] and a 16-byte
- *                   meta {src rank, token, k, weight} per valid k at dispatch_meta[le][me][slot]
- *                   (NVLink). The last CTA out publishes (epoch << 32) | count to each expert's
- *                   owner with st.release.sys and clears the send counters.
+ *                   mm_quantize_block128, as ll does) in shared memory, then send FP8 row +
+ *                   scales ONCE per destination rank (one bulk copy from shared memory) to its
+ *                   dispatch_recv[me][t] and a 16-byte meta {src rank, token, k, weight} per
+ *                   valid k to dispatch_meta[le][me][slot] (NVLink). Each CTA waits for its bulk
+ *                   copies' writes; the last CTA out publishes (epoch << 32) | count to each
+ *                   expert's owner with st.release.sys and clears the send counters.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
  *                   experts and builds the row-tile schedule in shared memory (tile_start;
  *                   its first warp, a slice of the experts per lane and a warp scan).
@@ -147,8 +148,8 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
  * latencies (the ids, the slot atomics, the x loads) are paid once for several tokens. Each
  * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
  * (recipe step 2, into `rows` in shared memory, with ll's quantizer; several blocks' loads in
- * flight per warp); then its row goes once to each rank that owns one of its experts, at
- * dispatch_recv[me][t] there (up to topk times fewer NVLink bytes than a row per expert), and
+ * flight per warp); then its row goes once to each rank that owns one of its experts, by one bulk
+ * copy (TMA) from shared memory, at dispatch_recv[me][t] there (up to topk times fewer NVLink bytes than a row per expert), and
  * each valid k's 16-byte meta {me, t, k, weight} to dispatch_meta[le][me][slot] at the expert's
  * owner. */
 #ifndef DISPATCH_GROUP
@@ -158,13 +159,16 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
-    const int hb = a.m.hidden / 128, pieces = (int)(a.x.row_bytes / 16), warp = threadIdx.x / 32;
+    const int hb = a.m.hidden / 128, warp = threadIdx.x / 32;
     __shared__ int slots[DISPATCH_GROUP][MM_KERNEL_MAX_TOPK], dests[DISPATCH_GROUP][1 + MM_MAX_PEERS];
     /* as many rows as the stage ring holds (mm_fused_prepare checks one fits) */
     const int fit = (int)((uint64_t)MM_TILE_STAGES * MM_TILE_STAGE_BYTES / a.x.row_bytes);
     const int group = fit < DISPATCH_GROUP ? fit : DISPATCH_GROUP;
     for (int t0 = blockIdx.x; t0 < a.io.tokens; t0 += gridDim.x * group) {
-        __syncthreads(); /* the previous group's stores are done with rows, slots and dests */
+        /* the previous group's bulk copies have read their rows (their issuers wait, then all
+         * pass the barrier), and its metas are done with slots and dests */
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        __syncthreads();
         if (threadIdx.x < group * topk) {
             const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
             const int e = t < a.io.tokens ? a.io.ids[(size_t)t * topk + k] : -1;
@@ -195,14 +199,21 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
                     mm_quantize_loaded128(raw[u], row + (b % hb) * 128, (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
             }
         }
+        /* the quantized rows (generic proxy writes) before the bulk copies (async proxy) read them */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
-        for (int g = 0; g < group; g++) {
-            const int t = t0 + g * gridDim.x, n = dests[g][0];
-            const size_t at = ((size_t)me * a.m.max_tokens + t) * a.x.row_bytes;
-            const uint4 *row = (const uint4 *)(rows + (size_t)g * a.x.row_bytes);
-            for (int c = threadIdx.x; c < n * pieces; c += blockDim.x) {
-                const int d = c / pieces, part = c - d * pieces;
-                ((uint4 *)(mm_xchg_at(a.comm, a.x, dests[g][1 + d], a.x.off_recv) + at))[part] = row[part];
+        /* each (token, destination rank) row by one bulk copy from shared memory (TMA; NVLink for
+         * a peer): one instruction per row instead of a 16-byte store per thread and piece */
+        if (threadIdx.x < group * MM_MAX_PEERS) {
+            const int g = threadIdx.x / MM_MAX_PEERS, d = threadIdx.x % MM_MAX_PEERS, t = t0 + g * gridDim.x;
+            if (d < dests[g][0]) {
+                const size_t at = ((size_t)me * a.m.max_tokens + t) * a.x.row_bytes;
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                             ::"l"(mm_xchg_at(a.comm, a.x, dests[g][1 + d], a.x.off_recv) + at),
+                             "r"((unsigned)__cvta_generic_to_shared(rows + (size_t)g * a.x.row_bytes)),
+                             "r"((unsigned)a.x.row_bytes)
+                             : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             }
         }
         if (threadIdx.x < group * topk) {
@@ -215,6 +226,10 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
             }
         }
     }
+    /* this thread's bulk copies written (not only read), and ordered before the generic
+     * fence and release that publish the counts */
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    asm volatile("fence.proxy.async.global;" ::: "memory");
     stamp(a, MM_FUSED_PHASE_STAMPS + 0); /* diagnostic builds only (MM_FUSED_TRACE) */
     const bool last = mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH]);
     stamp(a, MM_FUSED_PHASE_STAMPS + 1);
