@@ -149,9 +149,9 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
  * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
  * (recipe step 2, into `rows` in shared memory, with ll's quantizer; several blocks' loads in
  * flight per warp); then its row goes once to each rank that owns one of its experts, by one bulk
- * copy (TMA) from shared memory, at dispatch_recv[me][t] there (up to topk times fewer NVLink bytes than a row per expert), and
- * each valid k's 16-byte meta {me, t, k, weight} to dispatch_meta[le][me][slot] at the expert's
- * owner. */
+ * copy (TMA) from shared memory, to dispatch_recv[me][t] there (up to topk times fewer NVLink
+ * bytes than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
+ * dispatch_meta[le][me][slot] at the expert's owner. */
 #ifndef DISPATCH_GROUP
 #define DISPATCH_GROUP 4 /* tokens per CTA per round; a build may set it (experiments) */
 #endif
