@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all inject deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -89,6 +89,11 @@ FORCE:
 $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# A test build whose fused kernel stalls one CTA's producer past the pipeline's wait bound
+# (kernels/fused.cu inject_stall): gpu-check expects a named TIMEOUT from it, not a hang.
+inject:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/inject NVEXTRA=-DMM_FUSED_INJECT_STALL_MS=12000 $(BUILD)/inject/megamoe
 
 deps:
 	scripts/install-deps.sh

@@ -60,6 +60,10 @@
  * with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the
  * producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
+ * The ring waits inside a CTA are bounded too (10 s; the math's item wait by the timeout + 1 s):
+ * the 256 math threads agree on an item wait's outcome before acting on it (a named barrier
+ * with an AND), and a CTA in which any ring wait expired records `fused-pipeline` with the wait
+ * that did and leaves at the end of phase 3 instead of combining garbage.
  * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv and
  * dispatch_meta for call c+1 only after our combine flag of call c, which we publish after every
  * GEMM item (their only readers) is done; it writes our combine_recv for c+1 only after we sent
@@ -116,6 +120,14 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
             }
         }
     }
+}
+
+/* A ring wait of this CTA expired (mm_stage_wait_expired names it): the first failure of the
+ * rank wins, as for every bounded wait. */
+__device__ __forceinline__ void record_pipeline_failure(const mm_comm &c)
+{
+    const uint32_t what = *(volatile uint32_t *)&mm_stage_wait_expired;
+    mm_record_failure(c, MM_PHASE_FUSED_PIPELINE, -1, what ? what : MM_PIPE_WAIT_ITEM_READY, blockIdx.x);
 }
 
 /* --breakdown's stamps per CTA: the phase ends, and in a diagnostic build (-DMM_FUSED_TRACE)
@@ -325,6 +337,20 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
+/* A test build (nvcc -DMM_FUSED_INJECT_STALL_MS=12000, `make inject`) stalls the producer that
+ * claimed item 0 that long after publishing it, past the math's 10 s stage wait: the launch must
+ * end with a fused-pipeline TIMEOUT naming that wait, not hang (scripts/gpu-check.sh runs it). */
+__device__ __forceinline__ void inject_stall(int item)
+{
+#ifdef MM_FUSED_INJECT_STALL_MS
+    if (item != 0) return;
+    const uint64_t start = mm_globaltimer();
+    while (mm_globaltimer() - start < MM_FUSED_INJECT_STALL_MS * 1000000ull) __nanosleep(1000000);
+#else
+    (void)item;
+#endif
+}
+
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
@@ -375,6 +401,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
+            inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
             continue;
         }
@@ -383,6 +410,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
+        inject_stall(item);
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
         if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
             b.row0 += a.m.inter;
@@ -588,7 +616,13 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     stamp_math(a, 3); /* then the end of each GEMM1 item: the last one's stays */
     for (uint32_t n = 0;; n++) {
         const fused_item *it = &slots[n & 1];
-        if (!mm_item_wait_ready(ring_items, n, limit)) return false;
+        /* the 256 math threads agree: one that gave up alone would leave the others at the
+         * epilogue's named barrier for ever (under racecheck this was a hang, sessions 11-13) */
+        if (!mm_named_barrier_and(MM_BAR_CONSUMER, MM_CONSUMER_THREADS, mm_item_wait_ready(ring_items, n, limit))) {
+            /* at once: the abort flag stops the claims and the other CTAs' waits on this one */
+            if (mm_math_thread() == 0) record_pipeline_failure(a.comm);
+            return false;
+        }
         const int item = it->item;
         if (item < 0) return item == ITEM_END;
         float acc[MM_TILE_ACC];
@@ -729,7 +763,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
-    if (!__syncthreads_and(ok)) return;
+    ok = __syncthreads_and(ok) != 0;
+    /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
+     * also ends the other CTAs' cross-CTA waits) rather than combine it */
+    const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */
+    if (!ok || expired) {
+        if (threadIdx.x == 0 && expired) record_pipeline_failure(a.comm); /* else recorded already */
+        return;
+    }
 
     stamp(a, 4);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */

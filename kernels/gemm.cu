@@ -137,8 +137,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         mm_regs_math();
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
-            mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
-            if (it->last) break;
+            /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
+             * some threads may read a stale slot; all leave, the output is garbage, no hang */
+            const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
+            if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
             mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);

@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "gemm_schedule.h"
+#include "megamoe_kernels.h" /* mm_pipe_wait */
 
 #define MM_TILE_THREADS 384
 #define MM_PRODUCER_THREADS 128
@@ -141,6 +142,16 @@ __device__ __forceinline__ int mm_math_thread()
 __device__ __forceinline__ void mm_named_barrier(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* A named barrier that also ANDs a predicate over its `threads`: every one gets the same answer. */
+__device__ __forceinline__ bool mm_named_barrier_and(int id, int threads, bool pred)
+{
+    uint32_t all;
+    asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, %2, %3, p;\n"
+                 "selp.u32 %0, 1, 0, q;\n}\n"
+                 : "=r"(all) : "r"((uint32_t)pred), "r"(id), "r"(threads) : "memory");
+    return all != 0;
 }
 
 /* Register split of the 384-thread CTA (168 per thread at launch; setmaxnreg moves registers
@@ -261,14 +272,18 @@ __device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
-/* Set once a stage wait of this CTA expired (mm_tile_pipe_init clears it): the CTA's other waits
- * then give up at their next clock check, so a broken pipeline costs one expiry, not one per K
- * block and item (a Flash item alone has 32 blocks: minutes, i.e. a hang). */
+/* Set once a pipeline wait of this CTA expired, to the mm_pipe_wait that did (mm_tile_pipe_init
+ * clears it): the CTA's other waits then give up at their next clock check, so a broken pipeline
+ * costs one expiry, not one per K block and item (a Flash item alone has 32 blocks: minutes,
+ * i.e. a hang). A kernel that can report reads it at its end (the fused kernel does). */
 static __shared__ uint32_t mm_stage_wait_expired;
 
-/* Waits until the barrier's phase with this parity completed; false after `limit_ns`. No trap
- * here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). */
-__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns)
+/* Waits until the barrier's phase with this parity completed; false after `limit_ns`, or soon
+ * after another wait of the CTA expired. `what` (an mm_pipe_wait) names the wait in the report.
+ * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
+ * return is per thread: where it decides control flow, the threads must agree first
+ * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left. */
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     /* time in units of 1024 ns, 32 bits (4398 s; --timeout-ms is at most 3600 s): one register
@@ -287,8 +302,10 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             const uint32_t t = (uint32_t)(now >> 10) | 1u;
             if (!start) {
                 start = t;
-            } else if (t - start > limit || *(volatile uint32_t *)&mm_stage_wait_expired) {
-                mm_stage_wait_expired = 1u;
+            } else if (*(volatile uint32_t *)&mm_stage_wait_expired) {
+                return false;
+            } else if (t - start > limit) {
+                mm_stage_wait_expired = what;
                 return false;
             }
         }
@@ -429,7 +446,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
          * form, which a decode tile's latency-bound stream lacks */
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
-        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS); /* a fresh barrier passes parity 1 */
+        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
@@ -498,7 +515,7 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
                                                       bool a_gathered)
 {
-    mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS);
+    mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
     const float sw = sc[MM_GEMM_BM];
@@ -639,7 +656,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     const int pt = threadIdx.x, s = ring.stage;
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
     float *sc = (float *)(sb + MM_TILE_B_STAGE);
-    mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS);
+    mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
@@ -674,7 +691,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++) {
         const int s = ring.stage;
-        mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS);
+        mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
@@ -703,10 +720,10 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++) {
         const int s0 = ring.stage;
-        mm_mbar_wait(&p->full[s0], ring.phase, MM_STAGE_WAIT_NS);
+        mm_mbar_wait(&p->full[s0], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         mm_ring_advance(ring);
         const int s1 = ring.stage;
-        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
+        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
@@ -743,7 +760,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
          * scales are the first stage's */
         const int s1 = ring.stage;
-        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS);
+        mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
         const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
@@ -775,7 +792,7 @@ __device__ __forceinline__ void mm_item_ring_init(mm_item_ring *r)
 /* producer: wait until slot n % 2 may be rewritten */
 __device__ __forceinline__ void mm_item_wait_free(mm_item_ring *r, uint32_t n)
 {
-    mm_mbar_wait(&r->free_[n & 1], ((n >> 1) & 1u) ^ 1u, MM_STAGE_WAIT_NS);
+    mm_mbar_wait(&r->free_[n & 1], ((n >> 1) & 1u) ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_ITEM_FREE);
 }
 
 /* producer, every thread, after its writes to the slot */
@@ -787,7 +804,7 @@ __device__ __forceinline__ void mm_item_publish(mm_item_ring *r, uint32_t n)
 /* math: wait for item n's slot; false after limit_ns */
 __device__ __forceinline__ bool mm_item_wait_ready(mm_item_ring *r, uint32_t n, uint64_t limit_ns)
 {
-    return mm_mbar_wait(&r->ready[n & 1], (n >> 1) & 1u, limit_ns);
+    return mm_mbar_wait(&r->ready[n & 1], (n >> 1) & 1u, limit_ns, MM_PIPE_WAIT_ITEM_READY);
 }
 
 /* math, every thread, when done with the slot */

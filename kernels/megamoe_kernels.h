@@ -51,8 +51,19 @@ typedef enum {
     MM_PHASE_FUSED_DISPATCH, /* fused: waiting for a peer's dispatch counts */
     MM_PHASE_FUSED_GEMM1,  /* fused: a GEMM2 tile waiting for its GEMM1 tiles (this rank) */
     MM_PHASE_FUSED_COMBINE, /* fused: waiting for a peer's combine rows */
+    MM_PHASE_FUSED_PIPELINE, /* fused: a CTA's own shared-memory pipeline (expected: mm_pipe_wait, seen: the CTA) */
     MM_PHASE_COUNT
 } mm_phase;
+
+/* The shared-memory pipeline waits of a GEMM CTA (gemm_tile.cuh): which one expired first. */
+typedef enum {
+    MM_PIPE_WAIT_NONE = 0,
+    MM_PIPE_WAIT_STAGE_FULL,  /* math: a K block's operands */
+    MM_PIPE_WAIT_STAGE_EMPTY, /* producer: the math releasing a stage */
+    MM_PIPE_WAIT_ITEM_FREE,   /* producer: the math releasing an item slot */
+    MM_PIPE_WAIT_ITEM_READY,  /* math: the producer publishing the next item */
+    MM_PIPE_WAIT_COUNT
+} mm_pipe_wait;
 
 /* Device-side context every communicating kernel gets: peers, where barrier epochs live, the
  * failure record, and the wait bound. */

@@ -10,6 +10,7 @@
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
 #      deepseek-v3 at full EP
+#   5b. a test build with an injected pipeline stall must end with a named TIMEOUT, not hang
 #   6. bad-input checks that need the GPU runtime (more ranks than GPUs)
 set -u
 logs=${1:-build/gpu-logs}
@@ -58,6 +59,15 @@ if command -v compute-sanitizer >/dev/null; then
         grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$name.log" ||
             { echo "  sanitizer-$name: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
     done
+fi
+# a stalled pipeline (a test build: item 0's producer sleeps 12 s after publishing it, past the
+# math's 10 s stage wait) ends as a fused-pipeline TIMEOUT naming the wait (exit 4), not a hang
+if step build-inject make -j16 "${cjson[@]}" inject; then
+    expect_rc 4 fused-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes fused --timeout-ms 60000
+    grep -q "fused-pipeline: CTA [0-9]*'s stage full" "$logs/fused-stall-injected.log" ||
+        { echo "  fused-stall-injected: no fused-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+else
+    fail=1
 fi
 # the GEMM core alone: ragged and empty experts, partial tiles (tiny, skewed), and the Flash EP8
 # shapes against the cuBLASLt per-expert loop; a wrong output exits 1

@@ -18,8 +18,17 @@ const char *phase_name(uint32_t phase)
     static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync",
                                                       "ll-dispatch", "ll-combine",
                                                       "fused-dispatch", "fused-gemm1",
-                                                      "fused-combine"};
+                                                      "fused-combine", "fused-pipeline"};
     return phase < MM_PHASE_COUNT ? names[phase] : "unknown";
+}
+
+const char *pipe_wait_name(uint64_t wait)
+{
+    static const char *const names[MM_PIPE_WAIT_COUNT] = {"none", "stage full (math waiting for operands)",
+                                                          "stage empty (producer waiting for the math)",
+                                                          "item slot free (producer waiting for the math)",
+                                                          "item ready (math waiting for the producer)"};
+    return wait < MM_PIPE_WAIT_COUNT ? names[wait] : "unknown";
 }
 
 static void version_string(int code, char *buf, size_t len)
@@ -238,7 +247,10 @@ mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len)
     volatile mm_wait_error *e = rt->error_host;
     if (what && len) what[0] = '\0';
     if (e->code == 0) return MM_OK;
-    if (e->peer >= 0)
+    if (e->phase == MM_PHASE_FUSED_PIPELINE)
+        mm_fmt(what, len, "rank %d timed out in %s: CTA %llu's %s wait expired (a kernel bug, or a stalled GPU)",
+               e->rank, phase_name(e->phase), (unsigned long long)e->seen, pipe_wait_name(e->expected));
+    else if (e->peer >= 0)
         mm_fmt(what, len, "rank %d timed out in %s waiting for rank %d: expected %llu, saw %llu",
                e->rank, phase_name(e->phase), e->peer, (unsigned long long)e->expected,
                (unsigned long long)e->seen);

@@ -97,5 +97,7 @@ void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
 mm_status runtime_compare(mm_runtime *rt, const uint16_t *out, const double *ref, long long n,
                           mm_device_diff *scratch, mm_diff_acc *acc);
 const char *phase_name(uint32_t phase);
+/* What a MM_PHASE_FUSED_PIPELINE failure waited for (its `expected`: an mm_pipe_wait). */
+const char *pipe_wait_name(uint64_t wait);
 
 #endif
