@@ -472,14 +472,7 @@ static mm_status write_reports(const mm_options *o, const mm_results *res)
 static mm_status rows_status(const mm_results *res)
 {
     mm_status s = MM_OK;
-    for (int i = 0; i < res->n_rows; i++) {
-        switch (res->rows[i].status) {
-        case ROW_FAIL: s = mm_worse(s, MM_FAIL); break;
-        case ROW_TIMEOUT: s = mm_worse(s, MM_TIMEOUT); break;
-        case ROW_ERROR: s = mm_worse(s, MM_RUNTIME); break;
-        default: break;
-        }
-    }
+    for (int i = 0; i < res->n_rows; i++) s = mm_worse(s, row_status_exit(res->rows[i].status));
     return s;
 }
 

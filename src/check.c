@@ -365,7 +365,8 @@ static void print_row(FILE *f, const scenario_result *r)
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
     const char *labels[4] = {"reference", "fused", "normal", "ll"};
     for (int i = 0; i < 4; i++)
-        if (cells[i]->status == ROW_FAIL) fprintf(f, "    %s: %s\n", labels[i], cells[i]->note);
+        if (cells[i]->status == ROW_FAIL || cells[i]->status == ROW_TIMEOUT || cells[i]->status == ROW_ERROR)
+            fprintf(f, "    %s: %s\n", labels[i], cells[i]->note[0] ? cells[i]->note : row_status_name(cells[i]->status));
 }
 
 static cJSON *cell_json(const cell *c)
@@ -422,6 +423,7 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
     if (s == MM_OK) s = runtime_init(rt, o->timeout_ms, scenarios_sym_bytes(o, world));
     watchdog_disarm();
     int n = 0, failed = 0, passed = 0, skipped = 0;
+    mm_status worst = MM_OK; /* the worst cell, for the exit code */
     if (s == MM_OK) rt->comm_sms = o->comm_sms;
     mm_meta meta;
     memset(&meta, 0, sizeof meta);
@@ -454,7 +456,9 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
         int any_fail = 0, any_ok = 0;
         for (int c = 0; c < 4; c++) {
-            any_fail |= cells[c]->status == ROW_FAIL;
+            const mm_status cs = row_status_exit(cells[c]->status);
+            any_fail |= cs != MM_OK; /* a TIMEOUT fails the scenario too */
+            worst = mm_worse(worst, cs);
             any_ok |= cells[c]->status == ROW_OK;
         }
         any_fail |= r->fused_ll_diff > 0;
@@ -472,7 +476,7 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         if (n == 0) mm_error("check: no scenario matches --filter '%s'", o->filter);
         if (o->json_path[0]) s = write_json(o->json_path, &meta, results, n);
     }
-    if (s == MM_OK && failed) s = MM_FAIL;
+    if (s == MM_OK && failed) s = mm_worse(MM_FAIL, worst); /* a TIMEOUT exits 4, as in bench */
     if (s == MM_OK && n == 0) s = MM_USAGE;
     if (rt->world > 0) {
         int code = (int)s;

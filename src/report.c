@@ -13,6 +13,16 @@ const char *row_status_name(mm_row_status s)
     return (unsigned)s < MM_ARRAY_LEN(row_status_names) ? row_status_names[s] : "?";
 }
 
+mm_status row_status_exit(mm_row_status s)
+{
+    switch (s) {
+    case ROW_FAIL: return MM_FAIL;
+    case ROW_TIMEOUT: return MM_TIMEOUT;
+    case ROW_ERROR: return MM_RUNTIME;
+    default: return MM_OK;
+    }
+}
+
 int row_status_parse(const char *name)
 {
     for (size_t i = 0; i < MM_ARRAY_LEN(row_status_names); i++)

@@ -17,6 +17,9 @@ typedef enum { ROW_OK = 0, ROW_FAIL, ROW_TIMEOUT, ROW_ERROR, ROW_SKIP } mm_row_s
 const char *row_status_name(mm_row_status s);
 /* Parses a name back (for the gate); returns -1 if unknown. */
 int row_status_parse(const char *name);
+/* The exit status a row (or check cell) carries: FAIL -> MM_FAIL, TIMEOUT -> MM_TIMEOUT, ERROR ->
+ * MM_RUNTIME; OK and SKIP are not failures. */
+mm_status row_status_exit(mm_row_status s);
 
 typedef struct {
     int has_diff;

@@ -123,6 +123,12 @@ static void statuses(void **state)
     assert_int_equal(row_status_parse("SKIP"), ROW_SKIP);
     assert_int_equal(row_status_parse("nope"), -1);
     assert_string_equal(row_status_name(ROW_ERROR), "ERROR");
+    /* a TIMEOUT is a failure with its own exit code, a SKIP is not one */
+    assert_int_equal(row_status_exit(ROW_TIMEOUT), MM_TIMEOUT);
+    assert_int_equal(row_status_exit(ROW_FAIL), MM_FAIL);
+    assert_int_equal(row_status_exit(ROW_ERROR), MM_RUNTIME);
+    assert_int_equal(row_status_exit(ROW_SKIP), MM_OK);
+    assert_int_equal(row_status_exit(ROW_OK), MM_OK);
 }
 
 /* --breakdown rows: a `## stages` section in the text and a `stages` array in the JSON. */
