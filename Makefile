@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all inject deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all inject steps deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -94,6 +94,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 # (kernels/fused.cu inject_stall): gpu-check expects a named TIMEOUT from it, not a hang.
 inject:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/inject NVEXTRA=-DMM_FUSED_INJECT_STALL_MS=12000 $(BUILD)/inject/megamoe
+
+# A diagnostic build whose fused kernel writes each thread's wait to host-mapped words and whose
+# host prints them when a launch has not ended after MM_STEPS_AFTER_S seconds (kernels/gemm_tile.cuh).
+steps:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/steps NVEXTRA=-DMM_STEPS $(BUILD)/steps/megamoe
 
 deps:
 	scripts/install-deps.sh

@@ -71,6 +71,13 @@
  * Numerics: the same tile mainloop, recipe functions and k-order sum as ll, so the two modes'
  * outputs are bit-identical. */
 #include <cub/warp/warp_scan.cuh>
+#ifdef MM_STEPS
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#endif
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -120,6 +127,12 @@ __device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, 
             }
         }
     }
+}
+
+/* MM_STEPS builds: this thread has left the kernel. */
+__device__ __forceinline__ void steps_gone(void)
+{
+    MM_STEP(0xffffu);
 }
 
 /* A ring wait of this CTA expired (mm_stage_wait_expired names it): the first failure of the
@@ -179,7 +192,9 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
     for (int t0 = blockIdx.x; t0 < a.io.tokens; t0 += gridDim.x * group) {
         /* the previous group's bulk copies have read their rows (their issuers wait, then all
          * pass the barrier), and its metas are done with slots and dests */
+        MM_STEP(0x1001);
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        MM_STEP(0x1002);
         __syncthreads();
         if (threadIdx.x < group * topk) {
             const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
@@ -213,6 +228,7 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
         }
         /* the quantized rows (generic proxy writes) before the bulk copies (async proxy) read them */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        MM_STEP(0x1003);
         __syncthreads();
         /* each (token, destination rank) row by one bulk copy from shared memory (TMA; NVLink for
          * a peer): one instruction per row instead of a 16-byte store per thread and piece */
@@ -240,9 +256,11 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
     }
     /* this thread's bulk copies written (not only read), and ordered before the generic
      * fence and release that publish the counts */
+    MM_STEP(0x1004);
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");
     stamp(a, MM_FUSED_PHASE_STAMPS + 0); /* diagnostic builds only (MM_FUSED_TRACE) */
+    MM_STEP(0x1005);
     const bool last = mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH]);
     stamp(a, MM_FUSED_PHASE_STAMPS + 1);
     if (last) {
@@ -711,7 +729,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             for (int s = 0; s < ranks && good; s++)
                 good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
         stamp(a, MM_FUSED_PHASE_STAMPS + 3);
-        if (!__syncthreads_and(good)) return;
+        MM_STEP(0x1006);
+        if (!__syncthreads_and(good)) return steps_gone();
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
             if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
@@ -719,7 +738,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             }
             cnt[i] = (int)(mm_ld_acquire_sys(slot_words + i) & 0xffffffffu);
         }
-        if (!__syncthreads_and(good)) return;
+        MM_STEP(0x1007);
+        if (!__syncthreads_and(good)) return steps_gone();
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
@@ -737,6 +757,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 tile_start[el + 2] = most <= MM_FUSED_TINY_ROWS && mm_fused_tiny_pairs(a.m.hidden / 128, total, (int)gridDim.x);
             }
         }
+        MM_STEP(0x1008);
         __syncthreads();
     }
     stamp(a, 2);
@@ -763,17 +784,19 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
+    MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
     /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
      * also ends the other CTAs' cross-CTA waits) rather than combine it */
     const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */
     if (!ok || expired) {
         if (threadIdx.x == 0 && expired) record_pipeline_failure(a.comm); /* else recorded already */
-        return;
+        return steps_gone();
     }
 
     stamp(a, 4);
     /* 4: the last CTA out of the GEMMs tells every rank its combine rows are there */
+    MM_STEP(0x100a);
     if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_GEMM2])) {
         for (int r = threadIdx.x; r < ranks; r += blockDim.x)
             mm_st_release_sys((uint64_t *)mm_xchg_at(a.comm, a.x, r, a.x.off_flags) + me, epoch);
@@ -790,7 +813,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             for (int r = 0; r < ranks && good; r++)
                 good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_FUSED_COMBINE, r);
         }
-        if (!__syncthreads_and(good)) return;
+        MM_STEP(0x100b);
+        if (!__syncthreads_and(good)) return steps_gone();
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, me, a.x.off_combine);
         if (flat)
             mm_combine_flat(home, a.io.ids, a.io.tokens, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y,
@@ -803,6 +827,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     stamp(a, 5);
     /* 6: the last CTA out leaves the state clean for the next call */
+    MM_STEP(0x100c);
     if (mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_EXIT])) {
         /* the tile count re-read from shared memory, not kept in a register across phase 3 */
         const int tiles = ((volatile int *)cnt)[a.m.experts + a.m.experts / a.comm.peers.ranks];
@@ -814,6 +839,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             mm_xchg_counters(a.comm, a.x)[DONE_EXIT] = 0;
         }
     }
+    steps_gone();
 }
 
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
@@ -841,9 +867,77 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
     return cudaSuccess;
 }
 
+#ifdef MM_STEPS
+/* The MM_STEPS build's watcher: a host thread per launch that waits for the launch's event and,
+ * when it has not completed after MM_STEPS_AFTER_S seconds (default 20), prints where every CTA's
+ * warps stand (gemm_tile.cuh lists the codes), twice, a period apart. */
+static uint32_t *steps_host;
+static int steps_words;
+
+static void steps_print(int ctas, double waited)
+{
+    fprintf(stderr, "megamoe: steps: fused launch not done after %.0f s; CTAs not gone (warp: lane 0's code, "
+                    "'*' if its lanes differ, @ms mod 65536):\n", waited);
+    int shown = 0;
+    for (int c = 0; c < ctas && shown < 40; c++) {
+        const uint32_t *w = steps_host + (size_t)c * MM_TILE_THREADS;
+        bool gone = true;
+        for (int t = 0; t < MM_TILE_THREADS; t++) gone &= (w[t] & 0xffffu) == 0xffffu;
+        if (gone) continue;
+        char line[1024];
+        int at = snprintf(line, sizeof line, "  CTA %3d:", c);
+        for (int wp = 0; wp < MM_TILE_THREADS / 32 && at < (int)sizeof line - 32; wp++) {
+            const uint32_t v = w[wp * 32];
+            bool same = true;
+            for (int l = 1; l < 32; l++) same &= (w[wp * 32 + l] & 0xffffu) == (v & 0xffffu);
+            at += snprintf(line + at, sizeof line - at, " %04x%s@%u", v & 0xffffu, same ? "" : "*", v >> 16);
+        }
+        fprintf(stderr, "%s\n", line);
+        shown++;
+    }
+}
+
+static void steps_watch(cudaEvent_t done, int ctas)
+{
+    const char *env = getenv("MM_STEPS_AFTER_S");
+    const double after = env ? atof(env) : 20.0;
+    int dumps = 0;
+    for (int tick = 0;; tick++) {
+        if (cudaEventQuery(done) != cudaErrorNotReady) break;
+        const double waited = tick * 0.2;
+        if (dumps < 2 && waited >= after * (dumps + 1)) {
+            steps_print(ctas, waited);
+            dumps++;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    cudaEventDestroy(done);
+}
+#endif
+
 extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t stream)
 {
     size_t smem = mm_fused_smem_bytes(a.m.hidden, a.m.experts, a.comm.peers.ranks);
+#ifdef MM_STEPS
+    if (!steps_host || steps_words < ctas * MM_TILE_THREADS) {
+        void *dev = NULL;
+        cudaError_t e = cudaHostAlloc((void **)&steps_host, (size_t)ctas * MM_TILE_THREADS * 4, cudaHostAllocMapped);
+        if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev, steps_host, 0);
+        if (e == cudaSuccess) e = cudaMemcpyToSymbol(mm_steps, &dev, sizeof dev);
+        if (e != cudaSuccess) return e;
+        steps_words = ctas * MM_TILE_THREADS;
+    }
+    memset(steps_host, 0, (size_t)steps_words * 4);
+#endif
     fused_moe_kernel<<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+#ifdef MM_STEPS
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(stream, &capturing);
+    cudaEvent_t done;
+    if (capturing == cudaStreamCaptureStatusNone && cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess) {
+        if (cudaEventRecord(done, stream) == cudaSuccess) std::thread(steps_watch, done, ctas).detach();
+        else cudaEventDestroy(done);
+    }
+#endif
     return cudaGetLastError();
 }

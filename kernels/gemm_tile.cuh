@@ -46,6 +46,33 @@
 #include "gemm_schedule.h"
 #include "megamoe_kernels.h" /* mm_pipe_wait */
 
+/* Diagnostic build (nvcc -DMM_STEPS, `make steps`): before each wait without a clock of its own
+ * (barriers, wgmma.wait_group) and each ring wait, a thread writes which one it enters (bit 15
+ * set: which one it passed) and the time in ~1 ms units to its host-mapped word, so a launch
+ * that never ends shows where every warp stands (fused.cu's watcher prints it). Codes: 0x01nn
+ * named barrier nn, 0x02nn barrier-and nn, 0x03ww ring wait ww (mm_pipe_wait; 0x039w: expired),
+ * 0x04ss wgmma.wait_group at site ss, 0x10ss the fused kernel's own sites, 0xffff gone. */
+#ifdef MM_STEPS
+static __device__ volatile uint32_t *mm_steps;
+__device__ __forceinline__ void mm_step(uint32_t code)
+{
+    if (!mm_steps) return;
+    uint64_t now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    mm_steps[blockIdx.x * blockDim.x + threadIdx.x] = (code & 0xffffu) | ((uint32_t)(now >> 20) << 16);
+}
+#define MM_STEP(code) mm_step(code)
+#else
+#define MM_STEP(code) ((void)0)
+#endif
+#define MM_STEP_PAST(code) MM_STEP((code) | 0x8000u)
+#define MM_WGMMA_WAIT(n, site)                                                   \
+    do {                                                                         \
+        MM_STEP(0x0400u | (site));                                               \
+        asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory");     \
+        MM_STEP_PAST(0x0400u | (site));                                          \
+    } while (0)
+
 #define MM_TILE_THREADS 384
 #define MM_PRODUCER_THREADS 128
 #define MM_CONSUMER_THREADS 256
@@ -141,16 +168,20 @@ __device__ __forceinline__ int mm_math_thread()
 
 __device__ __forceinline__ void mm_named_barrier(int id, int threads)
 {
+    MM_STEP(0x0100u | id);
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+    MM_STEP_PAST(0x0100u | id);
 }
 
 /* A named barrier that also ANDs a predicate over its `threads`: every one gets the same answer. */
 __device__ __forceinline__ bool mm_named_barrier_and(int id, int threads, bool pred)
 {
     uint32_t all;
+    MM_STEP(0x0200u | id);
     asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, %2, %3, p;\n"
                  "selp.u32 %0, 1, 0, q;\n}\n"
                  : "=r"(all) : "r"((uint32_t)pred), "r"(id), "r"(threads) : "memory");
+    MM_STEP_PAST(0x0200u | id);
     return all != 0;
 }
 
@@ -290,12 +321,16 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
      * less than a 64-bit start in every wait loop of the producer's 64 */
     const uint32_t limit = (uint32_t)(limit_ns >> 10);
     uint32_t start = 0; /* 0: not read yet (a reading is never 0) */
+    MM_STEP(0x0300u | what);
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
         asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, q;\n}\n"
                      : "=r"(done) : "r"(a), "r"(parity) : "memory");
-        if (done) return true;
+        if (done) {
+            MM_STEP_PAST(0x0300u | what);
+            return true;
+        }
         if ((spin & 1023u) == 0) {
             uint64_t now;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -303,9 +338,11 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             if (!start) {
                 start = t;
             } else if (*(volatile uint32_t *)&mm_stage_wait_expired) {
+                MM_STEP(0x0390u | what);
                 return false;
             } else if (t - start > limit) {
                 mm_stage_wait_expired = what;
+                MM_STEP(0x0390u | what);
                 return false;
             }
         }
@@ -611,7 +648,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
             const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            MM_WGMMA_WAIT(0, 1);
             mm_tile_retire(b, p, pair, blk0, acc);
         }
         return;
@@ -623,20 +660,20 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        MM_WGMMA_WAIT(1, 2);
         mm_tile_retire(b0, p, pair, blk0, acc);
         b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        MM_WGMMA_WAIT(1, 3);
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        MM_WGMMA_WAIT(1, 4);
         mm_tile_retire(b0, p, pair, blk0, acc);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 5);
         mm_tile_retire(b1, p, pair, blk1, acc);
     } else {
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 6);
         mm_tile_retire(b0, p, pair, blk0, acc);
     }
 }
@@ -698,7 +735,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s, db, s, blk);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 7);
         mm_tile_release(p, s, false);
         mm_tile_promote(t_lo, t_hi, blk, acc);
     }
@@ -730,7 +767,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 8);
         mm_tile_release(p, s0, pair);
         mm_tile_release(p, s1, pair);
         mm_tile_promote(t_lo, t_hi, blk, acc);
@@ -755,7 +792,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 9);
         mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
         /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
          * scales are the first stage's */
@@ -766,7 +803,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        MM_WGMMA_WAIT(0, 10);
         mm_tile_release(p, b.stage, pair);
         mm_tile_release(p, s1, pair);
         mm_tile_promote(t_lo, t_hi, blk, acc1);
