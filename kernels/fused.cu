@@ -369,6 +369,18 @@ __device__ __forceinline__ void inject_stall(int item)
 #endif
 }
 
+/* The same test build (-DMM_FUSED_INJECT_LATE_MATH_US=2000) holds the first warp of each math
+ * warpgroup that long before its register increase, so a CTA's producer with no item reaches
+ * the end of phase 3 first: the registers must still go back only after the barrier there. */
+__device__ __forceinline__ void inject_late_math(void)
+{
+#ifdef MM_FUSED_INJECT_LATE_MATH_US
+    if (threadIdx.x % 128 >= 32) return;
+    const uint64_t start = mm_globaltimer();
+    while (mm_globaltimer() - start < MM_FUSED_INJECT_LATE_MATH_US * 1000ull) __nanosleep(10000);
+#endif
+}
+
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
@@ -780,12 +792,17 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         mm_regs_producer();
         produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
+        inject_late_math();
         mm_regs_math();
         ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
-    mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
+    /* every thread meets before the registers go back: a producer with no item left once reached
+     * its increase (back to the launch split) before two math warps had made theirs, took the
+     * registers those waited for, and the rest of the math waited for them at its barriers: a
+     * deadlock without a clock (fourteenth session, seen under racecheck, found by `make steps`) */
     MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
+    mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
     /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
      * also ends the other CTAs' cross-CTA waits) rather than combine it */
     const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */

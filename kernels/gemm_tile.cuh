@@ -217,7 +217,10 @@ __device__ __forceinline__ void mm_regs_math()
 }
 
 /* Back to the launch split, for a kernel whose later phases run all 384 threads alike: the
- * producer's increase waits until the math warpgroups have given theirs back. */
+ * producer's increase waits until the math warpgroups have given theirs back. Only after a
+ * barrier of all 384 threads that follows every math warp's mm_regs_math: else a producer done
+ * early can take the registers a late math warp's increase still waits for, and that warp never
+ * reaches the math's barriers (a hang no clock bounds; fused.cu). */
 __device__ __forceinline__ void mm_regs_restore(bool producer)
 {
     if (producer) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MM_LAUNCH_REGS));

@@ -61,7 +61,8 @@ if command -v compute-sanitizer >/dev/null; then
     done
 fi
 # a stalled pipeline (a test build: item 0's producer sleeps 12 s after publishing it, past the
-# math's 10 s stage wait) ends as a fused-pipeline TIMEOUT naming the wait (exit 4), not a hang
+# math's 10 s stage wait; and two math warps per CTA start 2 ms late, after the producers of CTAs
+# without items are done) ends as a fused-pipeline TIMEOUT naming the wait (exit 4), not a hang
 if step build-inject make -j16 "${cjson[@]}" inject; then
     expect_rc 4 fused-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes fused --timeout-ms 60000
     grep -q "fused-pipeline: CTA [0-9]*'s stage full" "$logs/fused-stall-injected.log" ||
