@@ -60,6 +60,9 @@
  * with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the
  * producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
+ * The only waits without a clock are the barriers, which every thread of a role reaches on the
+ * same path, and setmaxnreg.inc: the producer takes its registers back only after a barrier of
+ * all 384 threads that each math warp reaches after its own increase (docs/fused.md).
  * The ring waits inside a CTA are bounded too (10 s; the math's item wait by the timeout + 1 s):
  * the 256 math threads agree on an item wait's outcome before acting on it (a named barrier
  * with an AND), and a CTA in which any ring wait expired records `fused-pipeline` with the wait
