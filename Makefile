@@ -90,12 +90,13 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# A test build whose fused kernel stalls one CTA's producer past the pipeline's wait bound and
-# holds two math warps per CTA before their register increase (kernels/fused.cu inject_stall,
-# inject_late_math): gpu-check expects a named TIMEOUT from it, not a hang.
+# A test build whose fused kernel and grouped GEMM stall one CTA's producer past the pipeline's
+# wait bound, and whose fused kernel holds two math warps per CTA before their register increase
+# (kernels/fused.cu, kernels/gemm.cu: inject_*): gpu-check expects named TIMEOUTs, not hangs.
 inject:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/inject \
-	  NVEXTRA="-DMM_FUSED_INJECT_STALL_MS=12000 -DMM_FUSED_INJECT_LATE_MATH_US=2000" $(BUILD)/inject/megamoe
+	  NVEXTRA="-DMM_FUSED_INJECT_STALL_MS=12000 -DMM_FUSED_INJECT_LATE_MATH_US=2000 -DMM_GEMM_INJECT_STALL_MS=12000" \
+	  $(BUILD)/inject/megamoe
 
 # A diagnostic build whose fused kernel writes each thread's wait to host-mapped words and whose
 # host prints them when a launch has not ended after MM_STEPS_AFTER_S seconds (kernels/gemm_tile.cuh).

@@ -78,11 +78,13 @@ extern "C" cudaError_t mm_launch_swiglu_quant(mm_act_args a, int ctas, cudaStrea
 }
 
 extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
-                                            int local_experts, int sm_count, cudaEvent_t *marks, cudaStream_t stream)
+                                            int local_experts, int sm_count, const mm_comm *comm, cudaEvent_t *marks,
+                                            cudaStream_t stream)
 {
     cudaError_t e;
     mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->w1, w->w1_map, w->s1, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, 2 * m->inter, m->hidden, f->gemm1_out, 1, f->x_map};
+                               f->tile_start, local_experts, 2 * m->inter, m->hidden, f->gemm1_out, 1, f->x_map,
+                               comm->error, comm->abort_flag, comm->peers.rank};
     if ((e = mm_launch_grouped_gemm(g1, sm_count, stream)) != cudaSuccess) return e;
     MM_MARK(0);
     mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
@@ -90,6 +92,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     if ((e = mm_launch_swiglu_quant(act, sm_count * ACT_CTAS_PER_SM, stream)) != cudaSuccess) return e;
     MM_MARK(1);
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, m->hidden, m->inter, f->gemm2_out, 0, f->act_map};
+                               f->tile_start, local_experts, m->hidden, m->inter, f->gemm2_out, 0, f->act_map,
+                               comm->error, comm->abort_flag, comm->peers.rank};
     return mm_launch_grouped_gemm(g2, sm_count, stream);
 }

@@ -51,20 +51,26 @@ __device__ __forceinline__ uint32_t mm_ld_volatile_u32(const uint32_t *p)
     return *(const volatile uint32_t *)p;
 }
 
-/* Records the first failure of this rank. */
-__device__ __forceinline__ void mm_record_failure(const mm_comm &c, uint32_t phase, int peer,
-                                                  uint64_t expected, uint64_t seen)
+/* Records the first failure of this rank (the abort flag elects it). */
+__device__ __forceinline__ void mm_record_failure_to(uint32_t *abort_flag, mm_wait_error *error, int rank,
+                                                     uint32_t phase, int peer, uint64_t expected, uint64_t seen)
 {
-    if (atomicCAS(c.abort_flag, 0u, 1u) != 0u) return;
-    volatile mm_wait_error *e = c.error;
+    if (atomicCAS(abort_flag, 0u, 1u) != 0u) return;
+    volatile mm_wait_error *e = error;
     e->phase = phase;
-    e->rank = c.peers.rank;
+    e->rank = rank;
     e->peer = peer;
     e->expected = expected;
     e->seen = seen;
     __threadfence_system();
     e->code = MM_WAIT_TIMEOUT;
     __threadfence_system();
+}
+
+__device__ __forceinline__ void mm_record_failure(const mm_comm &c, uint32_t phase, int peer, uint64_t expected,
+                                                  uint64_t seen)
+{
+    mm_record_failure_to(c.abort_flag, c.error, c.peers.rank, phase, peer, expected, seen);
 }
 
 __device__ __forceinline__ bool mm_aborted(const mm_comm &c)

@@ -22,6 +22,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "comm.cuh"
 #include "gemm_schedule.h"
 #include "gemm_tile.cuh"
 #include "megamoe_kernels.h"
@@ -77,6 +78,20 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
     }
 }
 
+/* A test build (nvcc -DMM_GEMM_INJECT_STALL_MS=12000, `make inject`) stalls the producer of tile 0
+ * that long after publishing it, past the math's 10 s stage wait: ll and normal must then report
+ * a gemm-pipeline TIMEOUT naming the wait (scripts/gpu-check.sh). */
+__device__ __forceinline__ void inject_stall(int item)
+{
+#ifdef MM_GEMM_INJECT_STALL_MS
+    if (item != 0) return;
+    const uint64_t start = mm_globaltimer();
+    while (mm_globaltimer() - start < MM_GEMM_INJECT_STALL_MS * 1000000ull) __nanosleep(1000000);
+#else
+    (void)item;
+#endif
+}
+
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -128,6 +143,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
+            inject_stall(item);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
@@ -165,8 +181,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         if (mm_math_thread() % 128 < 64) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     /* neither CTA of a pair leaves while the other may still arrive on its barriers or write its
-     * stages */
+     * stages; and every thread's ring waits are over before thread 0 reads whether one expired */
     if (pair) mm_cluster_sync();
+    else __syncthreads();
+    if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
+        mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
 }
 
 /* One thread block computes the tile prefix on the device: no host sync between the count and

@@ -52,6 +52,7 @@ typedef enum {
     MM_PHASE_FUSED_GEMM1,  /* fused: a GEMM2 tile waiting for its GEMM1 tiles (this rank) */
     MM_PHASE_FUSED_COMBINE, /* fused: waiting for a peer's combine rows */
     MM_PHASE_FUSED_PIPELINE, /* fused: a CTA's own shared-memory pipeline (expected: mm_pipe_wait, seen: the CTA) */
+    MM_PHASE_GEMM_PIPELINE, /* the grouped GEMM of ll and normal: the same, in one of its CTAs */
     MM_PHASE_COUNT
 } mm_phase;
 
@@ -171,6 +172,12 @@ typedef struct {
     void *out;                 /* [rows][N] */
     int out_fp32;              /* 0: BF16, 1: FP32 */
     const void *a_map;         /* mm_rows_map_create(a, rows, K), or NULL: rows gathered by cp.async */
+    /* where a CTA whose pipeline wait expired reports it (as MM_PHASE_GEMM_PIPELINE; the first
+     * failure of the rank wins); NULL (`megamoe gemm`): not reported, the output is then wrong,
+     * which that subcommand's comparison with cuBLASLt catches */
+    mm_wait_error *error;
+    uint32_t *abort_flag;
+    int rank;
 } mm_grouped_gemm_args;
 
 /* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
@@ -246,9 +253,11 @@ typedef struct {
     } while (0)
 
 /* GEMM1, act, GEMM2 on `local_experts` experts; marks: NULL, or 2 events recorded after GEMM1
- * and after act (the caller marks GEMM2's end with what follows it). */
+ * and after act (the caller marks GEMM2's end with what follows it); comm: where the GEMMs report
+ * an expired pipeline wait. */
 cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
-                                 int local_experts, int sm_count, cudaEvent_t *marks, cudaStream_t stream);
+                                 int local_experts, int sm_count, const mm_comm *comm, cudaEvent_t *marks,
+                                 cudaStream_t stream);
 
 /* Where a mode's exchange region (layout.h mm_layout_exchange_sym: ll and fused) sits in every
  * rank's symmetric buffer: its offset from the buffer's base, its parts' offsets within it, and

@@ -67,6 +67,10 @@ if step build-inject make -j16 "${cjson[@]}" inject; then
     expect_rc 4 fused-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes fused --timeout-ms 60000
     grep -q "fused-pipeline: CTA [0-9]*'s stage full" "$logs/fused-stall-injected.log" ||
         { echo "  fused-stall-injected: no fused-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+    # the grouped GEMM of ll (and normal) in the same build: tile 0's producer stalls 12 s
+    expect_rc 4 gemm-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes ll --timeout-ms 60000
+    grep -q "gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-stall-injected.log" ||
+        { echo "  gemm-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
 else
     fail=1
 fi

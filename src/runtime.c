@@ -18,7 +18,7 @@ const char *phase_name(uint32_t phase)
     static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync",
                                                       "ll-dispatch", "ll-combine",
                                                       "fused-dispatch", "fused-gemm1",
-                                                      "fused-combine", "fused-pipeline"};
+                                                      "fused-combine", "fused-pipeline", "gemm-pipeline"};
     return phase < MM_PHASE_COUNT ? names[phase] : "unknown";
 }
 
@@ -247,7 +247,7 @@ mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len)
     volatile mm_wait_error *e = rt->error_host;
     if (what && len) what[0] = '\0';
     if (e->code == 0) return MM_OK;
-    if (e->phase == MM_PHASE_FUSED_PIPELINE)
+    if (e->phase == MM_PHASE_FUSED_PIPELINE || e->phase == MM_PHASE_GEMM_PIPELINE)
         mm_fmt(what, len, "rank %d timed out in %s: CTA %llu's %s wait expired (a kernel bug, or a stalled GPU)",
                e->rank, phase_name(e->phase), (unsigned long long)e->seen, pipe_wait_name(e->expected));
     else if (e->peer >= 0)
