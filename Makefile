@@ -92,10 +92,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HEADERS)
 
 # A test build whose fused kernel and grouped GEMM stall one CTA's producer past the pipeline's
 # wait bound, and whose fused kernel holds two math warps per CTA before their register increase
-# (kernels/fused.cu, kernels/gemm.cu: inject_*): gpu-check expects named TIMEOUTs, not hangs.
+# (kernels/comm.cuh mm_inject_stall, kernels/fused.cu inject_late_math): gpu-check expects named
+# TIMEOUTs, not hangs.
 inject:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/inject \
-	  NVEXTRA="-DMM_FUSED_INJECT_STALL_MS=12000 -DMM_FUSED_INJECT_LATE_MATH_US=2000 -DMM_GEMM_INJECT_STALL_MS=12000" \
+	  NVEXTRA="-DMM_INJECT_STALL_MS=12000 -DMM_FUSED_INJECT_LATE_MATH_US=2000" \
 	  $(BUILD)/inject/megamoe
 
 # A diagnostic build whose fused kernel writes each thread's wait to host-mapped words and whose

@@ -51,6 +51,27 @@ __device__ __forceinline__ uint32_t mm_ld_volatile_u32(const uint32_t *p)
     return *(const volatile uint32_t *)p;
 }
 
+/* Test builds (`make inject`) only: this thread sleeps `ns` by the global timer, in naps of
+ * `nap_ns`, so that a wait elsewhere expires on purpose. */
+__device__ __forceinline__ void mm_test_sleep(uint64_t ns, unsigned nap_ns)
+{
+    const uint64_t start = mm_globaltimer();
+    while (mm_globaltimer() - start < ns) __nanosleep(nap_ns);
+}
+
+/* Test build (nvcc -DMM_INJECT_STALL_MS=12000, `make inject`): the producer that published item
+ * (tile) 0 of the fused kernel or of a grouped GEMM sleeps that long, past the math's 10 s stage
+ * wait, so the launch must end with a fused-pipeline / gemm-pipeline TIMEOUT naming that wait,
+ * not hang (scripts/gpu-check.sh runs both). */
+__device__ __forceinline__ void mm_inject_stall(int item)
+{
+#ifdef MM_INJECT_STALL_MS
+    if (item == 0) mm_test_sleep(MM_INJECT_STALL_MS * 1000000ull, 1000000);
+#else
+    (void)item;
+#endif
+}
+
 /* Records the first failure of this rank (the abort flag elects it). */
 __device__ __forceinline__ void mm_record_failure_to(uint32_t *abort_flag, mm_wait_error *error, int rank,
                                                      uint32_t phase, int peer, uint64_t expected, uint64_t seen)

@@ -358,29 +358,13 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
-/* A test build (nvcc -DMM_FUSED_INJECT_STALL_MS=12000, `make inject`) stalls the producer that
- * claimed item 0 that long after publishing it, past the math's 10 s stage wait: the launch must
- * end with a fused-pipeline TIMEOUT naming that wait, not hang (scripts/gpu-check.sh runs it). */
-__device__ __forceinline__ void inject_stall(int item)
-{
-#ifdef MM_FUSED_INJECT_STALL_MS
-    if (item != 0) return;
-    const uint64_t start = mm_globaltimer();
-    while (mm_globaltimer() - start < MM_FUSED_INJECT_STALL_MS * 1000000ull) __nanosleep(1000000);
-#else
-    (void)item;
-#endif
-}
-
 /* The same test build (-DMM_FUSED_INJECT_LATE_MATH_US=2000) holds the first warp of each math
  * warpgroup that long before its register increase, so a CTA's producer with no item reaches
  * the end of phase 3 first: the registers must still go back only after the barrier there. */
 __device__ __forceinline__ void inject_late_math(void)
 {
 #ifdef MM_FUSED_INJECT_LATE_MATH_US
-    if (threadIdx.x % 128 >= 32) return;
-    const uint64_t start = mm_globaltimer();
-    while (mm_globaltimer() - start < MM_FUSED_INJECT_LATE_MATH_US * 1000ull) __nanosleep(10000);
+    if (threadIdx.x % 128 < 32) mm_test_sleep(MM_FUSED_INJECT_LATE_MATH_US * 1000ull, 10000);
 #endif
 }
 
@@ -434,7 +418,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
-            inject_stall(item);
+            mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
             continue;
         }
@@ -443,7 +427,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
         mm_item_publish(ring_items, n);
-        inject_stall(item);
+        mm_inject_stall(item);
         mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
         if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
             b.row0 += a.m.inter;

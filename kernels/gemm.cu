@@ -78,20 +78,6 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
     }
 }
 
-/* A test build (nvcc -DMM_GEMM_INJECT_STALL_MS=12000, `make inject`) stalls the producer of tile 0
- * that long after publishing it, past the math's 10 s stage wait: ll and normal must then report
- * a gemm-pipeline TIMEOUT naming the wait (scripts/gpu-check.sh). */
-__device__ __forceinline__ void inject_stall(int item)
-{
-#ifdef MM_GEMM_INJECT_STALL_MS
-    if (item != 0) return;
-    const uint64_t start = mm_globaltimer();
-    while (mm_globaltimer() - start < MM_GEMM_INJECT_STALL_MS * 1000000ull) __nanosleep(1000000);
-#else
-    (void)item;
-#endif
-}
-
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -143,7 +129,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
-            inject_stall(item);
+            mm_inject_stall(item);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
