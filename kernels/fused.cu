@@ -634,7 +634,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     for (uint32_t n = 0;; n++) {
         const fused_item *it = &slots[n & 1];
         /* the 256 math threads agree: one that gave up alone would leave the others at the
-         * epilogue's named barrier for ever (under racecheck this was a hang, sessions 11-13) */
+         * epilogue's named barrier for ever */
         if (!mm_named_barrier_and(MM_BAR_CONSUMER, MM_CONSUMER_THREADS, mm_item_wait_ready(ring_items, n, limit))) {
             /* at once: the abort flag stops the claims and the other CTAs' waits on this one */
             if (mm_math_thread() == 0) record_pipeline_failure(a.comm);
@@ -925,6 +925,7 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
 #ifdef MM_STEPS
     if (!steps_host || steps_words < ctas * MM_TILE_THREADS) {
         void *dev = NULL;
+        if (steps_host) cudaFreeHost(steps_host);
         cudaError_t e = cudaHostAlloc((void **)&steps_host, (size_t)ctas * MM_TILE_THREADS * 4, cudaHostAllocMapped);
         if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev, steps_host, 0);
         if (e == cudaSuccess) e = cudaMemcpyToSymbol(mm_steps, &dev, sizeof dev);

@@ -309,7 +309,7 @@ __device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
 /* Set once a pipeline wait of this CTA expired, to the mm_pipe_wait that did (mm_tile_pipe_init
  * clears it): the CTA's other waits then give up at their next clock check, so a broken pipeline
  * costs one expiry, not one per K block and item (a Flash item alone has 32 blocks: minutes,
- * i.e. a hang). A kernel that can report reads it at its end (the fused kernel does). */
+ * i.e. a hang). The fused kernel and the grouped GEMM read it at their end and report it. */
 static __shared__ uint32_t mm_stage_wait_expired;
 
 /* Waits until the barrier's phase with this parity completed; false after `limit_ns`, or soon
