@@ -15,19 +15,21 @@
 
 const char *phase_name(uint32_t phase)
 {
-    static const char *const names[MM_PHASE_COUNT] = {"none", "barrier", "grid-sync",
-                                                      "ll-dispatch", "ll-combine",
-                                                      "fused-dispatch", "fused-gemm1",
-                                                      "fused-combine", "fused-pipeline", "gemm-pipeline"};
+    static const char *const names[] = {"none", "barrier", "grid-sync", "ll-dispatch", "ll-combine",
+                                        "fused-dispatch", "fused-gemm1", "fused-combine", "fused-pipeline",
+                                        "gemm-pipeline"};
+    /* a phase added without its name would print NULL */
+    _Static_assert(sizeof names / sizeof names[0] == MM_PHASE_COUNT, "a name per mm_phase");
     return phase < MM_PHASE_COUNT ? names[phase] : "unknown";
 }
 
 const char *pipe_wait_name(uint64_t wait)
 {
-    static const char *const names[MM_PIPE_WAIT_COUNT] = {"none", "stage full (math waiting for operands)",
-                                                          "stage empty (producer waiting for the math)",
-                                                          "item slot free (producer waiting for the math)",
-                                                          "item ready (math waiting for the producer)"};
+    static const char *const names[] = {"none", "stage full (math waiting for operands)",
+                                        "stage empty (producer waiting for the math)",
+                                        "item slot free (producer waiting for the math)",
+                                        "item ready (math waiting for the producer)"};
+    _Static_assert(sizeof names / sizeof names[0] == MM_PIPE_WAIT_COUNT, "a name per mm_pipe_wait");
     return wait < MM_PIPE_WAIT_COUNT ? names[wait] : "unknown";
 }
 
