@@ -365,7 +365,7 @@ static void print_row(FILE *f, const scenario_result *r)
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
     const char *labels[4] = {"reference", "fused", "normal", "ll"};
     for (int i = 0; i < 4; i++)
-        if (cells[i]->status == ROW_FAIL || cells[i]->status == ROW_TIMEOUT || cells[i]->status == ROW_ERROR)
+        if (row_status_exit(cells[i]->status) != MM_OK) /* FAIL, TIMEOUT, ERROR */
             fprintf(f, "    %s: %s\n", labels[i], cells[i]->note[0] ? cells[i]->note : row_status_name(cells[i]->status));
 }
 
