@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all inject steps deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all inject steps trace deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -103,6 +103,11 @@ inject:
 # host prints them when a launch has not ended after MM_STEPS_AFTER_S seconds (kernels/gemm_tile.cuh).
 steps:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/steps NVEXTRA=-DMM_STEPS $(BUILD)/steps/megamoe
+
+# A diagnostic build whose fused --breakdown calls also print the counts hand-off's steps and write
+# each CTA's first items' times to $$MM_TRACE_ITEMS_FILE.<rank> (kernels/megamoe_kernels.h).
+trace:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/trace NVEXTRA=-DMM_FUSED_TRACE $(BUILD)/trace/megamoe
 
 deps:
 	scripts/install-deps.sh

@@ -166,6 +166,19 @@ __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
     if (i < MM_FUSED_STAMPS && a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
+/* MM_FUSED_TRACE builds: field f of this CTA's n-th item (megamoe_kernels.h); nothing (not even
+ * the clock read) in other builds. */
+enum { TRACE_ITEM, TRACE_CLAIMED, TRACE_ROWS_READY, TRACE_ISSUED, TRACE_MATH_TOOK, TRACE_EPILOGUE_DONE };
+#ifdef MM_FUSED_TRACE
+#define TRACE_ITEM_AT(a, n, field, v)                                                                         \
+    do {                                                                                                      \
+        if ((a).stamps && (n) < MM_FUSED_TRACE_ITEMS)                                                         \
+            (a).stamps[blockIdx.x * MM_FUSED_STAMPS + MM_FUSED_COUNT_STAMPS + (n) * MM_FUSED_ITEM_FIELDS + (field)] = (v); \
+    } while (0)
+#else
+#define TRACE_ITEM_AT(a, n, field, v) ((void)0)
+#endif
+
 /* --breakdown, from the first math thread (the GEMM1 -> GEMM2 boundary is the math's). */
 __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 {
@@ -384,6 +397,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_item_wait_free(ring_items, n);
         if (threadIdx.x == 0) {
             int item = next;
+            TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
+            TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
             if (item < sc.items)
                 next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
@@ -393,6 +408,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
             }
+            TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
             *claim_s = item;
         }
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
@@ -420,6 +436,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
+            if (threadIdx.x == 0) TRACE_ITEM_AT(a, n, TRACE_ISSUED, mm_globaltimer());
             continue;
         }
         /* the first block goes out before the item is published (a GEMM2 item's loads do not
@@ -434,6 +451,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             b.scale += (size_t)sc.ib_count * sc.hb_count;
             mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
+        if (threadIdx.x == 0) TRACE_ITEM_AT(a, n, TRACE_ISSUED, mm_globaltimer());
     }
 }
 
@@ -642,6 +660,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         }
         const int item = it->item;
         if (item < 0) return item == ITEM_END;
+        if (mm_math_thread() == 0) TRACE_ITEM_AT(a, n, TRACE_MATH_TOOK, mm_globaltimer());
         float acc[MM_TILE_ACC];
         const bool is_gemm1 = it->is_gemm1;
         const int k = is_gemm1 ? a.m.hidden : a.m.inter, rows = it->rows;
@@ -685,6 +704,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
                 gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
             }
         }
+        if (mm_math_thread() == 0) TRACE_ITEM_AT(a, n, TRACE_EPILOGUE_DONE, mm_globaltimer());
         mm_item_release(ring_items, n);
     }
 }

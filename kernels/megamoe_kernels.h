@@ -334,9 +334,15 @@ typedef struct {
     unsigned long long *stamps;
 } mm_fused_args;
 #define MM_FUSED_PHASE_STAMPS 6
-#define MM_FUSED_TRACE_STAMPS 11
+#define MM_FUSED_COUNT_STAMPS 11 /* the phases, then the counts hand-off's steps */
+/* the first MM_FUSED_TRACE_ITEMS GEMM items of each CTA: {item, claimed, rows ready (a GEMM2
+ * item's gemm1_done seen), loads issued, math took it, epilogue done} */
+#define MM_FUSED_TRACE_ITEMS 16
+#define MM_FUSED_ITEM_FIELDS 6
+#define MM_FUSED_TRACE_STAMPS (MM_FUSED_COUNT_STAMPS + MM_FUSED_TRACE_ITEMS * MM_FUSED_ITEM_FIELDS)
 /* Stamps per CTA as the kernel was built: MM_FUSED_PHASE_STAMPS, or in a diagnostic build
- * (nvcc -DMM_FUSED_TRACE) MM_FUSED_TRACE_STAMPS: the counts hand-off's steps too. */
+ * (nvcc -DMM_FUSED_TRACE, `make trace`) MM_FUSED_TRACE_STAMPS: the counts hand-off's steps and
+ * the items' times too. */
 int mm_fused_stamps_per_cta(void);
 
 /* Dynamic shared memory of the fused kernel for a shape; raises the kernel's limit and returns

@@ -101,7 +101,7 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
 
 /* Diagnostic builds: the counts hand-off's steps on this rank, us after the first CTA's start
  * (and that start's raw globaltimer, to line up the ranks where the GPUs' timers agree). */
-static void trace_counts(const unsigned long long *t, int ctas, int rank)
+static void trace_counts(const unsigned long long *t, int ctas, int rank, int tokens)
 {
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < ctas; c++)
@@ -109,7 +109,7 @@ static void trace_counts(const unsigned long long *t, int ctas, int rank)
     static const char *const name[] = {"start", "sent", "counts", "gemm1", "gemm2", "combine",
                                        "stored", "elected", "published", "seen-last", "read-all"};
     fprintf(stderr, "trace rank %d t0 %llu:", rank, t0);
-    for (int i = 1; i < MM_FUSED_TRACE_STAMPS; i++) {
+    for (int i = 1; i < MM_FUSED_COUNT_STAMPS; i++) {
         unsigned long long lo = ~0ull, hi = 0;
         for (int c = 0; c < ctas; c++) {
             const unsigned long long v = t[(size_t)c * MM_FUSED_TRACE_STAMPS + i];
@@ -120,6 +120,25 @@ static void trace_counts(const unsigned long long *t, int ctas, int rank)
         if (hi) fprintf(stderr, " %s %.1f-%.1f", name[i], (double)(lo - t0) / 1e3, (double)(hi - t0) / 1e3);
     }
     fprintf(stderr, "\n");
+    /* the items' times, appended to $MM_TRACE_ITEMS_FILE.<rank> as CSV (us after t0; -1: not reached) */
+    const char *path = getenv("MM_TRACE_ITEMS_FILE");
+    if (!path) return;
+    char name_r[512];
+    snprintf(name_r, sizeof name_r, "%s.%d", path, rank);
+    FILE *f = fopen(name_r, "a");
+    if (!f) return;
+    static int call;
+    call++;
+    for (int c = 0; c < ctas; c++)
+        for (int n = 0; n < MM_FUSED_TRACE_ITEMS; n++) {
+            const unsigned long long *r = t + (size_t)c * MM_FUSED_TRACE_STAMPS + MM_FUSED_COUNT_STAMPS + (size_t)n * MM_FUSED_ITEM_FIELDS;
+            if (!r[1]) break;
+            fprintf(f, "%d,%d,%d,%d,%llu", tokens, call, c, n, r[0]);
+            for (int i = 1; i < MM_FUSED_ITEM_FIELDS; i++)
+                fprintf(f, ",%.2f", r[i] ? ((double)r[i] - (double)t0) / 1e3 : -1.0);
+            fprintf(f, "\n");
+        }
+    fclose(f);
 }
 
 /* One call with per-CTA timestamps: the critical path split at the phase boundaries (each
@@ -141,7 +160,7 @@ mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, c
         mm_launch_fused(a, st->ctas, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess ||
         cudaMemcpy(host, st->stamps, count * sizeof *host, cudaMemcpyDeviceToHost) != cudaSuccess)
         s = MM_RUNTIME;
-    if (s == MM_OK && stride == MM_FUSED_TRACE_STAMPS) trace_counts(host, st->ctas, st->rt->rank);
+    if (s == MM_OK && stride == MM_FUSED_TRACE_STAMPS) trace_counts(host, st->ctas, st->rt->rank, io->tokens);
     if (s == MM_OK) {
         /* the phase boundaries: the first MM_FUSED_PHASE_STAMPS of each CTA's */
         for (int c = 0; c < st->ctas; c++)
