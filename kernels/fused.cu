@@ -20,8 +20,9 @@
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
  *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
  *                   blocks when the tiles are large).
- *                   Producer warpgroup: claims items from a local atomic (one claim ahead),
- *                   describes each in a slot of the two-slot item ring (row table, row metas,
+ *                   Producer warpgroup: claims items from a local atomic (the next one once
+ *                   the current one's loads are issued), describes each in a slot of the
+ *                   two-slot item ring (row table, row metas,
  *                   rows, tile, dual), and streams its K blocks into the stage ring (TMA for the
  *                   weight blocks; A by TMA for GEMM2, gathered by cp.async for GEMM1; cp.async
  *                   for the scales; full/empty mbarriers), running ahead across passes and items.
@@ -371,6 +372,13 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
+/* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
+ * end when the call is aborting. */
+__device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_schedule &sc)
+{
+    return mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
+}
+
 /* The same test build (-DMM_FUSED_INJECT_LATE_MATH_US=2000) holds the first warp of each math
  * warpgroup that long before its register increase, so a CTA's producer with no item reaches
  * the end of phase 3 first: the registers must still go back only after the barrier there. */
@@ -389,9 +397,13 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = {0, 0};
-    /* thread 0 claims one item ahead: the atomic's round trip overlaps the current item's loads */
+    /* thread 0 claims the next item once the current one's loads are all issued (below): the
+     * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
+     * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
+     * bound every item to a CTA at the start of a decode call: CTAs ran two GEMM2 items one
+     * after the other while others, their GEMM1 item done, had nothing left; fifteenth session.) */
     int next = 0;
-    if (threadIdx.x == 0) next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
+    if (threadIdx.x == 0) next = claim_item(a, sc);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
         mm_item_wait_free(ring_items, n);
@@ -399,8 +411,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
-            if (item < sc.items)
-                next = mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
@@ -436,22 +446,24 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
-            if (threadIdx.x == 0) TRACE_ITEM_AT(a, n, TRACE_ISSUED, mm_globaltimer());
-            continue;
+        } else {
+            /* the first block goes out before the item is published (a GEMM2 item's loads do not
+             * wait for the meta; the math is still busy with the previous item) */
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
+            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+            mm_item_publish(ring_items, n);
+            mm_inject_stall(item);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
+            if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
+                b.row0 += a.m.inter;
+                b.scale += (size_t)sc.ib_count * sc.hb_count;
+                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            }
         }
-        /* the first block goes out before the item is published (a GEMM2 item's loads do not
-         * wait for the meta; the math is still busy with the previous item) */
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
-        it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-        mm_item_publish(ring_items, n);
-        mm_inject_stall(item);
-        mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
-        if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
-            b.row0 += a.m.inter;
-            b.scale += (size_t)sc.ib_count * sc.hb_count;
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+        if (threadIdx.x == 0) {
+            TRACE_ITEM_AT(a, n, TRACE_ISSUED, mm_globaltimer());
+            next = claim_item(a, sc);
         }
-        if (threadIdx.x == 0) TRACE_ITEM_AT(a, n, TRACE_ISSUED, mm_globaltimer());
     }
 }
 
