@@ -298,10 +298,12 @@ static mm_status check_stable(bench_state *b, const mm_config *cfg, mm_row *row)
     return MM_OK;
 }
 
-/* --breakdown: the mode's stages over MM_BREAKDOWN_CALLS instrumented calls (each after a
- * line-up barrier), median per stage, then the slowest rank's. Collective. */
+/* --breakdown: the mode's stages over MM_BREAKDOWN_CALLS instrumented calls, each after the
+ * same L2 flush and line-up barrier as a timed call (a flush's dirty lines are written back
+ * during the call that follows it: without it the stages would describe a faster call than the
+ * one timed), median per stage, then the slowest rank's. Collective. */
 #define MM_BREAKDOWN_CALLS 9
-static mm_status breakdown_row(bench_state *b, step_ctx *ctx, mm_row *row)
+static mm_status breakdown_row(bench_state *b, int l2_flush, step_ctx *ctx, mm_row *row)
 {
     mm_runtime *rt = &b->rt;
     const mm_mode_ops *ops = mode_ops(ctx->mode);
@@ -311,7 +313,8 @@ static mm_status breakdown_row(bench_state *b, step_ctx *ctx, mm_row *row)
     char what[256] = "";
     mm_status local = MM_OK;
     for (int c = 0; c < MM_BREAKDOWN_CALLS && local == MM_OK; c++) {
-        local = runtime_device_barrier(rt);
+        if (l2_flush != MM_L2_FLUSH_OFF) local = runtime_flush_l2(rt, l2_flush, c);
+        if (local == MM_OK) local = runtime_device_barrier(rt);
         if (local == MM_OK) local = ops->stages(b->mode_state[ctx->mode], &ctx->io, rt->stream, names, us[c], &n);
         if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
     }
@@ -435,7 +438,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             if (s == MM_OK && o->check && row->diff.has_diff && (row->status == ROW_OK || row->status == ROW_FAIL))
                 s = check_stable(b, cfg, row);
             if (s == MM_OK && o->breakdown && mode_ops((mm_mode)m)->stages && row->status == ROW_OK)
-                s = breakdown_row(b, &ctxs[m], row);
+                s = breakdown_row(b, o->l2_flush, &ctxs[m], row);
         }
         for (int m = 0; m < MODE_COUNT && s == MM_OK && rt->rank == 0; m++) {
             if (!(o->modes & (1u << m))) continue;
