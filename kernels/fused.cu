@@ -315,46 +315,6 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
-/* Where an item is: its row tile, its weight block (GEMM1: 128-block of I; GEMM2: of H), the
- * expert and the tile's valid rows; from the schedule alone. */
-typedef struct {
-    int tile, block, expert, row_tile, rows, is_gemm1;
-} item_place;
-
-__device__ __forceinline__ item_place place_item(const mm_fused_args &a, const fused_schedule &sc, int item)
-{
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
-    item_place p;
-    p.is_gemm1 = item < sc.gemm1_items;
-    p.tile = p.is_gemm1 ? item / sc.ib_count : mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-    p.block = p.is_gemm1 ? item % sc.ib_count : mm_fused_gemm2_block(item - sc.gemm1_items, sc.h_items, sc.h_width);
-    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, p.tile);
-    p.expert = t.expert;
-    p.row_tile = t.row_tile;
-    int expert_rows = 0;
-    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
-    const int rows = expert_rows - t.row_tile * MM_GEMM_BM;
-    p.rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-    return p;
-}
-
-/* An item's (first) weight block: GEMM1 the gate rows of its I block (up is a.m.inter rows and
- * ib_count * hb_count scales further); GEMM2 its H block (a pair's second 128 rows further). */
-__device__ __forceinline__ mm_tile_b item_weights(const mm_fused_args &a, const fused_schedule &sc, const item_place &p)
-{
-    mm_tile_b b;
-    if (p.is_gemm1) {
-        b.map = a.w.w1_map;
-        b.row0 = p.expert * 2 * a.m.inter + p.block * 128;
-        b.scale = a.w.s1 + ((size_t)p.expert * 2 * sc.ib_count + p.block) * (a.m.hidden / 128);
-    } else {
-        b.map = a.w.w2_map;
-        b.row0 = p.expert * a.m.hidden + p.block * 128;
-        b.scale = a.w.s2 + ((size_t)p.expert * sc.hb_count + p.block) * sc.ib_count;
-    }
-    return b;
-}
-
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -362,62 +322,54 @@ __device__ __forceinline__ mm_tile_b item_weights(const mm_fused_args &a, const 
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
-    const int ranks = a.comm.peers.ranks, pt = threadIdx.x;
-    const item_place p = place_item(a, sc, item);
-    const int le = p.expert, rows = p.rows, tile = p.tile;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = threadIdx.x;
+    const bool is_gemm1 = item < sc.gemm1_items;
+    const int tile = is_gemm1 ? item / sc.ib_count : mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
+    const int block = is_gemm1 ? item % sc.ib_count : mm_fused_gemm2_block(item - sc.gemm1_items, sc.h_items, sc.h_width);
+    mm_tile t = mm_tile_locate(sc.tile_start, el, 1, tile);
+    const int le = t.expert;
+    int expert_rows = 0;
+    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[le * ranks + q];
+    int rows = expert_rows - t.row_tile * MM_GEMM_BM;
+    rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
     /* act is compact: row tile `tile` (flat over the experts) at rows 128 * tile */
     const size_t act_row0 = (size_t)tile * MM_GEMM_BM;
 
     int r;
-    const int s = mm_sender_row(sc.cnt + le * ranks, ranks, p.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
+    const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
     const wire_meta *metas = (const wire_meta *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_meta);
     /* written by other ranks and CTAs: read at L2, after the counts' acquire */
     *meta = __ldcg((const int4 *)(metas + ((size_t)le * ranks + s) * a.m.max_tokens + r));
-    *b = item_weights(a, sc, p);
-    if (p.is_gemm1) {
+    if (is_gemm1) {
         const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
                              ((size_t)s * a.m.max_tokens + meta->y) * a.x.row_bytes;
         *am = mm_tile_a_map{NULL, 0, 0}; /* gathered: a token's row serves all its experts here */
         it->tab.row[pt] = row;
         it->tab.scale[pt] = (const float *)(row + a.m.hidden);
+        b->map = a.w.w1_map;
+        b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
+        b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
         *k = a.m.hidden;
     } else {
         *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
         size_t ar = act_row0 + (pt < rows ? pt : 0);
         it->tab.row[pt] = a.act + ar * a.m.inter;
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
+        b->map = a.w.w2_map;
+        b->row0 = le * a.m.hidden + block * 128;
+        b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         *k = a.m.inter;
     }
     if (pt == 0) {
         it->item = item;
         it->rows = rows;
         it->tile = tile;
-        it->block = p.block;
-        it->is_gemm1 = p.is_gemm1;
-        it->dual = mm_fused_dual(p.is_gemm1, rows, sc.large, sc.h_width);
-        it->compact = mm_fused_compact(p.is_gemm1, rows, sc.h_width);
+        it->block = block;
+        it->is_gemm1 = is_gemm1;
+        it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
+        it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
     }
-}
-
-/* Thread 0 of the producer, as it takes an item: the weight blocks of the item's first K blocks
- * go out at once (mm_tile_stage_weights), before the row metas are read and, for a GEMM2 item,
- * before its row tile's GEMM1 items are done: at decode sizes several microseconds of weight
- * streaming the CTA would otherwise spend waiting. Forms with one stage per K block only
- * (compact pairs, single blocks); returns the K blocks staged. */
-__device__ __forceinline__ int stage_item_weights(const mm_fused_args &a, const fused_schedule &sc, int item,
-                                                  uint8_t *stages, mm_tile_pipe *pipe, const mm_ring &ring)
-{
-    const item_place p = place_item(a, sc, item);
-    const bool dual = mm_fused_dual(p.is_gemm1, p.rows, sc.large, sc.h_width);
-    const bool compact = mm_fused_compact(p.is_gemm1, p.rows, sc.h_width);
-    if (dual && !compact) return 0;
-#ifdef EXP_NOSTAGE
-    return 0;
-#endif
-    const int second_rows = p.is_gemm1 ? a.m.inter : MM_GEMM_BN;
-    const int kblocks = (p.is_gemm1 ? a.m.hidden : a.m.inter) / MM_GEMM_BK;
-    return mm_tile_stage_weights(stages, pipe, ring, item_weights(a, sc, p), second_rows, compact, kblocks);
 }
 
 /* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
@@ -444,7 +396,6 @@ __device__ __forceinline__ void inject_late_math(void)
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
-    /* claim_s[0]: the item thread 0 took; claim_s[1]: its K blocks whose weights it staged */
     mm_ring ring = {0, 0};
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
@@ -460,23 +411,18 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
-            int staged = item < sc.items ? stage_item_weights(a, sc, item, stages, pipe, ring) : 0;
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-                if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1)) {
-                    mm_tile_unstage_weights(pipe, ring, staged);
-                    staged = 0;
+                if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
                     item = ITEM_ABORT;
-                }
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
-            claim_s[0] = item;
-            claim_s[1] = staged;
+            *claim_s = item;
         }
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-        const int item = claim_s[0], staged = claim_s[1];
+        const int item = *claim_s;
         if (item >= sc.items || item == ITEM_ABORT) {
             if (threadIdx.x == 0) it->item = item == ITEM_ABORT ? ITEM_ABORT : ITEM_END;
             mm_item_publish(ring_items, n);
@@ -495,24 +441,19 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, staged > 0);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            const int from = staged > 1 ? staged : 1;
-            if (staged > 1)
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, staged, compact, true);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, from, kblocks, compact);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, staged > 0);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            const int from = staged > 1 ? staged : 1;
-            if (staged > 1) mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, staged, 0, 0, false, true);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, from, kblocks);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
@@ -786,14 +727,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ fused_item slots[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
-    __shared__ int claim_s[2];
+    __shared__ int claim_s;
     __shared__ cub::WarpScan<int>::TempStorage warp_scan;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
-    const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's, until phase 3 */
+    const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
@@ -817,12 +758,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
          * each slot is still checked below */
         if (threadIdx.x == 0)
             for (int s = 0; s < ranks && good; s++)
-                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, s);
+                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
         stamp(a, MM_FUSED_PHASE_STAMPS + 3);
         MM_STEP(0x1006);
         if (!__syncthreads_and(good)) return steps_gone();
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
-            if (!mm_wait_geq(a.comm, slot_words + i, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
+            if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
                 break;
             }
@@ -868,7 +809,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, claim_s);
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
         mm_regs_math();
@@ -881,9 +822,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
-    /* read again, not kept in registers across phase 3 (where the producer has 64): the state's
-     * epoch changes only in phase 6, after every CTA has left phase 5 */
-    const uint64_t epoch = *(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1;
     /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
      * also ends the other CTAs' cross-CTA waits) rather than combine it */
     const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */

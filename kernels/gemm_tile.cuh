@@ -448,8 +448,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                bool staged = false)
+                                                int second_rows = 0, int second_scales = 0, bool compact = false)
 {
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
@@ -466,10 +465,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
-    /* staged: mm_tile_stage_weights already waited for these blocks' stages and sent their
-     * weight block(s), whose bytes `full` expects (a whole range, so each call site compiles
-     * without a per-block test) */
-    const unsigned b_tx = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE;
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -491,10 +486,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
          * form, which a decode tile's latency-bound stream lacks */
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
-        if (!staged) mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
+        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(staged ? tx_bytes - b_tx : tx_bytes)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
             if (a_tma && am.pair)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -507,7 +502,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            if (!staged) mm_tile_tma_b(sb, b, kb, full);
+            mm_tile_tma_b(sb, b, kb, full);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -523,7 +518,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* compact: the second block into this stage's A area, after the arrivals (the expected
          * bytes above keep the phase open until it lands; issued here, the producer's registers
          * suffice) */
-        if (compact && pt == 0 && !staged) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
+        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
         if (second_rows && !compact)
             mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
@@ -715,48 +710,9 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
-                                                     int kb_begin, int kb_end, bool compact = false, bool staged = false)
+                                                     int kb_begin, int kb_end, bool compact = false)
 {
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, staged);
-}
-
-/* Thread 0 of the producer, ahead of an item's description (and, in the fused kernel, of the wait
- * for its rows): the weight block(s) of its first K blocks, which depend on nothing but the item,
- * into the next stages of the ring (walked on a copy of `ring`), their bytes expected on `full`
- * without an arrival, so no stage can complete before mm_tile_produce (called with `staged` over
- * those blocks) adds its rows, scales and arrivals. For forms with one stage per K block (a single
- * weight block, or a compact pair); returns how many K blocks it staged. */
-__device__ __forceinline__ int mm_tile_stage_weights(uint8_t *stages, mm_tile_pipe *p, mm_ring ring, const mm_tile_b &b,
-                                                     int second_rows, bool compact, int kblocks)
-{
-    const int n = kblocks < MM_TILE_STAGES ? kblocks : MM_TILE_STAGES;
-    const unsigned bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE;
-#pragma unroll 1
-    for (int kb = 0; kb < n; kb++) {
-        const int s = ring.stage;
-        uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
-        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(full), "r"(bytes) : "memory");
-        mm_tile_tma_b(stage + MM_TILE_A_STAGE, b, kb, full);
-        if (compact) mm_tile_tma_b(stage, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
-        mm_ring_advance(ring);
-    }
-    return n;
-}
-
-/* An item given up after mm_tile_stage_weights (the fused kernel's abort): completes those
- * stages' arrivals and waits (bounded) until their weight bytes have landed, so no copy into
- * this CTA's shared memory is still in flight when it leaves. */
-__device__ __forceinline__ void mm_tile_unstage_weights(mm_tile_pipe *p, mm_ring ring, int staged)
-{
-#pragma unroll 1
-    for (int kb = 0; kb < staged; kb++) {
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[ring.stage]);
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS + 1) : "memory");
-        mm_mbar_wait(&p->full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-        mm_ring_advance(ring);
-    }
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
