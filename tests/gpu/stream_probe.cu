@@ -11,26 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "probe.cuh"
+
 #define STAGES 4
 #define BLOCK 16384
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                              \
-            return 1;                                                                             \
-        }                                                                                         \
-    } while (0)
-
-__device__ __forceinline__ void bar_wait(unsigned a, unsigned parity)
-{
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, q;\n}\n"
-                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
-}
 
 /* mode 0: tile2d over [rows][k]; mode 1: block1d over the same bytes as 16 KB blocks */
 __global__ void __launch_bounds__(128) probe(const CUtensorMap *map, const uint8_t *w, long rows, int k,
