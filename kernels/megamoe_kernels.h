@@ -173,8 +173,8 @@ typedef struct {
     int out_fp32;              /* 0: BF16, 1: FP32 */
     const void *a_map;         /* mm_rows_map_create(a, rows, K), or NULL: rows gathered by cp.async */
     /* where a CTA whose pipeline wait expired reports it (as MM_PHASE_GEMM_PIPELINE; the first
-     * failure of the rank wins); NULL (`megamoe gemm`): not reported, the output is then wrong,
-     * which that subcommand's comparison with cuBLASLt catches */
+     * failure of the rank wins): the runtime's record, or `megamoe gemm`'s own; NULL: not
+     * reported (the output is then wrong) */
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;

@@ -71,11 +71,15 @@ if step build-inject make -j16 "${cjson[@]}" inject; then
     expect_rc 4 gemm-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes ll --timeout-ms 60000
     grep -q "gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-stall-injected.log" ||
         { echo "  gemm-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+    # and `megamoe gemm`, which keeps its own failure record: a TIMEOUT too, not a wrong output
+    expect_rc 4 gemm-lab-stall-injected $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 37 --iters 3
+    grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected.log" ||
+        { echo "  gemm-lab-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
 else
     fail=1
 fi
 # the GEMM core alone: ragged and empty experts, partial tiles (tiny, skewed), and the Flash EP8
-# shapes against the cuBLASLt per-expert loop; a wrong output exits 1
+# shapes against the cuBLASLt per-expert loop; a wrong output exits 1, a pipeline expiry 4
 expect_rc 0 gemm-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10

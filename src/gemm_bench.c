@@ -52,7 +52,20 @@ typedef struct {
     void *flush;
     size_t flush_bytes;
     int flush_mode;        /* MM_L2_FLUSH_ON (a write) or _CLEAN (a read) */
+    /* where a CTA whose pipeline wait expired says so (host-mapped; the kernel gets error_dev),
+     * so an expiry is a TIMEOUT naming the wait, not only a wrong output */
+    mm_wait_error *error_host, *error_dev;
+    uint32_t *abort_flag;
 } gemm_buffers;
+
+/* MM_TIMEOUT, with the failure's sentence on stderr, once a launch so far recorded one. */
+static mm_status pipeline_status(const gemm_buffers *b)
+{
+    char what[256];
+    if (wait_error_describe(b->error_host, what, sizeof what) == MM_OK) return MM_OK;
+    mm_error("gemm: %s", what);
+    return MM_TIMEOUT;
+}
 
 static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas,
                            cudaStream_t st, double *calc)
@@ -65,6 +78,7 @@ static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int ro
     mm_device_diff d;
     CUDA_TRY(cudaMemcpyAsync(&d, b->diff, sizeof d, cudaMemcpyDeviceToHost, st));
     CUDA_TRY(cudaStreamSynchronize(st));
+    MM_TRY(pipeline_status(b));
     *calc = d.sum_aa_bb > 0 ? 1.0 - 2.0 * d.sum_ab / d.sum_aa_bb : 0.0;
     if (d.nonfinite) *calc = INFINITY;
     return MM_OK;
@@ -152,12 +166,16 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
 
     mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, b->out, 0, b->qa_map[sh.gemm - 1],
-                              NULL, NULL, 0}; /* no runtime here: a wrong output is the failure */
+                              b->error_dev, b->abort_flag, 0};
     double calc = 0, calc32 = 0;
-    MM_TRY(check_one(b, g, rows, ctas, st, &calc));
+    mm_status cs = check_one(b, g, rows, ctas, st, &calc);
     g.out_fp32 = 1;
-    MM_TRY(check_one(b, g, rows, ctas, st, &calc32));
+    if (cs == MM_OK) cs = check_one(b, g, rows, ctas, st, &calc32);
     g.out_fp32 = 0;
+    if (cs != MM_OK) {
+        free(count); free(offset); free(owner);
+        return cs;
+    }
 
     /* the same problem through cuBLASLt, one matmul per active expert, timed next to ours */
     lt_problem lp = {w, ws, b->qa, b->sa, count, offset, local_experts, sh.n, sh.k, rows};
@@ -169,6 +187,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     void *const ctxs[2] = {&oc, lt};
     mm_stats times[2];
     if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times);
+    if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         lt_runner_destroy(lt);
         free(count); free(offset); free(owner);
@@ -215,6 +234,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     }
     fflush(stdout);
     free(count); free(offset); free(owner);
+    if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) return ls;
     return ok ? MM_OK : MM_FAIL;
 }
@@ -259,6 +279,11 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     b.flush_bytes = mm_l2_flush_bytes((uint64_t)prop.l2CacheSize);
     b.flush_mode = o->l2_flush;
     CUDA_TRY(cudaMalloc(&b.flush, b.flush_bytes));
+    CUDA_TRY(cudaHostAlloc((void **)&b.error_host, sizeof *b.error_host, cudaHostAllocMapped));
+    memset(b.error_host, 0, sizeof *b.error_host);
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&b.error_dev, b.error_host, 0));
+    CUDA_TRY(cudaMalloc((void **)&b.abort_flag, sizeof *b.abort_flag));
+    CUDA_TRY(cudaMemset(b.abort_flag, 0, sizeof *b.abort_flag));
     CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,
                                    cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
     CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
@@ -278,13 +303,15 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
-    for (int gi = 0; gi < 2 && s != MM_RUNTIME; gi++)
-        for (int i = 0; i < o->n_rows && s != MM_RUNTIME; i++)
+    /* after a TIMEOUT the kernel's state (the abort flag, a stalled CTA) is not worth timing */
+    for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
+        for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);
+    cudaFreeHost(b.error_host); cudaFree(b.abort_flag);
     cudaStreamDestroy(st);
     return s;
 }

@@ -246,7 +246,11 @@ void runtime_destroy(mm_runtime *rt)
 
 mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len)
 {
-    volatile mm_wait_error *e = rt->error_host;
+    return wait_error_describe(rt->error_host, what, len);
+}
+
+mm_status wait_error_describe(const volatile mm_wait_error *e, char *what, size_t len)
+{
     if (what && len) what[0] = '\0';
     if (e->code == 0) return MM_OK;
     if (e->phase == MM_PHASE_FUSED_PIPELINE || e->phase == MM_PHASE_GEMM_PIPELINE)

@@ -74,6 +74,9 @@ void runtime_destroy(mm_runtime *rt);
 
 /* After a synchronised stream: MM_TIMEOUT if a wait on this rank expired (detail into `what`). */
 mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len);
+/* The same sentence for any failure record (`megamoe gemm` keeps its own, without a runtime):
+ * MM_OK when it is empty, else MM_TIMEOUT. */
+mm_status wait_error_describe(const volatile mm_wait_error *e, char *what, size_t len);
 
 /* Gathers every rank's failure detail to rank 0 as one line in `note` (empty if none). */
 mm_status runtime_failure_note(mm_runtime *rt, const char *local_what, char *note, size_t len);
