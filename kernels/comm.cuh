@@ -34,12 +34,6 @@ __device__ __forceinline__ void mm_st_release_sys(uint64_t *p, uint64_t v)
 /* GPU-scope release add and acquire load: a counter that hands data from CTAs of this launch to
  * other CTAs. After a CTA barrier, one thread's release covers every thread's earlier stores
  * (release is cumulative), without the full fence (MEMBAR.SC) a __threadfence costs. */
-/* A word that carries its own epoch tag needs no ordering, only to arrive whole. */
-__device__ __forceinline__ void mm_st_relaxed_sys(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 __device__ __forceinline__ void mm_red_add_release_gpu(uint32_t *p, uint32_t v)
 {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");

@@ -293,95 +293,6 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
     }
 }
 
-/* The early expert sets (layout.h MM_FUSED_EARLY_WORDS): at decode sizes the counts arrive ~12 us
- * after the start (dispatch, election, publish, three NVLink latencies) while HBM idles; each rank
- * tells every rank at once which of its experts its tokens chose, and the CTAs without tokens
- * prefetch the first K blocks of those experts' W1 into L2 in the order the GEMM1 items read them. */
-#define EARLY_MAX_TOKENS 32 /* a sender with more tokens sends all ones: "unknown", no prefetch */
-
-__device__ __forceinline__ bool early_enabled(const mm_fused_args &a)
-{
-    return a.prefetch_bytes != 0 && a.m.experts / a.comm.peers.ranks <= 32 * MM_FUSED_EARLY_WORDS;
-}
-
-__device__ __forceinline__ uint64_t *early_slot(const mm_fused_args &a, int at_rank, int sender)
-{
-    return (uint64_t *)(mm_xchg_at(a.comm, a.x, at_rank, a.x.off_state + a.early_offset) +
-                        (size_t)sender * MM_FUSED_EARLY_SLOT_BYTES);
-}
-
-/* Warp 0 of the last CTA, first thing in a call: this rank's tokens' experts, as each owner's
- * local bits, into every rank's slot for this sender (its own included). Waits for nothing, so
- * every rank's words arrive whatever the others do. `bits`: shared [MM_MAX_PEERS][words]. */
-__device__ void send_early_experts(const mm_fused_args &a, uint64_t epoch, uint32_t *bits)
-{
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, lane = threadIdx.x % 32;
-    const int words = (el + 31) / 32, n = a.io.tokens * a.m.topk;
-    const bool known = a.io.tokens <= EARLY_MAX_TOKENS;
-    for (int i = lane; i < ranks * MM_FUSED_EARLY_WORDS; i += 32) bits[i] = known ? 0u : ~0u;
-    __syncwarp();
-    if (known)
-        for (int i = lane; i < n; i += 32) {
-            const int e = a.io.ids[i];
-            if (e >= 0) atomicOr(&bits[(e / el) * MM_FUSED_EARLY_WORDS + (e % el) / 32], 1u << ((e % el) % 32));
-        }
-    __syncwarp();
-    const uint64_t tag = (epoch & 0xffffffffull) << 32;
-    for (int i = lane; i < ranks * words; i += 32) {
-        const int d = i / words, w = i % words;
-        mm_st_relaxed_sys(early_slot(a, d, a.comm.peers.rank) + w, tag | bits[d * MM_FUSED_EARLY_WORDS + w]);
-    }
-}
-
-/* A CTA without tokens, before it waits for the counts: the union of every sender's set for this
- * rank (bounded waits, as for the counts), then its share of the prefetch: box i (128 rows x 128
- * K bytes of W1) is K block i / B, then expert, I block, gate / up, B boxes per K block, as many
- * K blocks as a.prefetch_bytes covers; CTA c of the F without tokens issues boxes c, c + F, ...
- * Every thread of the CTA calls it; false: a wait expired. */
-__device__ bool prefetch_early_experts(const mm_fused_args &a, uint64_t epoch, uint16_t *active, int *n_active)
-{
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, lane = threadIdx.x % 32;
-    const int words = (el + 31) / 32;
-    int good = 1;
-    if (threadIdx.x < 32) {
-        const uint64_t tag = (epoch & 0xffffffffull) << 32;
-        uint32_t u = 0;
-        if (lane < words)
-            for (int s = 0; s < ranks && good; s++) {
-                const uint64_t *w = early_slot(a, a.comm.peers.rank, s) + lane;
-                good = mm_wait_geq(a.comm, w, tag, MM_PHASE_FUSED_DISPATCH, s);
-                if (good) u |= (uint32_t)mm_ld_acquire_sys(w);
-            }
-        if (lane == words - 1 && el % 32) u &= (1u << (el % 32)) - 1u; /* an "unknown" word's spare bits */
-        /* the active experts listed in order: a lane's word's bits after the words before it */
-        const int mine = __popc(u);
-        int before = mine;
-        for (int o = 1; o < 32; o <<= 1) {
-            const int v = __shfl_up_sync(0xffffffffu, before, o);
-            if (lane >= o) before += v;
-        }
-        before -= mine;
-        for (uint32_t b = u; b; b &= b - 1) active[before++] = (uint16_t)(lane * 32 + __ffs(b) - 1);
-        if (lane == 31) *n_active = before;
-        good = __all_sync(0xffffffffu, good);
-    }
-    if (!__syncthreads_and(good)) return false;
-    const int ib = a.m.inter / 128, per_kb = *n_active * ib * 2;
-    const uint64_t kb_bytes = (uint64_t)per_kb * MM_GEMM_BN * MM_GEMM_BK;
-    int kbs = per_kb ? (int)(a.prefetch_bytes / kb_bytes) : 0;
-    kbs = kbs < a.m.hidden / MM_GEMM_BK ? kbs : a.m.hidden / MM_GEMM_BK;
-    const int free_ctas = (int)gridDim.x - a.io.tokens, me = (int)blockIdx.x - a.io.tokens;
-    for (long long i = me + (long long)threadIdx.x * free_ctas; i < (long long)kbs * per_kb;
-         i += (long long)blockDim.x * free_ctas) {
-        const int kb = (int)(i / per_kb), r = (int)(i % per_kb), q = r % (2 * ib);
-        const int row = active[r / (2 * ib)] * 2 * a.m.inter + (q & 1) * a.m.inter + (q >> 1) * 128;
-        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(a.w.w1_map),
-                     "r"(kb * MM_GEMM_BK), "r"(row)
-                     : "memory");
-    }
-    return true;
-}
-
 /* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
 typedef struct {
     mm_tile_rows tab;            /* where the A rows are (producer only) */
@@ -823,16 +734,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
-    const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
+    const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
     }
     stamp(a, 0);
-    __shared__ uint32_t early_bits[MM_MAX_PEERS * MM_FUSED_EARLY_WORDS];
-    __shared__ uint16_t early_active[32 * MM_FUSED_EARLY_WORDS];
-    __shared__ int early_count;
-    if (early_enabled(a) && blockIdx.x == gridDim.x - 1 && threadIdx.x < 32) send_early_experts(a, epoch0, early_bits);
 
     /* 1: dispatch (the stages hold the row being sent; the first __syncthreads in it also
      * publishes the barrier inits) */
@@ -841,11 +748,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     stamp(a, 1);
 
-    /* 2: counts of this rank's experts, then the row-tile schedule; first, in the CTAs without
-     * tokens, the early prefetch (the sets' bits were sent before phase 1's barriers) */
-    if (early_enabled(a) && (int)blockIdx.x >= a.io.tokens &&
-        !prefetch_early_experts(a, epoch0, early_active, &early_count))
-        return steps_gone();
+    /* 2: counts of this rank's experts, then the row-tile schedule */
     {
         const uint64_t *slot_words = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_counts);
         int good = 1;
@@ -855,12 +758,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
          * each slot is still checked below */
         if (threadIdx.x == 0)
             for (int s = 0; s < ranks && good; s++)
-                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, s);
+                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
         stamp(a, MM_FUSED_PHASE_STAMPS + 3);
         MM_STEP(0x1006);
         if (!__syncthreads_and(good)) return steps_gone();
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
-            if (!mm_wait_geq(a.comm, slot_words + i, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
+            if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
                 break;
             }
@@ -919,9 +822,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
-    /* read again, not kept in registers across phase 3 (where the producer has 64): the state's
-     * epoch changes only in phase 6, after every CTA has left phase 5 */
-    const uint64_t epoch = *(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1;
     /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
      * also ends the other CTAs' cross-CTA waits) rather than combine it */
     const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */

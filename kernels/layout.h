@@ -211,26 +211,12 @@ static inline int64_t mm_fused_max_row_tiles(const mm_shape *s)
 
 enum { FUSED_ACT, FUSED_ACT_SCALES };
 
-/* fused, early expert sets: sender r's slot in each rank's state holds MM_FUSED_EARLY_WORDS words
- * (epoch32 << 32) | 32 bits of "r's tokens chose local expert 32 w + b" (all ones: not sent, too
- * many tokens), each word tagged on its own so no fence orders them. Up to 32 * words local
- * experts; past that the kernel sends and reads none. */
-#define MM_FUSED_EARLY_WORDS 32
-#define MM_FUSED_EARLY_SLOT_BYTES (MM_FUSED_EARLY_WORDS * 8u)
-
-/* Where the early slots start in the fused state: after the counters, the send slots and the
- * GEMM1-done counters, 256-byte aligned. */
-static inline uint64_t mm_fused_early_offset(const mm_shape *s)
-{
-    return mm_align_up(32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 256);
-}
-
 /* fused: counters at 8 are dispatch, gemm2, exit and the work claim; after the send slots,
- * [row tiles] GEMM1-done counters (u32); then [R] early expert sets. The state lives in the
- * symmetric buffer so a reset after a timeout clears it with everything else. */
+ * [row tiles] GEMM1-done counters (u32). The state lives in the symmetric buffer so a reset after
+ * a timeout clears it with everything else. */
 static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 {
-    return mm_layout_exchange_sym(s, mm_fused_early_offset(s) + (uint64_t)s->ranks * MM_FUSED_EARLY_SLOT_BYTES, 1);
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 1);
 }
 
 /* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows), one

@@ -328,8 +328,6 @@ typedef struct {
     float *act_scales;
     mm_expert_args w;
     const void *act_map; /* TMA map over act (mm_rows_map_create) */
-    uint32_t early_offset;   /* layout.h mm_fused_early_offset: the early expert sets in the state */
-    uint64_t prefetch_bytes; /* W1 bytes the early sets may pull into L2 before the counts (0: none) */
     /* --breakdown: NULL, or [ctas][mm_fused_stamps_per_cta()] globaltimer stamps per CTA: start, dispatch
      * sent, counts in, GEMM1 items done (the math warps' last GEMM1 epilogue), GEMM2 items done,
      * combine done */

@@ -28,22 +28,6 @@ uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
     return mm_layout_fused_sym(&s).total;
 }
 
-/* W1 bytes a decode call may prefetch into L2 while its counts travel (kernels/fused.cu, the early
- * expert sets): 40% of L2, so the lines outlive the first K blocks of GEMM1's own stream. The
- * environment's MM_FUSED_PREFETCH_MB overrides it (0: off), for experiments; every rank must see
- * the same value (mpirun -x). */
-static uint64_t early_prefetch_bytes(const mm_runtime *rt)
-{
-    const char *env = getenv("MM_FUSED_PREFETCH_MB");
-    if (env && *env) {
-        char *end = NULL;
-        const double mb = strtod(env, &end);
-        if (end && *end == '\0' && mb >= 0 && mb < 1e6) return (uint64_t)(mb * 1048576.0);
-        mm_warn("fused: MM_FUSED_PREFETCH_MB=%s is not a size in MB; using the default", env);
-    }
-    return (uint64_t)rt->l2_bytes * 2 / 5;
-}
-
 /* This rank's part of the setup; fused_setup makes the ranks agree on it. */
 static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
                              uint64_t sym_offset, const mm_local_weights *w)
@@ -83,8 +67,6 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     a->act_scales = (float *)(base + loc.region[FUSED_ACT_SCALES].offset);
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->act, loc.region[FUSED_ACT].bytes, cfg->inter, &a->act_map));
-    a->early_offset = (uint32_t)mm_fused_early_offset(&shape);
-    a->prefetch_bytes = early_prefetch_bytes(rt);
     /* a clean symmetric region on every rank before anyone's first call */
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
