@@ -31,6 +31,24 @@ __device__ __forceinline__ void mm_st_release_sys(uint64_t *p, uint64_t v)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/* A word that carries its own epoch needs no ordering of its own, only to arrive whole. */
+__device__ __forceinline__ void mm_st_relaxed_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ void mm_st_release_sys_u32(uint32_t *p, uint32_t v)
+{
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t mm_ld_acquire_sys_u32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 /* GPU-scope release add and acquire load: a counter that hands data from CTAs of this launch to
  * other CTAs. After a CTA barrier, one thread's release covers every thread's earlier stores
  * (release is cumulative), without the full fence (MEMBAR.SC) a __threadfence costs. */

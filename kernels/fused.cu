@@ -186,6 +186,66 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
     if (a.stamps && threadIdx.x == MM_PRODUCER_THREADS) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
+/* Counts first (a sender with few tokens, at most one per CTA): its counts go out at the start
+ * of the call, computed from its ids, and each (token, k) signals its meta and row with its own
+ * ready word (dispatch_ready, the call's epoch) once they are there, so the owners schedule and
+ * start streaming weights while the rows travel; GEMM1's producer waits for each row's word.
+ * A sender with more tokens claims slots by atomics and publishes its counts after the last
+ * CTA's election, which orders all its rows before them. A count word's COUNT_FIRST bit says
+ * which. */
+#define COUNTS_FIRST_MAX_TOKENS 32
+#define COUNT_FIRST (1ull << 31)
+
+__device__ __forceinline__ bool counts_first(const mm_fused_args &a)
+{
+    return a.io.tokens <= COUNTS_FIRST_MAX_TOKENS && a.io.tokens <= (int)gridDim.x;
+}
+
+/* owner's ready word for sender s's slot of local expert le */
+__device__ __forceinline__ uint32_t *ready_word(const mm_fused_args &a, int owner, int le, int s, int slot)
+{
+    return (uint32_t *)mm_xchg_at(a.comm, a.x, owner, a.x.off_ready) +
+           ((size_t)le * a.comm.peers.ranks + s) * a.m.max_tokens + slot;
+}
+
+/* Warp 0 of the last CTA, first thing in a counts-first call: every expert's count of this
+ * rank's (token, k) pairs, to its owner (`counts`: shared [E] ints, free until phase 2). Waits
+ * for nothing, so the words arrive whatever the other ranks do. */
+__device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int *counts)
+{
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, lane = threadIdx.x % 32;
+    for (int e = lane; e < a.m.experts; e += 32) counts[e] = 0;
+    __syncwarp();
+    for (int i = lane; i < a.io.tokens * a.m.topk; i += 32) {
+        const int e = a.io.ids[i];
+        if (e >= 0) atomicAdd(&counts[e], 1);
+    }
+    __syncwarp();
+    for (int e = lane; e < a.m.experts; e += 32) {
+        uint64_t *slot = (uint64_t *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_counts) + (size_t)(e % el) * ranks +
+                         a.comm.peers.rank;
+        mm_st_relaxed_sys(slot, (epoch << 32) | COUNT_FIRST | (uint32_t)counts[e]);
+    }
+    __syncwarp();
+}
+
+/* Bounded wait for a ready word to carry this call's epoch (a counts-first sender's row). */
+__device__ bool wait_ready(const mm_comm &c, const uint32_t *p, uint32_t epoch, int sender)
+{
+    uint64_t start = mm_globaltimer();
+    for (uint32_t spin = 0;; spin++) {
+        const uint32_t seen = mm_ld_acquire_sys_u32(p);
+        if (seen == epoch) return true;
+        if ((spin & 31u) == 31u) {
+            if (mm_aborted(c)) return false;
+            if (mm_globaltimer() - start > c.timeout_ns) {
+                mm_record_failure(c, MM_PHASE_FUSED_DISPATCH, sender, epoch, seen);
+                return false;
+            }
+        }
+    }
+}
+
 /* Phase 1: this CTA's tokens, DISPATCH_GROUP at a time (every thread of the CTA), so one group's
  * latencies (the ids, the slot atomics, the x loads) are paid once for several tokens. Each
  * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
@@ -198,8 +258,9 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 #define DISPATCH_GROUP 4 /* tokens per CTA per round; a build may set it (experiments) */
 #endif
 #define QUANT_LOADS 8
-__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
+__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t epoch)
 {
+    const bool first = counts_first(a); /* the same in every CTA */
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
     const int hb = a.m.hidden / 128, warp = threadIdx.x / 32;
     __shared__ int slots[DISPATCH_GROUP][MM_KERNEL_MAX_TOPK], dests[DISPATCH_GROUP][1 + MM_MAX_PEERS];
@@ -216,7 +277,13 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
         if (threadIdx.x < group * topk) {
             const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
             const int e = t < a.io.tokens ? a.io.ids[(size_t)t * topk + k] : -1;
-            slots[g][k] = e >= 0 ? (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e], 1u) : -1;
+            int slot = -1;
+            if (e >= 0 && first) { /* the pair's rank among this rank's pairs for e, in (t, k) order */
+                slot = 0;
+                for (int i = 0; i < t * topk + k; i++) slot += a.io.ids[i] == e;
+            } else if (e >= 0)
+                slot = (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e], 1u);
+            slots[g][k] = slot;
         } else if (warp == (group * topk + 31) / 32 && threadIdx.x % 32 < group) {
             const int g = threadIdx.x % 32, t = t0 + g * gridDim.x;
             int n = 0;
@@ -277,6 +344,17 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows)
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");
     stamp(a, MM_FUSED_PHASE_STAMPS + 0); /* diagnostic builds only (MM_FUSED_TRACE) */
+    if (first) {
+        /* every thread's rows written before any ready word (a release after a CTA barrier
+         * covers the CTA's earlier writes); one token per CTA, so group 0 holds it */
+        __syncthreads();
+        const int t = blockIdx.x, k = threadIdx.x;
+        if (t < a.io.tokens && k < topk && slots[0][k] >= 0) {
+            const int e = a.io.ids[(size_t)t * topk + k];
+            mm_st_release_sys_u32(ready_word(a, e / el, e % el, me, slots[0][k]), (uint32_t)epoch);
+        }
+        return; /* the counts went out at the start: no election, no publish */
+    }
     MM_STEP(0x1005);
     const bool last = mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH]);
     stamp(a, MM_FUSED_PHASE_STAMPS + 1);
@@ -734,16 +812,17 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
-    const uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
+    const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
     }
     stamp(a, 0);
+    if (counts_first(a) && blockIdx.x == gridDim.x - 1 && threadIdx.x < 32) publish_counts_first(a, epoch0, cnt);
 
     /* 1: dispatch (the stages hold the row being sent; the first __syncthreads in it also
      * publishes the barrier inits) */
-    dispatch_tokens(a, stages);
+    dispatch_tokens(a, stages, epoch0);
     /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     stamp(a, 1);
@@ -756,22 +835,36 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
          * sleeps in the barrier: all CTAs' threads spinning on the same few L2 lines that the
          * senders are writing would slow those writes (measured: -2% at 1 token, neutral above);
          * each slot is still checked below */
-        if (threadIdx.x == 0)
+        /* senders that publish their counts first (COUNT_FIRST) signal their rows one by one */
+        uint32_t *first_senders = (uint32_t *)&tile_start[el + 3];
+        if (threadIdx.x == 0) {
+            *first_senders = 0;
             for (int s = 0; s < ranks && good; s++)
-                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch << 32, MM_PHASE_FUSED_DISPATCH, s);
+                good = mm_wait_geq(a.comm, slot_words + (size_t)(el - 1) * ranks + s, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, s);
+        }
         stamp(a, MM_FUSED_PHASE_STAMPS + 3);
         MM_STEP(0x1006);
         if (!__syncthreads_and(good)) return steps_gone();
         for (int i = threadIdx.x; i < el * ranks; i += blockDim.x) {
-            if (!mm_wait_geq(a.comm, slot_words + i, epoch << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
+            if (!mm_wait_geq(a.comm, slot_words + i, epoch0 << 32, MM_PHASE_FUSED_DISPATCH, i % ranks)) {
                 good = 0;
                 break;
             }
-            cnt[i] = (int)(mm_ld_acquire_sys(slot_words + i) & 0xffffffffu);
+            const uint64_t word = mm_ld_acquire_sys(slot_words + i);
+            cnt[i] = (int)(word & 0x7fffffffu);
+            if (word & COUNT_FIRST) atomicOr(first_senders, 1u << (i % ranks));
         }
         MM_STEP(0x1007);
         if (!__syncthreads_and(good)) return steps_gone();
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
+        /* a counts-first sender's rows: every slot it counted, once its ready word carries the
+         * call's epoch (phase 3 then reads any row without waiting) */
+        const uint32_t firsts = *first_senders;
+        if (firsts)
+            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
+                if ((firsts >> (i % ranks)) & 1u)
+                    for (int slot = 0; slot < cnt[i] && good; slot++)
+                        good = wait_ready(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0, i % ranks);
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
@@ -789,7 +882,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             }
         }
         MM_STEP(0x1008);
-        __syncthreads();
+        if (!__syncthreads_and(good)) return steps_gone();
     }
     stamp(a, 2);
     fused_schedule sc;
@@ -822,6 +915,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */
+    /* read again, not kept in registers across phase 3 (where the producer has 64): the state's
+     * epoch changes only in phase 6, after every CTA has left phase 5 */
+    const uint64_t epoch = *(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1;
     /* a pipeline wait that expired left garbage in this CTA's tiles: report it (the abort flag
      * also ends the other CTAs' cross-CTA waits) rather than combine it */
     const uint32_t expired = mm_stage_wait_expired; /* read after the barrier: the same for all */
@@ -881,7 +977,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
     (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
-    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 3) * 4;
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 4) * 4;
 }
 
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)

@@ -147,7 +147,8 @@ static inline uint64_t mm_fused_row_bytes(const mm_shape *s)
  * ll receives a wire row per (token, expert) as DeepEP's low-latency mode does, fused a row per
  * (token, rank) and a meta per (token, expert). Every wait is on a 64-bit slot tagged with the
  * call's epoch, so nothing is ever cleared between calls. */
-enum { XCHG_STATE, XCHG_COUNTS, XCHG_COMBINE_FLAGS, XCHG_DISPATCH_RECV, XCHG_COMBINE_RECV, XCHG_DISPATCH_META };
+enum { XCHG_STATE, XCHG_COUNTS, XCHG_COMBINE_FLAGS, XCHG_DISPATCH_RECV, XCHG_COMBINE_RECV, XCHG_DISPATCH_META,
+       XCHG_DISPATCH_READY };
 static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state_bytes, int rows_per_rank)
 {
     mm_layout l = {0};
@@ -168,6 +169,9 @@ static inline mm_layout mm_layout_exchange_sym(const mm_shape *s, uint64_t state
     mm_layout_add(&l, "combine_recv", (uint64_t)(s->max_tokens * s->topk * s->hidden) * 2u);
     /* fused: [El][R][T] metas {src rank, token, k, weight}: sender r's rows for local expert e */
     if (rows_per_rank) mm_layout_add(&l, "dispatch_meta", pairs * MM_ROW_META_BYTES);
+    /* fused: [El][R][T] uint32, the call's epoch once that meta and its row are there (a sender
+     * with few tokens publishes its counts first and signals each row; fused.cu) */
+    if (rows_per_rank) mm_layout_add(&l, "dispatch_ready", pairs * 4u);
     return l;
 }
 

@@ -265,6 +265,7 @@ cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w
 typedef struct {
     uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
     uint64_t off_meta;  /* fused only: dispatch_meta */
+    uint64_t off_ready; /* fused only: dispatch_ready */
     uint64_t row_bytes; /* ll: mm_ll_row_bytes; fused: mm_fused_row_bytes */
 } mm_exchange;
 

@@ -121,9 +121,10 @@ static void layouts(void **state)
     /* fused: a row per (sender, token) of 4096 + 128 bytes, a 16-byte meta per (expert, sender,
      * token), the rest as ll's */
     mm_layout f = mm_layout_fused_sym(&s);
-    assert_int_equal(f.count, XCHG_DISPATCH_META + 1);
+    assert_int_equal(f.count, XCHG_DISPATCH_READY + 1);
     assert_true(f.region[XCHG_DISPATCH_RECV].bytes == 2ull * 1024 * (4096 + 128));
     assert_true(f.region[XCHG_DISPATCH_META].bytes == 128ull * 2 * 1024 * 16);
+    assert_true(f.region[XCHG_DISPATCH_READY].bytes == 128ull * 2 * 1024 * 4);
     assert_true(f.region[XCHG_COMBINE_RECV].bytes == l.region[XCHG_COMBINE_RECV].bytes);
     assert_true(f.region[XCHG_COUNTS].bytes == l.region[XCHG_COUNTS].bytes);
     for (int i = 1; i < f.count; i++) assert_true(f.region[i].offset >= f.region[i - 1].offset + f.region[i - 1].bytes);
