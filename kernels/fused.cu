@@ -13,10 +13,16 @@
  *                   dispatch_recv[me][t] and a 16-byte meta {src rank, token, k, weight} per
  *                   valid k to dispatch_meta[le][me][slot] (NVLink). Each CTA waits for its bulk
  *                   copies' writes; the last CTA out publishes (epoch << 32) | count to each
- *                   expert's owner with st.release.sys and clears the send counters.
+ *                   expert's owner with st.release.sys and clears the send counters. A rank
+ *                   with at most 32 tokens publishes its counts first instead (from its ids,
+ *                   at the start; COUNT_FIRST in the word), takes each pair's slot from its
+ *                   rank in (t, k) order, and signals each pair's meta and row with an
+ *                   epoch-tagged ready word (dispatch_ready) once they are written.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
- *                   experts and builds the row-tile schedule in shared memory (tile_start;
- *                   its first warp, a slice of the experts per lane and a warp scan).
+ *                   experts (and for a counts-first sender, for the ready word of every slot
+ *                   it counted) and builds the row-tile schedule in shared memory
+ *                   (tile_start; its first warp, a slice of the experts per lane and a warp
+ *                   scan).
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
  *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
  *                   blocks when the tiles are large).
@@ -52,13 +58,15 @@
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
  * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [R][T] rows, combine_recv
- * [T][K][H] BF16, dispatch_meta [El][R][T] (symmetric); act [row tiles * 128][I] FP8 + scales,
+ * [T][K][H] BF16, dispatch_meta [El][R][T], dispatch_ready [El][R][T] (symmetric); act [row
+ * tiles * 128][I] FP8 + scales,
  * row tile t at rows 128 t (local).
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
  * only on its own producer; counts and flags are written unconditionally by every rank (also
- * with 0 tokens). Inside a CTA the two roles wait only on each other's ring barriers, and the
+ * with 0 tokens), and a counts-first rank's ready words by the CTAs that hold its tokens, which
+ * wait for nothing but their own copies. Inside a CTA the two roles wait only on each other's ring barriers, and the
  * producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
  * The only waits without a clock are the barriers, which every thread of a role reaches on the
@@ -68,8 +76,9 @@
  * the 256 math threads agree on an item wait's outcome before acting on it (a named barrier
  * with an AND), and a CTA in which any ring wait expired records `fused-pipeline` with the wait
  * that did and leaves at the end of phase 3 instead of combining garbage.
- * Reuse across calls: counts and flags are epoch-tagged; a peer writes our dispatch_recv and
- * dispatch_meta for call c+1 only after our combine flag of call c, which we publish after every
+ * Reuse across calls: counts, flags and ready words are epoch-tagged; a peer writes our
+ * dispatch_recv, dispatch_meta and dispatch_ready for call c+1 only after our combine flag of
+ * call c, which we publish after every
  * GEMM item (their only readers) is done; it writes our combine_recv for c+1 only after we sent
  * it our counts of c+1, i.e. after our call c ended.
  * Numerics: the same tile mainloop, recipe functions and k-order sum as ll, so the two modes'
