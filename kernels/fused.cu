@@ -202,12 +202,11 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
  * A sender with more tokens claims slots by atomics and publishes its counts after the last
  * CTA's election, which orders all its rows before them. A count word's COUNT_FIRST bit says
  * which. */
-#define COUNTS_FIRST_MAX_TOKENS 32
 #define COUNT_FIRST (1ull << 31)
 
 __device__ __forceinline__ bool counts_first(const mm_fused_args &a)
 {
-    return a.io.tokens <= COUNTS_FIRST_MAX_TOKENS && a.io.tokens <= (int)gridDim.x;
+    return mm_fused_counts_first(a.io.tokens, (int)gridDim.x);
 }
 
 /* owner's ready word for sender s's slot of local expert le */
@@ -287,10 +286,9 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t 
             const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
             const int e = t < a.io.tokens ? a.io.ids[(size_t)t * topk + k] : -1;
             int slot = -1;
-            if (e >= 0 && first) { /* the pair's rank among this rank's pairs for e, in (t, k) order */
-                slot = 0;
-                for (int i = 0; i < t * topk + k; i++) slot += a.io.ids[i] == e;
-            } else if (e >= 0)
+            if (e >= 0 && first)
+                slot = mm_fused_first_slot(a.io.ids, t, k, topk);
+            else if (e >= 0)
                 slot = (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e], 1u);
             slots[g][k] = slot;
         } else if (warp == (group * topk + 31) / 32 && threadIdx.x % 32 < group) {

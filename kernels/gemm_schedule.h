@@ -184,6 +184,26 @@ MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
     return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
 }
 
+/* Counts first (fused.cu): a rank with at most this many tokens, and no more than one per CTA,
+ * publishes its counts from its ids at the start of a call and signals each row. */
+#define MM_FUSED_COUNTS_FIRST_MAX_TOKENS 32
+
+MM_HD bool mm_fused_counts_first(int tokens, int ctas)
+{
+    return tokens <= MM_FUSED_COUNTS_FIRST_MAX_TOKENS && tokens <= ctas;
+}
+
+/* A counts-first pair's slot among its expert's rows from this rank: how many pairs before it in
+ * (token, k) order chose the same expert, so the slots of an expert are 0..count-1 without
+ * atomics. ids: [tokens][topk], -1 for a masked k. */
+MM_HD int mm_fused_first_slot(const int32_t *ids, int t, int k, int topk)
+{
+    const int e = ids[t * topk + k];
+    int slot = 0;
+    for (int i = 0; i < t * topk + k; i++) slot += ids[i] == e;
+    return slot;
+}
+
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
 MM_HD int mm_fused_gemm2_tile(int g, int h_items)
 {

@@ -248,6 +248,36 @@ static void fused_schedule_lanes(void **state)
     }
 }
 
+/* Counts first: an expert's slots from one rank are 0..count-1, each once, in (token, k) order,
+ * with masked k (-1) and an expert repeated within a token; the rule's token bounds. */
+static void fused_first_slots(void **state)
+{
+    (void)state;
+    enum { T = 5, K = 4, E = 6 };
+    const int32_t ids[T * K] = {3, 1, -1, 5, 1, 3, 0, -1, 3, 3, 2, 1, -1, -1, -1, -1, 5, 4, 1, 3};
+    int count[E] = {0}, seen[E][T * K], last[E];
+    memset(seen, 0, sizeof seen);
+    for (int e = 0; e < E; e++) last[e] = -1;
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            const int e = ids[t * K + k];
+            if (e < 0) continue;
+            const int slot = mm_fused_first_slot(ids, t, k, K);
+            assert_true(slot >= 0 && slot < T * K);
+            seen[e][slot]++;
+            assert_int_equal(slot, last[e] + 1); /* in (t, k) order */
+            last[e] = slot;
+            count[e]++;
+        }
+    for (int e = 0; e < E; e++)
+        for (int s = 0; s < T * K; s++) assert_int_equal(seen[e][s], s < count[e] ? 1 : 0);
+    assert_int_equal(count[3], 5); /* twice in token 2 */
+    assert_true(mm_fused_counts_first(0, 132));
+    assert_true(mm_fused_counts_first(MM_FUSED_COUNTS_FIRST_MAX_TOKENS, 132));
+    assert_false(mm_fused_counts_first(MM_FUSED_COUNTS_FIRST_MAX_TOKENS + 1, 132));
+    assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +290,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_dual_rule),
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
+        cmocka_unit_test(fused_first_slots),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
