@@ -99,8 +99,33 @@ mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream)
     return MM_OK;
 }
 
+/* Diagnostic builds: each CTA's first items' times, appended to $MM_TRACE_ITEMS_FILE.<rank> as CSV
+ * (us after t0, the first CTA's start; -1: not reached). */
+static void trace_items(const unsigned long long *t, int ctas, int rank, int tokens, unsigned long long t0)
+{
+    const char *path = getenv("MM_TRACE_ITEMS_FILE");
+    if (!path) return;
+    char name_r[512];
+    snprintf(name_r, sizeof name_r, "%s.%d", path, rank);
+    FILE *f = fopen(name_r, "a");
+    if (!f) return;
+    static int call;
+    call++;
+    for (int c = 0; c < ctas; c++)
+        for (int n = 0; n < MM_FUSED_TRACE_ITEMS; n++) {
+            const unsigned long long *r = t + (size_t)c * MM_FUSED_TRACE_STAMPS + MM_FUSED_COUNT_STAMPS + (size_t)n * MM_FUSED_ITEM_FIELDS;
+            if (!r[1]) break;
+            fprintf(f, "%d,%d,%d,%d,%llu", tokens, call, c, n, r[0]);
+            for (int i = 1; i < MM_FUSED_ITEM_FIELDS; i++)
+                fprintf(f, ",%.2f", r[i] ? ((double)r[i] - (double)t0) / 1e3 : -1.0);
+            fprintf(f, "\n");
+        }
+    fclose(f);
+}
+
 /* Diagnostic builds: the counts hand-off's steps on this rank, us after the first CTA's start
- * (and that start's raw globaltimer, to line up the ranks where the GPUs' timers agree). */
+ * (and that start's raw globaltimer, to line up the ranks where the GPUs' timers agree), then
+ * the items' times. */
 static void trace_counts(const unsigned long long *t, int ctas, int rank, int tokens)
 {
     unsigned long long t0 = ~0ull;
@@ -120,25 +145,7 @@ static void trace_counts(const unsigned long long *t, int ctas, int rank, int to
         if (hi) fprintf(stderr, " %s %.1f-%.1f", name[i], (double)(lo - t0) / 1e3, (double)(hi - t0) / 1e3);
     }
     fprintf(stderr, "\n");
-    /* the items' times, appended to $MM_TRACE_ITEMS_FILE.<rank> as CSV (us after t0; -1: not reached) */
-    const char *path = getenv("MM_TRACE_ITEMS_FILE");
-    if (!path) return;
-    char name_r[512];
-    snprintf(name_r, sizeof name_r, "%s.%d", path, rank);
-    FILE *f = fopen(name_r, "a");
-    if (!f) return;
-    static int call;
-    call++;
-    for (int c = 0; c < ctas; c++)
-        for (int n = 0; n < MM_FUSED_TRACE_ITEMS; n++) {
-            const unsigned long long *r = t + (size_t)c * MM_FUSED_TRACE_STAMPS + MM_FUSED_COUNT_STAMPS + (size_t)n * MM_FUSED_ITEM_FIELDS;
-            if (!r[1]) break;
-            fprintf(f, "%d,%d,%d,%d,%llu", tokens, call, c, n, r[0]);
-            for (int i = 1; i < MM_FUSED_ITEM_FIELDS; i++)
-                fprintf(f, ",%.2f", r[i] ? ((double)r[i] - (double)t0) / 1e3 : -1.0);
-            fprintf(f, "\n");
-        }
-    fclose(f);
+    trace_items(t, ctas, rank, tokens, t0);
 }
 
 /* One call with per-CTA timestamps: the critical path split at the phase boundaries (each
