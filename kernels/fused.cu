@@ -66,8 +66,8 @@
  * already streamed every block of them before claiming anything later, and whose math waits
  * only on its own producer; counts and flags are written unconditionally by every rank (also
  * with 0 tokens), and a counts-first rank's ready words by the CTAs that hold its tokens, which
- * wait for nothing but their own copies. Inside a CTA the two roles wait only on each other's ring barriers, and the
- * producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
+ * wait for nothing but their own copies. Inside a CTA the two roles wait only on each other's
+ * ring barriers, and the producer never waits across CTAs in the middle of an item. Every cross-CTA wait is bounded and records
  * its phase on expiry; a CTA whose wait fails returns, and the others' waits see the abort flag.
  * The only waits without a clock are the barriers, which every thread of a role reaches on the
  * same path, and setmaxnreg.inc: the producer takes its registers back only after a barrier of
@@ -124,18 +124,20 @@ __device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
     return mm_xchg_send_slots(a.comm, a.x) + a.m.experts;
 }
 
-/* Bounded wait on a local counter written by other CTAs of this launch. */
-__device__ __forceinline__ bool wait_local(const mm_comm &c, const uint32_t *p, uint32_t target,
-                                           uint32_t phase)
+/* Bounded wait until a 32-bit word reaches `target`: a local counter written by other CTAs of
+ * this launch (GPU-scope acquire), or a word another rank writes (system scope; `peer` names it
+ * on expiry, -1 for none). */
+__device__ __forceinline__ bool wait_word(const mm_comm &c, const uint32_t *p, uint32_t target, uint32_t phase,
+                                          int peer, bool system)
 {
     uint64_t start = mm_globaltimer();
     for (uint32_t spin = 0;; spin++) {
-        uint32_t seen = mm_ld_acquire_gpu_u32(p);
+        const uint32_t seen = system ? mm_ld_acquire_sys_u32(p) : mm_ld_acquire_gpu_u32(p);
         if (seen >= target) return true;
         if ((spin & 31u) == 31u) {
             if (mm_aborted(c)) return false;
             if (mm_globaltimer() - start > c.timeout_ns) {
-                mm_record_failure(c, phase, -1, target, seen);
+                mm_record_failure(c, phase, peer, target, seen);
                 return false;
             }
         }
@@ -197,8 +199,8 @@ __device__ __forceinline__ void stamp_math(const mm_fused_args &a, int i)
 
 /* Counts first (a sender with few tokens, at most one per CTA): its counts go out at the start
  * of the call, computed from its ids, and each (token, k) signals its meta and row with its own
- * ready word (dispatch_ready, the call's epoch) once they are there, so the owners schedule and
- * start streaming weights while the rows travel; GEMM1's producer waits for each row's word.
+ * ready word (dispatch_ready: the call's epoch, which only grows) once they are there; the
+ * owners wait for those words instead of an election and a publish that follow the last row.
  * A sender with more tokens claims slots by atomics and publishes its counts after the last
  * CTA's election, which orders all its rows before them. A count word's COUNT_FIRST bit says
  * which. */
@@ -235,23 +237,6 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
         mm_st_relaxed_sys(slot, (epoch << 32) | COUNT_FIRST | (uint32_t)counts[e]);
     }
     __syncwarp();
-}
-
-/* Bounded wait for a ready word to carry this call's epoch (a counts-first sender's row). */
-__device__ bool wait_ready(const mm_comm &c, const uint32_t *p, uint32_t epoch, int sender)
-{
-    uint64_t start = mm_globaltimer();
-    for (uint32_t spin = 0;; spin++) {
-        const uint32_t seen = mm_ld_acquire_sys_u32(p);
-        if (seen == epoch) return true;
-        if ((spin & 31u) == 31u) {
-            if (mm_aborted(c)) return false;
-            if (mm_globaltimer() - start > c.timeout_ns) {
-                mm_record_failure(c, MM_PHASE_FUSED_DISPATCH, sender, epoch, seen);
-                return false;
-            }
-        }
-    }
 }
 
 /* Phase 1: this CTA's tokens, DISPATCH_GROUP at a time (every thread of the CTA), so one group's
@@ -498,7 +483,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-                if (!wait_local(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1))
+                if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
@@ -871,7 +856,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
                 if ((firsts >> (i % ranks)) & 1u)
                     for (int slot = 0; slot < cnt[i] && good; slot++)
-                        good = wait_ready(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0, i % ranks);
+                        good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
+                                         MM_PHASE_FUSED_DISPATCH, i % ranks, true);
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
