@@ -214,7 +214,7 @@ static void stages_text(FILE *f, const mm_results *r)
     for (int i = 0; i < r->n_rows; i++) {
         const mm_row *row = &r->rows[i];
         if (!row->n_stages) continue;
-        if (!any) fprintf(f, "\n## stages (--breakdown: us, median of instrumented calls, slowest rank)\n");
+        if (!any) fprintf(f, "\n## stages (--breakdown: us, median of instrumented calls, per stage the slowest rank's; each rank's in the JSON)\n");
         any = 1;
         fprintf(f, "%-6s %6d ", mode_name(row->mode), row->batch);
         for (int k = 0; k < row->n_stages; k++) fprintf(f, " %s %.1f", row->stage_name[k], row->stage_us[k]);
@@ -336,6 +336,9 @@ static cJSON *row_json(const mm_row *row)
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "name", row->stage_name[k]);
             cJSON_AddNumberToObject(e, "us", row->stage_us[k]);
+            cJSON *br = cJSON_AddArrayToObject(e, "by_rank");
+            for (int r = 0; r < row->nranks && r < MM_MAX_RANKS; r++)
+                cJSON_AddItemToArray(br, cJSON_CreateNumber(row->stage_rank_us[r][k]));
             cJSON_AddItemToArray(st, e);
         }
     }

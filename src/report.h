@@ -45,10 +45,13 @@ typedef struct {
     double *samples_us; /* that rank's per-iteration times, owned by the row */
     mm_diff diff;
     double weight_bytes, nvlink_bytes, flops, floor_us; /* expected, from the plan */
-    /* --breakdown: the mode's stages, median over instrumented calls, slowest rank */
+    /* --breakdown: the mode's stages, median over instrumented calls: per stage the slowest
+     * rank's, and each rank's (ranks < MM_MAX_RANKS; a stage that waits for another rank is long
+     * on the rank that waits, so the per-stage maxima need not add up to one rank's call) */
     int n_stages;
     char stage_name[MM_MAX_STAGES][16];
     double stage_us[MM_MAX_STAGES];
+    double stage_rank_us[MM_MAX_RANKS][MM_MAX_STAGES];
 } mm_row;
 
 typedef struct {

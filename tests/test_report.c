@@ -142,6 +142,8 @@ static void stages(void **state)
     r.rows[0].stage_us[0] = 12.5;
     mm_fmt(r.rows[0].stage_name[1], sizeof r.rows[0].stage_name[1], "gemms");
     r.rows[0].stage_us[1] = 99.0;
+    r.rows[0].stage_rank_us[0][1] = 99.0; /* the slowest rank's */
+    r.rows[0].stage_rank_us[1][1] = 61.5;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -169,6 +171,10 @@ static void stages(void **state)
     assert_int_equal(cJSON_GetArraySize(st), 2);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "name")->valuestring, "gemms");
     assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "us")->valuedouble == 99.0);
+    cJSON *by_rank = cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "by_rank");
+    assert_int_equal(cJSON_GetArraySize(by_rank), r.rows[0].nranks);
+    assert_true(cJSON_GetArrayItem(by_rank, 0)->valuedouble == 99.0);
+    assert_true(cJSON_GetArrayItem(by_rank, 1)->valuedouble == 61.5);
     assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 1), "stages"));
     cJSON_Delete(root);
     results_free(&r);
