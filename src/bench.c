@@ -345,7 +345,8 @@ static mm_status breakdown_row(bench_state *b, int l2_flush, step_ctx *ctx, mm_r
     for (int k = 0; k < n; k++) {
         mm_fmt(row->stage_name[k], sizeof row->stage_name[k], "%s", names[k]);
         row->stage_us[k] = worst[k];
-        for (int r = 0; r < rt->world && r < MM_MAX_RANKS; r++) row->stage_rank_us[r][k] = all[(size_t)r * MM_MAX_STAGES + k];
+        for (int r = 0; rt->rank == 0 && r < rt->world && r < MM_MAX_RANKS; r++)
+            row->stage_rank_us[r][k] = all[(size_t)r * MM_MAX_STAGES + k];
     }
     free(all);
     return MM_OK;
