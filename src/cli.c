@@ -51,10 +51,10 @@ static const struct {
     {"modes", 1, OPT_MODES, B | C, "LIST", "fused,normal,ll (default all)"},
     {"warmup", 1, OPT_WARMUP, B | M, "N", "untimed iterations per (mode, batch) (default 5)"},
     {"iters", 1, OPT_ITERS, B | M, "N", "timed iterations per (mode, batch) (default 30)"},
-    {"routing", 1, OPT_ROUTING, B, "NAME[:P]",
+    {"routing", 1, OPT_ROUTING, B | P, "NAME[:P]",
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
-    {"seed", 1, OPT_SEED, B | C | S | M, "N", "seed of all generated data (default 1)"},
+    {"seed", 1, OPT_SEED, B | C | S | M | P, "N", "seed of all generated data (default 1)"},
     {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (bench: " MM_RESULTS_SCHEMA ", check: megamoe.check/1)"},
     {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},

@@ -69,8 +69,8 @@ static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
         unsigned built = 0;
         for (int m = 0; m < MODE_COUNT; m++)
             if (!mode_ops((mm_mode)m)->missing) built |= 1u << m;
-        plan_print(stdout, cfg, ranks, o->batches, o->n_batches, max_tokens, o->ll_max,
-                   &o->ceilings, built);
+        s = plan_print(stdout, cfg, ranks, o->batches, o->n_batches, max_tokens, o->ll_max, &o->ceilings, built,
+                       &o->routing, o->seed);
     }
     if (launched_by_mpi()) mpi_finish();
     return s;

@@ -1,8 +1,11 @@
 #include "plan.h"
 
 #include "../kernels/gemm_schedule.h"
+#include "datagen_host.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *bound_name(mm_bound b)
 {
@@ -80,8 +83,46 @@ static double mib(uint64_t b)
     return (double)b / (1024.0 * 1024.0);
 }
 
-void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
-                int max_tokens, int ll_max_tokens, const mm_ceilings *c, unsigned built)
+mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                          const mm_ceilings *c, mm_seed_floor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batch = batch;
+    const size_t n = (size_t)ranks * (size_t)batch * (size_t)cfg->topk;
+    if (n == 0) return MM_OK;
+    mm_route_tables tables;
+    MM_TRY(route_tables_make(routing, cfg->experts, seed, &tables));
+    int32_t *ids = malloc(n * sizeof *ids);
+    float *w = malloc(n * sizeof *w);
+    unsigned char *hit = calloc((size_t)cfg->experts, 1);
+    mm_status s = ids && w && hit ? MM_OK : MM_RUNTIME;
+    if (s == MM_OK) {
+        const mm_route_params p = route_params(routing, cfg, ranks, seed, tables.zipf_cdf, tables.zipf_mult, tables.softplus);
+        host_gen_routing(&p, 0, ranks * batch, ids, w);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] >= 0 && ids[i] < cfg->experts) hit[ids[i]] = 1;
+        const int el = cfg->experts / ranks;
+        for (int r = 0; r < ranks; r++) {
+            int active = 0;
+            for (int e = r * el; e < (r + 1) * el; e++) active += hit[e];
+            if (active > out->active) {
+                out->active = active;
+                out->rank = r;
+            }
+        }
+        out->weight_bytes = out->active * plan_expert_weight_bytes(cfg);
+        out->t_hbm_us = out->weight_bytes / (c->hbm_gbps * 1e9) * 1e6;
+    }
+    free(ids);
+    free(w);
+    free(hit);
+    route_tables_free(&tables);
+    return s;
+}
+
+mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches, int max_tokens,
+                     int ll_max_tokens, const mm_ceilings *c, unsigned built, const mm_routing *routing,
+                     uint64_t seed)
 {
     fprintf(f, "# megamoe plan: %s (hidden %d, intermediate %d, %d experts, top-%d, %s scales, "
                "swiglu limit ",
@@ -117,4 +158,18 @@ void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, in
                 fl.nvlink_bytes / 1e6, fl.t_hbm_us, fl.t_tc_us, fl.t_nvlink_us, fl.floor_us,
                 bound_name(fl.bound), form.rows_per_tile, form.dual ? "dual" : "pass");
     }
+    char route[64];
+    routing_format(routing, route, sizeof route);
+    fprintf(f, "#\n# per batch, bench's routing (%s, seed %llu): the rank whose local experts the tokens touch most\n",
+            route, (unsigned long long)seed);
+    fprintf(f, "%7s %8s %6s %11s %9s %16s\n", "batch", "active", "rank", "weights_MB", "hbm_us", "hbm_us/expected");
+    for (int b = 0; b < n_batches; b++) {
+        mm_floor fl;
+        mm_seed_floor sf;
+        plan_floor(cfg, ranks, batches[b], c, &fl);
+        MM_TRY(plan_seed_floor(cfg, routing, seed, ranks, batches[b], c, &sf));
+        fprintf(f, "%7d %8d %6d %11.1f %9.1f %16.2f\n", sf.batch, sf.active, sf.rank, sf.weight_bytes / 1e6,
+                sf.t_hbm_us, fl.t_hbm_us > 0 ? sf.t_hbm_us / fl.t_hbm_us : 0.0);
+    }
+    return MM_OK;
 }

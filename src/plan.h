@@ -53,9 +53,24 @@ mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens);
 /* Symmetric and local bytes per rank of one mode at `max_tokens` tokens per rank. */
 void plan_mode_bytes(mm_mode mode, const mm_shape *s, uint64_t *sym, uint64_t *local);
 
-/* Prints the whole plan (header, buffers, floors) on `f`. `built` is a bit set over mm_mode: the
- * others' buffers are marked as planned layouts. */
-void plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches,
-                int max_tokens, int ll_max_tokens, const mm_ceilings *c, unsigned built);
+/* What bench's own routing does at one batch (its generator and seed; rank r holds the global
+ * tokens [r * batch, (r + 1) * batch)): the expected floor averages over routings, but a call
+ * waits for the rank whose local experts its tokens touch most. */
+typedef struct {
+    int batch;
+    int active;          /* the most local experts with at least one (token, k) on any rank */
+    int rank;            /* the first rank with that many */
+    double weight_bytes; /* their FP8 weights + block scales */
+    double t_hbm_us;     /* those bytes at the HBM ceiling */
+} mm_seed_floor;
+mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                          const mm_ceilings *c, mm_seed_floor *out);
+
+/* Prints the whole plan (header, buffers, expected floors, and the floor of bench's routing for
+ * `routing` and `seed`) on `f`. `built` is a bit set over mm_mode: the others' buffers are marked
+ * as planned layouts. */
+mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches, int max_tokens,
+                     int ll_max_tokens, const mm_ceilings *c, unsigned built, const mm_routing *routing,
+                     uint64_t seed);
 
 #endif

@@ -183,6 +183,36 @@ static void fused_row_tiles(void **state)
     assert_int_equal(mm_fused_max_row_tiles(&full), 12);
 }
 
+/* bench's own routing (uniform, seed 1): the slowest rank's active experts. Flash at EP2, 1 token
+ * per rank: rank 0's token picks 2 of its experts and rank 1's token 5 more (the fifteenth
+ * session's trace: 7 experts, 112 GEMM1 items), 176.2 MB = 45.2 us; 0 tokens: none; 4096 tokens:
+ * every expert. Another seed draws other experts. */
+static void seed_floor(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_routing r;
+    char err[128];
+    assert_int_equal(parse_routing("uniform", &r, err, sizeof err), MM_OK);
+    mm_seed_floor sf;
+    assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 1, &H200, &sf), MM_OK);
+    assert_int_equal(sf.active, 7);
+    assert_int_equal(sf.rank, 0);
+    near(sf.weight_bytes, 7 * 25171968.0, 1e-12);
+    near(sf.t_hbm_us, 7 * 25171968.0 / 3900e9 * 1e6, 1e-9);
+    assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 0, &H200, &sf), MM_OK);
+    assert_int_equal(sf.active, 0);
+    assert_true(sf.t_hbm_us == 0.0);
+    assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 4096, &H200, &sf), MM_OK);
+    assert_int_equal(sf.active, 128);
+    /* other seeds: each token's top-6 are distinct, so the two tokens touch 6 to 12 experts and
+     * the busier rank at least 3 of them */
+    for (uint64_t seed = 2; seed < 8; seed++) {
+        assert_int_equal(plan_seed_floor(&c, &r, seed, 2, 1, &H200, &sf), MM_OK);
+        assert_true(sf.active >= 3 && sf.active <= 12);
+    }
+}
+
 int run_plan_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +221,7 @@ int run_plan_tests(void)
         cmocka_unit_test(ceilings_override),
         cmocka_unit_test(layouts),
         cmocka_unit_test(fused_row_tiles),
+        cmocka_unit_test(seed_floor),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
