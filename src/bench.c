@@ -325,30 +325,27 @@ static mm_status breakdown_row(bench_state *b, int l2_flush, step_ctx *ctx, mm_r
         mm_warn("--breakdown: %s batch %d: instrumented calls failed; no stages", mode_name(ctx->mode), row->batch);
         return agreed == MM_RUNTIME ? MM_RUNTIME : MM_OK;
     }
-    double med[MM_MAX_STAGES], worst[MM_MAX_STAGES];
+    double med[MM_MAX_STAGES] = {0};
     for (int k = 0; k < n; k++) {
         for (int c = 0; c < MM_BREAKDOWN_CALLS; c++) col[c] = us[c][k];
         mm_stats st;
         stats_compute(col, MM_BREAKDOWN_CALLS, &st);
         med[k] = st.median;
     }
-    if (MPI_Allreduce(med, worst, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return MM_RUNTIME;
-    /* every rank's medians too (rank 0 reports them) */
-    double *all = malloc(sizeof(double) * MM_MAX_STAGES * (size_t)rt->world);
-    if (!all) return MM_RUNTIME;
-    for (int k = n; k < MM_MAX_STAGES; k++) med[k] = 0.0;
-    if (MPI_Gather(med, MM_MAX_STAGES, MPI_DOUBLE, all, MM_MAX_STAGES, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        free(all);
+    /* every rank's medians to rank 0, which reports them and, per stage, their maximum (the
+     * runtime allows at most MM_MAX_PEERS ranks: no allocation before the collective) */
+    double all[MM_MAX_PEERS][MM_MAX_STAGES];
+    if (MPI_Gather(med, MM_MAX_STAGES, MPI_DOUBLE, all, MM_MAX_STAGES, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
         return MM_RUNTIME;
-    }
     row->n_stages = n;
     for (int k = 0; k < n; k++) {
         mm_fmt(row->stage_name[k], sizeof row->stage_name[k], "%s", names[k]);
-        row->stage_us[k] = worst[k];
-        for (int r = 0; rt->rank == 0 && r < rt->world && r < MM_MAX_RANKS; r++)
-            row->stage_rank_us[r][k] = all[(size_t)r * MM_MAX_STAGES + k];
+        row->stage_us[k] = med[k];
+        for (int r = 0; rt->rank == 0 && r < rt->world; r++) {
+            row->stage_rank_us[r][k] = all[r][k];
+            row->stage_us[k] = all[r][k] > row->stage_us[k] ? all[r][k] : row->stage_us[k];
+        }
     }
-    free(all);
     return MM_OK;
 }
 
