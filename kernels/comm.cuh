@@ -57,11 +57,6 @@ __device__ __forceinline__ void mm_red_add_release_gpu(uint32_t *p, uint32_t v)
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ void mm_st_release_gpu_u32(uint32_t *p, uint32_t v)
-{
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 __device__ __forceinline__ uint32_t mm_ld_acquire_gpu_u32(const uint32_t *p)
 {
     uint32_t v;

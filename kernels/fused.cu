@@ -95,10 +95,6 @@
 #include <stdint.h>
 
 #include "comm.cuh"
-/* the producer's waits for GEMM1's act blocks inside a GEMM2 item need 8 registers more than the
- * GEMM core's 64 (ptxas spilled ~100 bytes, across the kernel, at 64): 128 x 72 + 256 x 216 is
- * exactly the CTA's pool */
-#define MM_PRODUCER_REGS 72
 #include "gemm_tile.cuh"
 #include "layout.h"
 #include "megamoe_kernels.h"
@@ -126,21 +122,6 @@ enum { DONE_DISPATCH, DONE_GEMM2, DONE_EXIT, WORK_CLAIM };
 __device__ __forceinline__ uint32_t *gemm1_done(const mm_fused_args &a)
 {
     return mm_xchg_send_slots(a.comm, a.x) + a.m.experts;
-}
-
-/* The word of GEMM1 block `block` (128 columns of act) of row tile `tile`: the call's epoch once
- * that block is written. */
-__device__ __forceinline__ uint32_t *gemm1_block(const mm_fused_args &a, int tile, int block)
-{
-    return (uint32_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_gemm1_blocks) +
-           (size_t)tile * (a.m.inter / 128) + block;
-}
-
-/* The call's epoch as the 32-bit words carry it, read from the state (not kept in a register
- * across phase 3, where the producer has 64); it changes only in phase 6. */
-__device__ __forceinline__ uint32_t call_epoch32(const mm_fused_args &a)
-{
-    return (uint32_t)(*(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1);
 }
 
 /* Bounded wait until a 32-bit word reaches `target`: a local counter written by other CTAs of
@@ -478,28 +459,10 @@ __device__ __forceinline__ void inject_late_math(void)
 #endif
 }
 
-/* Before K block kb of a GEMM2 item taken while its row tile's GEMM1 items were still running
- * (every producer thread: thread 0 waits for the block's word, the barrier hands its acquire to
- * the loaders; the fence orders the TMA's async-proxy reads after it). A wait that expires is
- * recorded like a stage wait's (the CTA reports fused-pipeline at the end of phase 3 and leaves
- * without combining); the item goes on over whatever act holds. */
-__device__ __forceinline__ void gate_act_block(const mm_fused_args &a, int tile, int kb)
-{
-    if (threadIdx.x == 0) {
-        mm_word_wait(gemm1_block(a, tile, kb), call_epoch32(a), a.comm.abort_flag, a.comm.timeout_ns,
-                     MM_PIPE_WAIT_ACT_BLOCK);
-        asm volatile("fence.proxy.async.global;" ::: "memory");
-    }
-    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-}
-
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
- * ahead of the math across passes and items. A GEMM2 item's rows are loaded at once when its row
- * tile's GEMM1 items are all done as it is taken (gemm1_done, tested once), else K block by K
- * block as each block's GEMM1 item is done (gemm1_block words): at a few tokens an expert's
- * GEMM1 items end over several microseconds, and GEMM2 need not wait for the last one to start.
- * Ends with an ITEM_END (or ITEM_ABORT) slot. */
+ * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
+ * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
@@ -518,22 +481,18 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
-            int partial = 0;
             if (item >= sc.gemm1_items && item < sc.items) {
-                const int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-                partial = mm_ld_acquire_gpu_u32(&gemm1_done(a)[tile]) < (uint32_t)sc.ib_count;
-                /* this thread issues the item's A TMA: order it after the act stores it saw */
-                asm volatile("fence.proxy.async.global;" ::: "memory");
-                if (partial && !wait_word(a.comm, gemm1_block(a, tile, 0), call_epoch32(a), MM_PHASE_FUSED_GEMM1, -1, false))
+                int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
+                if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
                     item = ITEM_ABORT;
+                /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
-            claim_s[0] = item;
-            claim_s[1] = partial;
+            *claim_s = item;
         }
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-        const int item = claim_s[0];
+        const int item = *claim_s;
         if (item >= sc.items || item == ITEM_ABORT) {
             if (threadIdx.x == 0) it->item = item == ITEM_ABORT ? ITEM_ABORT : ITEM_END;
             mm_item_publish(ring_items, n);
@@ -547,8 +506,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        /* K blocks loaded at a time after the first: the rest, or one per act block wait */
-        const int step = claim_s[1] || kblocks < 2 ? 1 : kblocks - 1;
         if (it->dual) {
             /* two weight blocks over one pass of A (two stages per K block, or one for a compact
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
@@ -558,10 +515,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            for (int kb = 1; kb < kblocks; kb += step) {
-                if (claim_s[1]) gate_act_block(a, it->tile, kb);
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, kb, kb + step, compact);
-            }
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
@@ -569,10 +523,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            for (int kb = 1; kb < kblocks; kb += step) {
-                if (claim_s[1]) gate_act_block(a, it->tile, kb);
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, kb, kb + step);
-            }
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
@@ -584,18 +535,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             next = claim_item(a, sc);
         }
     }
-}
-
-/* One math thread, after a barrier that follows every math thread's act stores of a GEMM1 item:
- * the block's word (a GEMM2 item of the tile taken before the tile was done waits on it), then
- * the tile's count (one taken later tests it once). Release is cumulative: after the barrier it
- * covers the other threads' stores. */
-__device__ __forceinline__ void publish_gemm1_block(const mm_fused_args &a, const fused_item *it)
-{
-    /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    mm_st_release_gpu_u32(gemm1_block(a, it->tile, it->block), call_epoch32(a));
-    mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
 }
 
 /* Stores one row's 128 FP8 values from a quad, whose lane q holds bytes 2q, 2q + 1 of each 8-byte
@@ -668,7 +607,11 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     /* every math thread's act stores, then one release by one thread (the barrier orders them
      * before it) */
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    if (mt == 0) publish_gemm1_block(a, it);
+    if (mt == 0) {
+        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
+    }
 }
 
 /* Parks this thread's valid rows of a small tile's block row-major at `park`; row_off: 0 when
@@ -709,7 +652,11 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
         if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
     }
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
-    if (mt == 0) publish_gemm1_block(a, it);
+    if (mt == 0) {
+        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
+    }
 }
 
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
@@ -850,7 +797,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     __shared__ fused_item slots[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring ring_items;
-    __shared__ int claim_s[2]; /* the producer's item, and whether it waits for act block by block */
+    __shared__ int claim_s;
     __shared__ cub::WarpScan<int>::TempStorage warp_scan;
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
@@ -948,7 +895,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, claim_s);
+        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
         mm_regs_math();

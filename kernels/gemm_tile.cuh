@@ -188,16 +188,11 @@ __device__ __forceinline__ bool mm_named_barrier_and(int id, int threads, bool p
 /* Register split of the 384-thread CTA (168 per thread at launch; setmaxnreg moves registers
  * within the CTA's pool, so the split must fit 384 x 168 = 64512): the math warpgroups hold an
  * accumulator and two block sums (192 FP32 values) per thread, the producer its row pointers.
- * 128 x 64 + 256 x 216 = 63488. A kernel may give its producer more before including this
- * header (fused.cu: 72, the whole pool, for its act waits inside an item). Every warp of a
- * warpgroup executes these together. */
-#ifndef MM_PRODUCER_REGS
+ * 128 x 64 + 256 x 216 = 63488; with less for the producer ptxas spills in the fused kernel.
+ * Every warp of a warpgroup executes these together. */
 #define MM_PRODUCER_REGS 64
-#endif
 #define MM_MATH_REGS 216
 #define MM_LAUNCH_REGS 168
-static_assert(MM_PRODUCER_REGS % 8 == 0 && 128 * MM_PRODUCER_REGS + 256 * MM_MATH_REGS <= 384 * MM_LAUNCH_REGS,
-              "the register split fits the CTA's pool");
 
 #ifdef __CUDACC__
 /* Host side: a kernel that uses the split must have been given exactly MM_LAUNCH_REGS per thread
@@ -346,40 +341,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             if (!start) {
                 start = t;
             } else if (*(volatile uint32_t *)&mm_stage_wait_expired) {
-                MM_STEP(0x0390u | what);
-                return false;
-            } else if (t - start > limit) {
-                mm_stage_wait_expired = what;
-                MM_STEP(0x0390u | what);
-                return false;
-            }
-        }
-    }
-}
-
-/* The same bounded wait (32-bit time, few registers: the producer has 64) for a 32-bit word in
- * global memory that other CTAs of the launch set with release: until *p >= target (acquire), or
- * `abort_flag` is set, or limit_ns pass (then `what` is recorded like a stage wait's). */
-__device__ __forceinline__ bool mm_word_wait(const uint32_t *p, uint32_t target, const uint32_t *abort_flag,
-                                             uint64_t limit_ns, uint32_t what)
-{
-    const uint32_t limit = (uint32_t)(limit_ns >> 10);
-    uint32_t start = 0;
-    MM_STEP(0x0300u | what);
-    for (uint32_t spin = 0;; spin++) {
-        uint32_t seen;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(p) : "memory");
-        if (seen >= target) {
-            MM_STEP_PAST(0x0300u | what);
-            return true;
-        }
-        if ((spin & 31u) == 0) {
-            uint64_t now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            const uint32_t t = (uint32_t)(now >> 10) | 1u;
-            if (!start) {
-                start = t;
-            } else if (*(volatile const uint32_t *)abort_flag || *(volatile uint32_t *)&mm_stage_wait_expired) {
                 MM_STEP(0x0390u | what);
                 return false;
             } else if (t - start > limit) {

@@ -216,20 +216,11 @@ static inline int64_t mm_fused_max_row_tiles(const mm_shape *s)
 enum { FUSED_ACT, FUSED_ACT_SCALES };
 
 /* fused: counters at 8 are dispatch, gemm2, exit and the work claim; after the send slots,
- * [row tiles] GEMM1-done counters (u32), then at mm_fused_gemm1_blocks_at [row tiles][I/128]
- * GEMM1 block words (u32: the call's epoch once that 128-column block of act is written, so a
- * GEMM2 item can start on its first K blocks before its tile's last GEMM1 item is done). The
- * state lives in the symmetric buffer so a reset after a timeout clears it with everything else
- * (the block words' epochs restart with the epoch). */
-static inline uint64_t mm_fused_gemm1_blocks_at(const mm_shape *s)
-{
-    return 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u;
-}
-
+ * [row tiles] GEMM1-done counters (u32). The state lives in the symmetric buffer so a reset after
+ * a timeout clears it with everything else. */
 static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
 {
-    const uint64_t blocks = (uint64_t)mm_fused_max_row_tiles(s) * (uint64_t)(s->inter / 128) * 4u;
-    return mm_layout_exchange_sym(s, mm_fused_gemm1_blocks_at(s) + blocks, 1);
+    return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 1);
 }
 
 /* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows), one

@@ -63,7 +63,6 @@ typedef enum {
     MM_PIPE_WAIT_STAGE_EMPTY, /* producer: the math releasing a stage */
     MM_PIPE_WAIT_ITEM_FREE,   /* producer: the math releasing an item slot */
     MM_PIPE_WAIT_ITEM_READY,  /* math: the producer publishing the next item */
-    MM_PIPE_WAIT_ACT_BLOCK,   /* fused producer: a GEMM1 block of act a GEMM2 item reads */
     MM_PIPE_WAIT_COUNT
 } mm_pipe_wait;
 
@@ -267,7 +266,6 @@ typedef struct {
     uint64_t mode_offset, off_state, off_counts, off_flags, off_recv, off_combine;
     uint64_t off_meta;  /* fused only: dispatch_meta */
     uint64_t off_ready; /* fused only: dispatch_ready */
-    uint64_t off_gemm1_blocks; /* fused only: the GEMM1 block words in the state (mm_fused_gemm1_blocks_at) */
     uint64_t row_bytes; /* ll: mm_ll_row_bytes; fused: mm_fused_row_bytes */
 } mm_exchange;
 
@@ -339,7 +337,7 @@ typedef struct {
 #define MM_FUSED_PHASE_STAMPS 6
 #define MM_FUSED_COUNT_STAMPS 11 /* the phases, then the counts hand-off's steps */
 /* the first MM_FUSED_TRACE_ITEMS GEMM items of each CTA: {item, claimed, rows ready (a GEMM2
- * item's first K block of act written), loads issued, math took it, epilogue done} */
+ * item's gemm1_done seen), loads issued, math took it, epilogue done} */
 #define MM_FUSED_TRACE_ITEMS 16
 #define MM_FUSED_ITEM_FIELDS 6
 #define MM_FUSED_TRACE_STAMPS (MM_FUSED_COUNT_STAMPS + MM_FUSED_TRACE_ITEMS * MM_FUSED_ITEM_FIELDS)

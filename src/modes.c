@@ -41,7 +41,6 @@ mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_s
     int per_rank = sym->count > XCHG_DISPATCH_META;
     x.off_meta = per_rank ? sym->region[XCHG_DISPATCH_META].offset : 0;
     x.off_ready = per_rank ? sym->region[XCHG_DISPATCH_READY].offset : 0;
-    x.off_gemm1_blocks = per_rank ? x.off_state + mm_fused_gemm1_blocks_at(shape) : 0;
     x.row_bytes = per_rank ? mm_fused_row_bytes(shape) : mm_ll_row_bytes(shape);
     return x;
 }

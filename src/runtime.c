@@ -28,8 +28,7 @@ const char *pipe_wait_name(uint64_t wait)
     static const char *const names[] = {"none", "stage full (math waiting for operands)",
                                         "stage empty (producer waiting for the math)",
                                         "item slot free (producer waiting for the math)",
-                                        "item ready (math waiting for the producer)",
-                                        "act block (GEMM2 producer waiting for a GEMM1 item)"};
+                                        "item ready (math waiting for the producer)"};
     _Static_assert(sizeof names / sizeof names[0] == MM_PIPE_WAIT_COUNT, "a name per mm_pipe_wait");
     return wait < MM_PIPE_WAIT_COUNT ? names[wait] : "unknown";
 }
