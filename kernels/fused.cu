@@ -371,7 +371,6 @@ typedef struct {
     int rows, tile, block, is_gemm1;
     int dual;                    /* two weight blocks over one pass of A (mm_fused_dual) */
     int compact;                 /* dual, both blocks in one stage (a tiny tile: mm_fused_compact) */
-    int weights_once;            /* the expert's only row tile: its weights stream evict-first */
     size_t act_row0;
 } fused_item;
 
@@ -439,7 +438,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->is_gemm1 = is_gemm1;
         it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
         it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
-        it->weights_once = mm_weights_read_once(expert_rows);
         it->act_row0 = act_row0;
     }
 }
@@ -506,7 +504,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         int4 meta;
         describe_item(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
-        if (threadIdx.x == 0) pipe->stream_b = it->weights_once; /* read by this thread's TMAs only */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
         if (it->dual) {

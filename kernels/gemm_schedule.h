@@ -184,13 +184,6 @@ MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
     return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
 }
 
-/* Whether an expert's weight blocks are read once per launch (its rows fit one row tile), so
- * their stream can enter L2 as evict-first (gemm_tile.cuh mm_tile_pipe.stream_b). */
-MM_HD bool mm_weights_read_once(int expert_rows)
-{
-    return expert_rows <= MM_GEMM_BM;
-}
-
 /* Counts first (fused.cu): a rank with at most this many tokens, and no more than one per CTA,
  * publishes its counts from its ids at the start of a call and signals each row. */
 #define MM_FUSED_COUNTS_FIRST_MAX_TOKENS 32

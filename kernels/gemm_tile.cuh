@@ -127,12 +127,6 @@ typedef struct {
 typedef struct {
     uint64_t full[MM_TILE_STAGES];
     uint64_t empty[MM_TILE_STAGES];
-    /* 1: the current tile's weight blocks are read once per launch (its expert has one row tile:
-     * mm_weights_read_once), so their TMA loads go into L2 as evict-first: they replace each
-     * other, not lines others need (act, the rows; in the benchmark, the dirty lines the L2
-     * flush left, whose write-back would otherwise share HBM with the weight stream). 0
-     * (mm_tile_pipe_init): the normal policy. Written and read by producer thread 0 only. */
-    uint32_t stream_b;
 } mm_tile_pipe;
 
 /* Position in the stage ring: both roles walk the same sequence of blocks, each with its own
@@ -369,7 +363,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
 __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 {
     mm_stage_wait_expired = 0u;
-    p->stream_b = 0u;
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
         mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS * cluster);
@@ -426,21 +419,12 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
 
 /* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
  * the stage's `full` barrier. */
-__device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full, uint32_t stream)
+__device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
 {
-    if (stream) {
-        uint64_t policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-                     "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full), "l"(policy)
-                     : "memory");
-    } else {
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
-                     : "memory");
-    }
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
+                 "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
+                 : "memory");
 }
 
 /* Whether a tile's A blocks come by TMA (async proxy) rather than gathered by cp.async (generic
@@ -518,7 +502,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            mm_tile_tma_b(sb, b, kb, full, p->stream_b);
+            mm_tile_tma_b(sb, b, kb, full);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -534,8 +518,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* compact: the second block into this stage's A area, after the arrivals (the expected
          * bytes above keep the phase open until it lands; issued here, the producer's registers
          * suffice) */
-        if (compact && pt == 0)
-            mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full, p->stream_b);
+        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
         if (second_rows && !compact)
             mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
@@ -717,7 +700,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
-        mm_tile_tma_b(sb, b, kb, full, p->stream_b);
+        mm_tile_tma_b(sb, b, kb, full);
     }
     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");

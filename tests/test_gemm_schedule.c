@@ -278,22 +278,6 @@ static void fused_first_slots(void **state)
     assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
 }
 
-/* Evict-first weights exactly when no expert has a second row tile, i.e. when no weight block
- * is read twice in a launch: cross-checked against the tile prefix's count of row tiles. */
-static void weights_read_once_rule(void **state)
-{
-    (void)state;
-    assert_true(mm_weights_read_once(0));
-    assert_true(mm_weights_read_once(1));
-    assert_true(mm_weights_read_once(MM_GEMM_BM));
-    assert_false(mm_weights_read_once(MM_GEMM_BM + 1));
-    for (int rows = 0; rows <= 4 * MM_GEMM_BM; rows++) {
-        int32_t count[1] = {rows}, start[2];
-        int tiles = mm_tile_prefix(count, 1, start);
-        assert_int_equal(mm_weights_read_once(rows), tiles <= 1);
-    }
-}
-
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,7 +291,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_first_slots),
-        cmocka_unit_test(weights_read_once_rule),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
