@@ -395,6 +395,13 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
         if (fits) s = gen_batch(b, cfg, o, batch);
         mm_floor fl;
         plan_floor(cfg, rt->world, batch, &ceil, &fl);
+        /* the same floor for this batch's own routing: the busiest rank's active experts (the
+         * same host generator as the GPU's, same seed), the other terms as expected */
+        mm_seed_floor sf;
+        if (s == MM_OK) s = plan_seed_floor(cfg, &o->routing, o->seed, rt->world, batch, &ceil, &sf);
+        double routing_floor = sf.t_hbm_us;
+        if (fl.t_tc_us > routing_floor) routing_floor = fl.t_tc_us;
+        if (fl.t_nvlink_us > routing_floor) routing_floor = fl.t_nvlink_us;
         mm_row rows[MODE_COUNT], checked[MODE_COUNT];
         step_ctx ctxs[MODE_COUNT];
         int timed[MODE_COUNT], n_timed = 0;
@@ -411,6 +418,8 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             row->nvlink_bytes = fl.nvlink_bytes;
             row->flops = fl.flops;
             row->floor_us = fl.floor_us;
+            row->routing_floor_us = routing_floor;
+            row->routing_experts = sf.active;
             row->status = ROW_SKIP;
             if (ops->missing)
                 mm_fmt(row->note, sizeof row->note, "%s", ops->missing);

@@ -222,9 +222,47 @@ static void stages_text(FILE *f, const mm_results *r)
     }
 }
 
+/* Per batch: the expected floor and this routing's, and each timed mode's floor / measured
+ * against both (a decode batch's routing can touch more or fewer experts than expected). */
+static void floors_text(FILE *f, const mm_results *r)
+{
+    int batches[MM_MAX_BATCHES];
+    const int nb = batches_of(r, batches, MM_MAX_BATCHES);
+    int any = 0;
+    for (int i = 0; i < nb; i++) {
+        const mm_row *ref = NULL;
+        for (int m = 0; m < MODE_COUNT && !ref; m++) {
+            const mm_row *row = results_find(r, (mm_mode)m, batches[i]);
+            if (row && row->floor_us > 0.0 && row->routing_floor_us > 0.0) ref = row;
+        }
+        if (!ref) continue;
+        if (!any) {
+            fprintf(f, "\n## floors (us: the plan's expected, and this routing's: the busiest rank's local experts in "
+                       "place of the expected count; per mode floor / measured, expected / routing)\n");
+            fprintf(f, "%7s %9s %9s %8s", "batch", "floor", "routing", "experts");
+            for (int m = 0; m < MODE_COUNT; m++)
+                if (mode_present(r, (mm_mode)m)) fprintf(f, " %12s", mode_name((mm_mode)m));
+            fprintf(f, "\n");
+        }
+        any = 1;
+        fprintf(f, "%7d %9.1f %9.1f %8d", batches[i], ref->floor_us, ref->routing_floor_us, ref->routing_experts);
+        for (int m = 0; m < MODE_COUNT; m++) {
+            if (!mode_present(r, (mm_mode)m)) continue;
+            const mm_row *row = results_find(r, (mm_mode)m, batches[i]);
+            char cell[32] = "-";
+            if (row && has_time(row) && row->stats.median > 0.0)
+                mm_fmt(cell, sizeof cell, "%.2f/%.2f", ref->floor_us / row->stats.median,
+                       ref->routing_floor_us / row->stats.median);
+            fprintf(f, " %12s", cell);
+        }
+        fprintf(f, "\n");
+    }
+}
+
 void report_text(FILE *f, const mm_results *r)
 {
     tables(f, r, STYLE_TEXT);
+    floors_text(f, r);
     stages_text(f, r);
 }
 
@@ -347,6 +385,10 @@ static cJSON *row_json(const mm_row *row)
     cJSON_AddNumberToObject(w, "nvlink_bytes", row->nvlink_bytes);
     cJSON_AddNumberToObject(w, "flops", row->flops);
     cJSON_AddNumberToObject(w, "floor_us", row->floor_us);
+    if (row->routing_floor_us > 0.0) {
+        cJSON_AddNumberToObject(w, "routing_floor_us", row->routing_floor_us);
+        cJSON_AddNumberToObject(w, "routing_experts", row->routing_experts);
+    }
     return o;
 }
 

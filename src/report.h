@@ -45,6 +45,11 @@ typedef struct {
     double *samples_us; /* that rank's per-iteration times, owned by the row */
     mm_diff diff;
     double weight_bytes, nvlink_bytes, flops, floor_us; /* expected, from the plan */
+    /* the floor of this run's routing: the plan's, with the local experts the busiest rank's
+     * tokens actually touch (routing_experts) in place of the expected count (plan_seed_floor);
+     * 0: not computed */
+    double routing_floor_us;
+    int routing_experts;
     /* --breakdown: the mode's stages, median over instrumented calls: per stage the slowest
      * rank's, and each rank's (ranks < MM_MAX_RANKS; a stage that waits for another rank is long
      * on the rank that waits, so the per-stage maxima need not add up to one rank's call) */
