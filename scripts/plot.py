@@ -26,12 +26,15 @@ def main():
     title = "%s, EP %s, %s" % (meta.get("config"), meta.get("ep"), meta.get("gpu"))
     timed = {}
     floors = {}
+    routing_floors = {}  # the run's own routing (bench's work.routing_floor_us), when present
     for r in rows:
         if r.get("status") == "OK" and r.get("time"):
             timed.setdefault(r["mode"], {})[r["batch"]] = r["time"]["median_us"]
-        floor = (r.get("work") or {}).get("floor_us")
-        if floor:
-            floors[r["batch"]] = floor
+        work = r.get("work") or {}
+        if work.get("floor_us"):
+            floors[r["batch"]] = work["floor_us"]
+        if work.get("routing_floor_us"):
+            routing_floors[r["batch"]] = work["routing_floor_us"]
 
     def finish(ax, fig, name, ylabel, log_y):
         ax.set_xscale("log", base=2)
@@ -56,6 +59,9 @@ def main():
     if floors:
         pts = sorted(floors.items())
         ax.plot([b for b, _ in pts], [t for _, t in pts], "k--", label="floor")
+    if routing_floors:
+        pts = sorted(routing_floors.items())
+        ax.plot([b for b, _ in pts], [t for _, t in pts], "k:", label="floor of this routing")
     finish(ax, fig, "latency.png", "latency per layer (us)", True)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
