@@ -5,21 +5,18 @@
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
  * accumulators, promoted with one FMA per block in K order.
  *
- * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...; in 2 x 2 clusters
- * the cluster's quads, gemm_schedule.h mm_tile_quad_locate), writes each tile's
+ * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...), writes each tile's
  * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
  * tile's 128 rows for all 128 columns, and store BF16 or FP32 through shared memory (store_tile). A tile's
  * rows never straddle experts; rows past an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
- * row_offset/row_count [E] and tile_start [E+2] (the prefix, then whether quads can run) in
- * device memory (no host sync); out [rows][N]
+ * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
  * Shared memory: the stage ring, then the output tile's staging area (store_tile).
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its staging writes, and bulk-copy groups (a half is rewritten only after the
- * copies that read it); across CTAs only within a cluster (pairs share A blocks, quads A and
- * weight blocks, by TMA multicast: gemm_tile.cuh mm_tile_share). */
+ * copies that read it); nothing across CTAs. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -90,36 +87,26 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
-     * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each;
-     * a 4-CTA cluster runs 2 x 2 quads (A shared with rank ^ 1, the weight block with rank ^ 2),
-     * or two pairs when some expert's row tiles do not come in pairs (gemm_tile.cuh
-     * mm_tile_share) */
-    const unsigned csize = mm_cluster_size();
+     * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
+    const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
-        mm_tile_pipe_init(&pipe, csize == 4 ? 3 : (int)csize);
+        mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         mm_item_ring_init(&items);
     }
-    if (csize > 1) mm_cluster_sync(); /* the partners' barriers exist before the first remote arrival */
+    if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     else __syncthreads();
     /* launched as a programmatic dependent of tile_prefix_kernel (mm_launch_grouped_gemm): the
      * launch and the set-up above overlapped it; its tile_start (and everything the kernels
      * before it wrote) is visible from here on */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
-    /* the tile prefix's verdict on quads (tile_start[experts + 1]): the same in every CTA */
-    const int share = csize == 4 ? (g.tile_start[g.experts + 1] ? MM_SHARE_QUAD : MM_SHARE_PAIR_OF_4)
-                                 : (csize == 2 ? MM_SHARE_PAIR : MM_SHARE_NONE);
-    const bool quad = share == MM_SHARE_QUAD;
-    /* a quad's four CTAs walk quads c, c + clusters, ... together; otherwise CTA i walks items i,
-     * i + grid, ..., so a pair holds items w and w + 1 */
-    const int total = quad ? mm_tile_quad_count(g.tile_start, g.experts, col_tiles) : g.tile_start[g.experts] * col_tiles;
-    const int first = quad ? (int)blockIdx.x / 4 : (int)blockIdx.x, step = quad ? (int)gridDim.x / 4 : (int)gridDim.x;
+    const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = {0, 0};
 
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
         uint32_t n = 0;
-        for (int item = first;; item += step, n++) {
+        for (int item = blockIdx.x;; item += gridDim.x, n++) {
             gemm_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
             if (item >= total) {
@@ -127,8 +114,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 mm_item_publish(&items, n);
                 break;
             }
-            mm_tile t = quad ? mm_tile_quad_locate(g.tile_start, g.experts, col_tiles, item, mm_cluster_rank())
-                             : mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
+            mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
             int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
             rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
@@ -146,7 +132,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_inject_stall(item);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_a_map am = {g.a_map, a_row0, share};
+            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -159,7 +145,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, share, !mm_tile_a_by_tma(g.a_map, rows), acc);
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid
@@ -180,24 +166,21 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 < 64) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
-    /* no CTA of a cluster leaves while a partner may still arrive on its barriers or write its
+    /* neither CTA of a pair leaves while the other may still arrive on its barriers or write its
      * stages; and every thread's ring waits are over before thread 0 reads whether one expired */
-    if (csize > 1) mm_cluster_sync();
+    if (pair) mm_cluster_sync();
     else __syncthreads();
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
 }
 
 /* One thread block computes the tile prefix on the device: no host sync between the count and
- * the GEMM; and at tile_start[experts + 1] whether 4-CTA clusters can run quads. */
+ * the GEMM. */
 __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start)
 {
     /* the GEMM may start its launch now; it reads tile_start only after this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
-    if (threadIdx.x == 0) {
-        mm_tile_prefix(row_count, experts, tile_start);
-        tile_start[experts + 1] = mm_tile_quads_ok(tile_start, experts);
-    }
+    if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
 }
 
 /* TMA descriptors over [rows][k] FP8 (row stride k bytes) in boxes of `box_rows[i]` rows x 128
@@ -238,13 +221,12 @@ static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, ui
     return e;
 }
 
-/* Two descriptors: whole 128-row weight blocks, and the 64-row halves the CTAs of a quad load. */
 extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-    const int box[2] = {MM_GEMM_BN, MM_GEMM_BN / 2};
-    return fp8_rows_maps(w, rows, k, k, box, 2, out);
+    const int box[1] = {MM_GEMM_BN};
+    return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
 /* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
@@ -259,40 +241,39 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
     return GEMM_SMEM_BYTES(0);
 }
 
-#ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=2: pairs at most; =1: every CTA on its own (A/B runs) */
-#define MM_GEMM_CLUSTER 4
+#ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
+#define MM_GEMM_CLUSTER 2
 #endif
-/* The launch of the grouped GEMM kernel: `clusters` clusters of `size` CTAs (4: quads, 2: pairs),
- * or (size 1) `ctas` single CTAs; attr: storage for the attributes the config points at. It is
- * a programmatic dependent of the launch before it on the stream (tile_prefix_kernel): it may
- * start while that one runs and waits for it (griddepcontrol.wait) before reading the schedule;
- * without this, each GEMM paid the gap between two dependent launches and its own set-up in
- * series (~2 us, twice per pipeline, against 86 us for Flash GEMM2 at decode). */
-static cudaLaunchConfig_t gemm_launch(int size, int clusters, int ctas, int out_fp32, cudaStream_t stream,
-                                      cudaLaunchAttribute attr[2])
+/* The launch of the grouped GEMM kernel: `pairs` 2-CTA clusters, or (pairs 0) `ctas` single CTAs;
+ * attr: storage for the attributes the config points at. It is a programmatic dependent of the
+ * launch before it on the stream (tile_prefix_kernel): it may start while that one runs and
+ * waits for it (griddepcontrol.wait) before reading the schedule; without this, each GEMM paid
+ * the gap between two dependent launches and its own set-up in series (~2 us, twice per
+ * pipeline, against 86 us for Flash GEMM2 at decode). */
+static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, int out_fp32, cudaStream_t stream, cudaLaunchAttribute attr[2])
 {
     cudaLaunchConfig_t cfg = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = (unsigned)size;
+    attr[1].val.clusterDim.x = pairs ? 2 : 1;
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)(size > 1 ? size * clusters : ctas));
+    cfg.gridDim = dim3((unsigned)(pairs ? 2 * pairs : ctas));
     cfg.blockDim = dim3(MM_TILE_THREADS);
     cfg.dynamicSmemBytes = GEMM_SMEM_BYTES(out_fp32);
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = size > 1 ? 2 : 1;
+    cfg.numAttrs = pairs ? 2 : 1;
     return cfg;
 }
 
-/* How many pairs and quads can be resident at once (mm_grouped_gemm_prepare): a cluster needs
- * its SMs in one GPC, so this can be fewer than the SMs / 2 or / 4. */
-static int pairs_resident = 0, quads_resident = 0;
+/* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
+ * GPC, so this can be fewer than half the SMs. */
+static int pairs_resident = 0;
 
-/* Raises the kernel's shared-memory limit and measures how many CTA pairs and quads fit; call
- * once before the first launch (and before any graph capture). */
+/* Raises the kernel's shared-memory limit and measures how many CTA pairs fit; call once before
+ * the first launch (and before any graph capture). */
 extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
@@ -303,19 +284,8 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = gemm_launch(2, sms / 2, 0, 1, 0, attr); /* the larger staging: fits either way */
-    e = cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
-    if (e != cudaSuccess || MM_GEMM_CLUSTER < 4) return e;
-    cfg = gemm_launch(4, sms / 4, 0, 1, 0, attr);
-    return cudaOccupancyMaxActiveClusters(&quads_resident, (const void *)grouped_gemm_kernel, &cfg);
-}
-
-/* Quads when the column tiles come in pairs and prepare found room for them (a GPC whose SM
- * count is not a multiple of 4 leaves SMs idle: 128 of H200's 132 run); the kernel falls back to
- * two pairs per quad when an expert's row tiles do not come in pairs. */
-extern "C" int mm_grouped_gemm_quads(int n, int ctas)
-{
-    return mm_tile_quads(n, ctas, quads_resident);
+    cudaLaunchConfig_t cfg = gemm_launch(sms / 2, 0, 1, 0, attr); /* the larger staging: fits either way */
+    return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 
 /* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
@@ -332,8 +302,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
-    const int quads = mm_grouped_gemm_quads(g.n, ctas), pairs = quads ? 0 : mm_grouped_gemm_pairs(g.n, ctas);
-    cudaLaunchConfig_t cfg = quads ? gemm_launch(4, quads, ctas, g.out_fp32, stream, attr)
-                                   : gemm_launch(pairs ? 2 : 1, pairs, ctas, g.out_fp32, stream, attr);
+    cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas), ctas, g.out_fp32, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }

@@ -70,41 +70,6 @@ MM_HD int mm_tile_pairs(int n, int ctas, int resident)
     return (n / MM_GEMM_BN) % 2 || pairs < 1 ? 0 : pairs;
 }
 
-/* 2 x 2 clusters of the standalone grouped GEMM (gemm.cu, MM_GEMM_CLUSTER 4): cluster rank r
- * computes row tile 2 i + (r >> 1) and column tile 2 j + (r & 1) of quad (i, j), so rank r ^ 1
- * has the same rows (A shared by multicast, as in a pair) and rank r ^ 2 the same weight block
- * (B shared). Quads need every expert's row tiles to come in pairs (both row tiles of a quad then
- * belong to one expert); the tile prefix records whether they do at tile_start[experts + 1]. */
-MM_HD int mm_tile_quads_ok(const int32_t *tile_start, int experts)
-{
-    for (int e = 0; e < experts; e++)
-        if ((tile_start[e + 1] - tile_start[e]) % 2) return 0;
-    return 1;
-}
-
-/* Quads of a launch over col_tiles column tiles (0 when the column tiles are odd). */
-MM_HD int mm_tile_quad_count(const int32_t *tile_start, int experts, int col_tiles)
-{
-    return col_tiles % 2 ? 0 : tile_start[experts] / 2 * (col_tiles / 2);
-}
-
-/* Cluster rank `rank`'s tile of quad q (row tiles flat over the experts, as mm_tile_locate). */
-MM_HD mm_tile mm_tile_quad_locate(const int32_t *tile_start, int experts, int col_tiles, int q, unsigned rank)
-{
-    const int col_pairs = col_tiles / 2;
-    mm_tile t = mm_tile_locate(tile_start, experts, 1, 2 * (q / col_pairs) + (int)(rank >> 1));
-    t.col_tile = 2 * (q % col_pairs) + (int)(rank & 1u);
-    return t;
-}
-
-/* How many 2 x 2 clusters a launch of `ctas` CTAs over N = n columns runs when `resident` of
- * them fit at once; 0: none (pairs or single CTAs instead). */
-MM_HD int mm_tile_quads(int n, int ctas, int resident)
-{
-    const int quads = ctas / 4 < resident ? ctas / 4 : resident;
-    return (n / MM_GEMM_BN) % 2 || quads < 1 ? 0 : quads;
-}
-
 /* Row r_in_tile of flat row tile `tile_flat` (one column tile): its row index in A, or false
  * when the tile's expert has fewer rows. */
 MM_HD bool mm_tile_row_index(const int32_t *tile_start, const int32_t *row_offset, const int32_t *row_count,

@@ -18,12 +18,11 @@
  *   warpgroups 1, 2 (math)   wait for `full`, run wgmma m64n128k32 (e4m3 x e4m3 -> f32, both
  *                            operands from shared memory) on rows 64g..64g+63, read the block's
  *                            scales, free the stage (`empty`, one arrival per warp) and promote.
- * In a pair (2-CTA cluster, mm_tile_a_map.share): both CTAs run tiles on the same rows and
+ * In a pair (2-CTA cluster, mm_tile_a_map.pair): both CTAs run tiles on the same rows and
  * adjacent columns; each producer loads 64 of the A block's rows into both CTAs' stages (TMA
  * multicast), so `full` expects the whole A block in both, and a stage is free only once the
  * math warps of both CTAs released it (each arrives on both `empty` barriers). A and B traffic
- * from L2 per block drops from 32 to 24 KB. A quad (4-CTA cluster, 2 x 2 tiles) shares the
- * weight block the same way with the CTA on the other row tile: 16 KB (mm_tile_share).
+ * from L2 per block drops from 32 to 24 KB.
  * The producer runs up to MM_TILE_STAGES blocks ahead, also across passes and tiles: it never
  * waits for the math of a block it loaded, and the math never waits for a refill it issued, so
  * the weight stream is not broken at tile boundaries (v6 drained and refilled the pipeline per
@@ -119,20 +118,8 @@ typedef struct {
 typedef struct {
     const void *map; /* mm_rows_map_create's pair: box 128 x 128, then box 64 x 128; 128-byte swizzle */
     int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
-    int share;       /* how the cluster shares the stages (mm_tile_share): 0 none */
+    int pair;        /* 1: a 2-CTA cluster on the same rows, each CTA loads 64 of them into both */
 } mm_tile_a_map;
-
-/* How the CTAs of a cluster share their stages (the standalone GEMM, gemm.cu). A pair (2-CTA
- * cluster, or the two CTAs r, r ^ 1 of a 4-CTA cluster whose quads are ruled out): both run
- * tiles on the same rows and adjacent columns, each loads 64 of the A block's rows into both
- * (TMA multicast). A quad (4-CTA cluster, 2 x 2 tiles: gemm_schedule.h mm_tile_quad_locate):
- * the same for A with r ^ 1, and r ^ 2 computes the same columns on the other row tile, so each
- * loads 64 of the weight block's rows into both: per CTA and K block 8 KB of A and 8 KB of B
- * leave L2 instead of 8 + 16 (pair) or 16 + 16 (none). A stage is free only once every CTA that
- * writes into it has it free: its empty barrier counts the math warps of this CTA and of each
- * partner (pair: 2 CTAs; quad: 3, the diagonal CTA shares nothing; a pair inside a 4-CTA
- * cluster arrives twice locally so the count is the same 3). */
-enum { MM_SHARE_NONE = 0, MM_SHARE_PAIR = 1, MM_SHARE_PAIR_OF_4 = 2, MM_SHARE_QUAD = 3 };
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
  * stage landed) + 1 arrival with the TMA's expected bytes (in a pair, half of A comes from the
@@ -308,11 +295,11 @@ __device__ __forceinline__ void mm_cluster_sync()
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-/* Arrival on the barrier at the same shared-memory offset in cluster rank (this rank ^ flip). */
-__device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar, unsigned flip)
+/* Arrival on the barrier at the same shared-memory offset in the other CTA of a 2-CTA cluster. */
+__device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar), remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(mm_cluster_rank() ^ flip));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(mm_cluster_rank() ^ 1u));
     /* default (CTA-scope) release, as for the local arrival: what it orders are this warp's
      * wgmma reads of the stage, complete before the arrival; a cluster-scope release would add a
      * GPU-wide fence per warp and block */
@@ -371,8 +358,8 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
 #define MM_STAGE_WAIT_NS 10000000000ull
 
 /* Called by thread 0 once per kernel, before a __syncthreads (and, in a cluster, before the
- * cluster barrier that precedes any remote arrival). cluster: CTAs whose math warps free a
- * stage (1; 2 in a pair; 3 in a 4-CTA cluster: mm_tile_share). */
+ * cluster barrier that precedes any remote arrival). cluster: CTAs sharing the A blocks (1 or
+ * 2); a stage is free once the math warps of all of them released it. */
 __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 {
     mm_stage_wait_expired = 0u;
@@ -472,11 +459,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * issued instruction, tensor pipe 37%). Small tiles keep the gather: it loads only their
      * rows, not a 128-row box. */
     const bool a_tma = mm_tile_a_by_tma(am.map, rows);
-    /* in a pair, this CTA loads rows 64 * (rank & 1) .. + 63 of the block into both CTAs' stages
-     * (the 64-row box of the map pair); the other CTA loads the other half, and each CTA's `full`
-     * expects the whole block; in a quad the same for the weight block's rows 64 * (rank >> 1)
-     * with rank ^ 2 (mm_tile_share) */
-    const unsigned rank = am.share ? mm_cluster_rank() : 0u;
+    /* in a pair, this CTA loads rows 64 * rank .. + 63 of the block into both CTAs' stages (the
+     * 64-row box of the map pair); the other CTA loads the other half, and each CTA's `full`
+     * expects the whole block */
+    const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
@@ -505,27 +491,18 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
-            if (a_tma && am.share)
+            if (a_tma && am.pair)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                              ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                             ::"r"((unsigned)__cvta_generic_to_shared(sa + (rank & 1u) * 64 * 128)), "l"(half_map),
-                             "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)(rank & 1u)), "r"(full),
-                             "h"((uint16_t)(3u << (rank & 2u)))
+                             ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * 64 * 128)), "l"(half_map),
+                             "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)rank), "r"(full), "h"((uint16_t)3)
                              : "memory");
             else if (a_tma)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            if (am.share == MM_SHARE_QUAD) /* this CTA's 64 weight rows into its and rank ^ 2's stage */
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                             ::"r"((unsigned)__cvta_generic_to_shared(sb + (rank >> 1) * 64 * 128)),
-                             "l"((const uint8_t *)b.map + 128), "r"(kb * MM_GEMM_BK), "r"(b.row0 + 64 * (int)(rank >> 1)),
-                             "r"(full), "h"((uint16_t)(5u << (rank & 1u)))
-                             : "memory");
-            else
-                mm_tile_tma_b(sb, b, kb, full);
+            mm_tile_tma_b(sb, b, kb, full);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -619,25 +596,23 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
     return b;
 }
 
-/* Frees a stage: one arrival per math warp, also on each partner's barrier (its producer
- * multicasts into this CTA's stage too; mm_tile_share). */
-__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, int share)
+/* Frees a stage: one arrival per math warp, also on the other CTA's barrier in a pair (its
+ * producer multicasts into this CTA's stage too). */
+__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
 {
     __syncwarp();
     if (threadIdx.x % 32 == 0) {
         mm_mbar_arrive(&p->empty[stage]);
-        if (share) mm_mbar_arrive_peer(&p->empty[stage], 1u);
-        if (share == MM_SHARE_QUAD) mm_mbar_arrive_peer(&p->empty[stage], 2u);
-        else if (share == MM_SHARE_PAIR_OF_4) mm_mbar_arrive(&p->empty[stage]);
+        if (pair) mm_mbar_arrive_peer(&p->empty[stage]);
     }
 }
 
 /* The end of one K block whose MMAs completed: free its stage and promote the block sum into
  * acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0). */
-__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, int share,
+__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair,
                                                const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
-    mm_tile_release(p, b.stage, share);
+    mm_tile_release(p, b.stage, pair);
     mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
 
@@ -652,7 +627,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, int share, bool gathered, float acc[MM_TILE_ACC])
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -662,7 +637,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
             mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
-            mm_tile_release(p, ring.stage, share);
+            mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
         return;
@@ -677,7 +652,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         for (int kb = 0; kb < kblocks; kb++) {
             const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
-            mm_tile_retire(b, p, share, blk0, acc);
+            mm_tile_retire(b, p, pair, blk0, acc);
         }
         return;
     }
@@ -689,20 +664,20 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
-        mm_tile_retire(b0, p, share, blk0, acc);
+        mm_tile_retire(b0, p, pair, blk0, acc);
         b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
-        mm_tile_retire(b1, p, share, blk1, acc);
+        mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
-        mm_tile_retire(b0, p, share, blk0, acc);
+        mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
-        mm_tile_retire(b1, p, share, blk1, acc);
+        mm_tile_retire(b1, p, pair, blk1, acc);
     } else {
         MM_WGMMA_WAIT(0, 6);
-        mm_tile_retire(b0, p, share, blk0, acc);
+        mm_tile_retire(b0, p, pair, blk0, acc);
     }
 }
 
@@ -774,7 +749,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
  * through them; acc's rows are mm_acc_row(i) - 64 g. Both stages of a K block are freed after
  * the MMAs that read them. */
 __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
-                                                      int share, float acc[MM_TILE_ACC])
+                                                      bool pair, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int rl = mm_acc_row(0) - 64 * g, rh = mm_acc_row(2) - 64 * g;
@@ -796,8 +771,8 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
         MM_WGMMA_WAIT(0, 8);
-        mm_tile_release(p, s0, share);
-        mm_tile_release(p, s1, share);
+        mm_tile_release(p, s0, pair);
+        mm_tile_release(p, s1, pair);
         mm_tile_promote(t_lo, t_hi, blk, acc);
     }
 }
@@ -806,7 +781,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
  * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
  * halves in each warpgroup's 64 rows. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
-                                                     int share, bool gathered, float acc0[MM_TILE_ACC],
+                                                     bool pair, bool gathered, float acc0[MM_TILE_ACC],
                                                      float acc1[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
@@ -832,8 +807,8 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
         MM_WGMMA_WAIT(0, 10);
-        mm_tile_release(p, b.stage, share);
-        mm_tile_release(p, s1, share);
+        mm_tile_release(p, b.stage, pair);
+        mm_tile_release(p, s1, pair);
         mm_tile_promote(t_lo, t_hi, blk, acc1);
     }
 }

@@ -111,8 +111,8 @@ static inline mm_layout mm_layout_normal_local(const mm_shape *s)
     /* zeroed each call: send count [R], expert count [E], permute fill [El], done CTAs [2]; then
      * send offset [R], receive base [R + 1] */
     mm_layout_add(&l, "counters", (uint64_t)(s->ranks + s->experts + el + 2 + s->ranks + s->ranks + 1) * 4u);
-    /* row_offset [El + 1], row_count [El], tile_start [El + 2] */
-    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 3) * 4u);
+    /* row_offset [El + 1], row_count [El], tile_start [El + 1] */
+    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 2) * 4u);
     mm_layout_add(&l, "permuted_x", rows * (uint64_t)s->hidden);
     mm_layout_add(&l, "permuted_scales", rows * (uint64_t)(s->hidden / 128) * 4u);
     /* 16 B per row: receive row, token, k, weight; then perm_index [R*T][K] int32 */
@@ -194,8 +194,8 @@ static inline mm_layout mm_layout_ll_local(const mm_shape *s)
     mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
     mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     mm_layout_add(&l, "gemm2_out_bf16", rows * (uint64_t)s->hidden * 2u);
-    /* row_offset [El], row_count [El], tile_start [El + 2] */
-    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 2) * 4u);
+    /* row_offset [El], row_count [El], tile_start [El + 1] */
+    mm_layout_add(&l, "schedule", (uint64_t)(3 * el + 1) * 4u);
     return l;
 }
 

@@ -167,7 +167,7 @@ typedef struct {
     const float *w_scale;      /* [E][N/128][K/128] */
     const int32_t *row_offset; /* [E] first row of expert e */
     const int32_t *row_count;  /* [E] rows of expert e (device memory, read on the GPU) */
-    int32_t *tile_start;       /* [E + 2] workspace: row-tile prefix, then whether quads run; on the GPU */
+    int32_t *tile_start;       /* [E + 1] workspace: row-tile prefix, computed on the GPU */
     int experts, n, k;
     void *out;                 /* [rows][N] */
     int out_fp32;              /* 0: BF16, 1: FP32 */
@@ -192,9 +192,6 @@ cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStre
 /* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one
  * CTA per tile (odd column-tile count, or no room for pairs). After mm_grouped_gemm_prepare. */
 int mm_grouped_gemm_pairs(int n, int ctas);
-/* How many 4-CTA clusters (2 x 2 tiles sharing A and weight blocks) it runs instead; 0: pairs or
- * single CTAs. After mm_grouped_gemm_prepare. */
-int mm_grouped_gemm_quads(int n, int ctas);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */
@@ -240,7 +237,7 @@ typedef struct {
     uint8_t *packed_x;     /* [rows][H] FP8 */
     float *packed_scales;  /* [rows][H/128] */
     void *packed_meta;     /* [rows] mm_wire_meta-shaped {receive row, token, k, weight} */
-    int32_t *row_offset, *row_count, *tile_start; /* [El], [El], [El + 2] */
+    int32_t *row_offset, *row_count, *tile_start; /* [El], [El], [El + 1] */
     float *gemm1_out;      /* [rows][2I] */
     uint8_t *act;          /* [rows][I] FP8 */
     float *act_scales;     /* [rows][I/128] */

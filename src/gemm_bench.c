@@ -270,7 +270,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(cudaMalloc((void **)&b.sa, (size_t)max_rows * (maxk / 128) * 4));
     CUDA_TRY(cudaMalloc((void **)&b.count, (size_t)el * 4));
     CUDA_TRY(cudaMalloc((void **)&b.offset, (size_t)el * 4));
-    CUDA_TRY(cudaMalloc((void **)&b.tiles, (size_t)(el + 2) * 4)); /* the prefix, then the quads' verdict */
+    CUDA_TRY(cudaMalloc((void **)&b.tiles, (size_t)(el + 1) * 4));
     CUDA_TRY(cudaMalloc((void **)&b.expert_of_row, (size_t)max_rows * 4));
     CUDA_TRY(cudaMalloc(&b.out, (size_t)max_rows * maxn * 4));
     CUDA_TRY(cudaMalloc((void **)&b.ref, (size_t)max_rows * maxn * 8));
@@ -295,12 +295,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
            l2_flush_name(o->l2_flush), o->iters);
     for (int gi = 1; gi <= 2; gi++) {
-        int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount),
-            quads = mm_grouped_gemm_quads(n, prop.multiProcessorCount);
-        if (quads)
-            printf("# gemm%d: %d CTAs in 4-CTA clusters of 2 x 2 tiles sharing A and weight blocks (TMA multicast; "
-                   "as two pairs when an expert's row tiles are odd)\n", gi, 4 * quads);
-        else if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);
+        int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount);
+        if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);
         else printf("# gemm%d: one CTA per tile, no clusters\n", gi);
     }
     printf("%-5s %-22s %8s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e",

@@ -1,4 +1,3 @@
-#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/gemm_schedule.h"
@@ -279,53 +278,6 @@ static void fused_first_slots(void **state)
     assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
 }
 
-/* 2 x 2 clusters: over experts whose row tiles come in pairs, the quads' four ranks cover every
- * (row tile, column tile) once; rank r ^ 1 has the same expert and row tile (A shared), rank
- * r ^ 2 the same expert and column tile (B shared); an expert with an odd count rules quads out. */
-static void quads_share_rows_and_weights(void **state)
-{
-    (void)state;
-    const int32_t even[] = {0, 2 * MM_GEMM_BM, MM_GEMM_BM + 1, 0, 4 * MM_GEMM_BM - 3, 2 * MM_GEMM_BM};
-    const int experts = 6;
-    int32_t start[8];
-    const int row_tiles = mm_tile_prefix(even, experts, start);
-    assert_int_equal(row_tiles, 2 + 2 + 4 + 2);
-    assert_true(mm_tile_quads_ok(start, experts));
-    for (int col_tiles = 2; col_tiles <= 32; col_tiles += 6) {
-        const int quads = mm_tile_quad_count(start, experts, col_tiles);
-        assert_int_equal(quads, row_tiles / 2 * col_tiles / 2);
-        unsigned char *seen = calloc((size_t)row_tiles * col_tiles, 1);
-        for (int q = 0; q < quads; q++) {
-            mm_tile t[4];
-            for (unsigned r = 0; r < 4; r++) {
-                t[r] = mm_tile_quad_locate(start, experts, col_tiles, q, r);
-                const int flat = start[t[r].expert] + t[r].row_tile;
-                assert_true(flat < row_tiles && t[r].col_tile < col_tiles);
-                assert_int_equal(seen[flat * col_tiles + t[r].col_tile]++, 0);
-                assert_true(t[r].row_tile * MM_GEMM_BM < even[t[r].expert]); /* a real tile */
-            }
-            for (unsigned r = 0; r < 4; r++) {
-                const mm_tile a = t[r], rows_mate = t[r ^ 1u], w_mate = t[r ^ 2u];
-                assert_int_equal(a.expert, rows_mate.expert);
-                assert_int_equal(a.row_tile, rows_mate.row_tile);
-                assert_int_equal(a.expert, w_mate.expert);
-                assert_int_equal(a.col_tile, w_mate.col_tile);
-            }
-        }
-        for (int i = 0; i < row_tiles * col_tiles; i++) assert_int_equal(seen[i], 1);
-        free(seen);
-    }
-    assert_int_equal(mm_tile_quad_count(start, experts, 3), 0); /* odd column tiles */
-    const int32_t odd[] = {2 * MM_GEMM_BM, MM_GEMM_BM, 2 * MM_GEMM_BM};
-    int32_t start_odd[4];
-    mm_tile_prefix(odd, 3, start_odd);
-    assert_false(mm_tile_quads_ok(start_odd, 3));
-    assert_int_equal(mm_tile_quads(32 * MM_GEMM_BN, 132, 33), 33);
-    assert_int_equal(mm_tile_quads(32 * MM_GEMM_BN, 132, 30), 30); /* fewer fit */
-    assert_int_equal(mm_tile_quads(3 * MM_GEMM_BN, 132, 33), 0);  /* odd column tiles */
-    assert_int_equal(mm_tile_quads(32 * MM_GEMM_BN, 3, 33), 0);   /* fewer than 4 CTAs */
-}
-
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,7 +291,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_first_slots),
-        cmocka_unit_test(quads_share_rows_and_weights),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
