@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, true);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         mm_regs_math();

@@ -443,26 +443,12 @@ __device__ __forceinline__ bool mm_tile_a_by_tma(const void *a_map, int rows)
  * group with a valid row are not loaded, the MMA's results for them are never stored); the
  * scales by cp.async; the weight block by one TMA (thread 0); then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
-                                                  int kb, bool lean);
-
-/* A stage's per-thread copies when A comes by TMA (`lean`): the scales are then the only ones,
- * so warp 0 makes them all (a lane 4 rows' activation scales; lane 31 the weight block's) and
- * arrives for them, thread 32 arrives for the other 96 producer threads with one counted
- * arrival, and threads 33..127 do not take part in the stage (mm_tile_produce only moves their
- * ring on): per stage 33 shared-memory atomics on `full` and 2 warps polling `empty` instead of
- * 128 and 4. (The lab GEMM at large rows is bound by its L1 / shared-memory pipe: ncu 76%.)
- * Thread 32's arrival comes after its own `empty` wait, so it counts toward this use. */
-__device__ __forceinline__ void mm_tile_lean_arrive(unsigned full)
-{
-    if (threadIdx.x < 32) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-    else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS - 32) : "memory");
-}
+                                                  int kb);
 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                bool lean_ok = false)
+                                                int second_rows = 0, int second_scales = 0, bool compact = false)
 {
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
@@ -479,15 +465,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
-    /* A by TMA: only threads 0..32 fill the stages (mm_tile_lean_arrive); the rest keep their
-     * ring in step with the stages this call fills. lean_ok: the caller's producer has the
-     * registers for it (the standalone GEMM; the fused kernel's spilled) */
-    const bool lean = lean_ok && a_tma && !compact;
-    if (lean && pt > 32) {
-        const int filled = (kb_end - kb_begin) * (second_rows ? 2 : 1);
-        for (int i = 0; i < filled; i++) mm_ring_advance(ring);
-        return;
-    }
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -527,24 +504,14 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              : "memory");
             mm_tile_tma_b(sb, b, kb, full);
         }
-        if (lean) {
-            if (pt < 32) {
 #pragma unroll
-                for (int i = 0; i < MM_GEMM_BM / 32; i++)
-                    if (pt + 32 * i < rows) mm_cp_async4(sc + pt + 32 * i, a->scale[pt + 32 * i] + kb);
-                if (pt == 31) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
-            }
-            mm_tile_lean_arrive(full);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
-            if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
-            if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
-            /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-        }
+        for (int i = 0; i < 8; i++)
+            if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
+        /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
         /* a dual pass: the second weight block of this K block in the next stage, inside the same
          * loop so the row pointers above are read once per pass, not once per K block */
@@ -553,7 +520,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * suffice) */
         if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
         if (second_rows && !compact)
-            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb, lean);
+            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
 }
 
@@ -724,7 +691,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
  * 2-CTA clusters already share A, and it would lose its in-flight block; perf-notes, eighth
  * session.) */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
-                                                  int kb, bool lean)
+                                                  int kb)
 {
     const int pt = threadIdx.x, s = ring.stage;
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
@@ -735,9 +702,8 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
         mm_tile_tma_b(sb, b, kb, full);
     }
-    if (pt == (lean ? 31 : MM_PRODUCER_THREADS - 1)) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
-    if (lean) mm_tile_lean_arrive(full);
-    else asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
 
