@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_inject_stall(item);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0, g.a_scale_map};
+            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -234,34 +234,6 @@ extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint6
 {
     const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
     return fp8_rows_maps(a, rows, k, k, box, 2, out);
-}
-
-extern "C" cudaError_t mm_scales_map_create(const float *scales_t, uint64_t ld, uint64_t kblocks, void **out)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
-    *out = NULL;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
-                                                         cudaEnableDefault, &q);
-        if (e != cudaSuccess) return e;
-        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
-    }
-    if (ld % 4 || ld == 0 || kblocks == 0 || ld > 0xffffffffull) return cudaErrorInvalidValue;
-    CUtensorMap map;
-    cuuint64_t dims[2] = {ld, kblocks}, strides[1] = {ld * 4};
-    cuuint32_t box[2] = {MM_GEMM_BM, 1}, elem[2] = {1, 1};
-    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)scales_t, dims, strides, box, elem,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    cudaError_t e = cudaMalloc(out, sizeof map);
-    if (e == cudaSuccess) e = cudaMemcpy(*out, &map, sizeof map, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess && *out) {
-        cudaFree(*out);
-        *out = NULL;
-    }
-    return e;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -119,8 +119,6 @@ typedef struct {
     const void *map; /* mm_rows_map_create's pair: box 128 x 128, then box 64 x 128; 128-byte swizzle */
     int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
     int pair;        /* 1: a 2-CTA cluster on the same rows, each CTA loads 64 of them into both */
-    const void *scale_map; /* NULL, or the scales K-block-major (mm_scales_map_create): with A by
-                            * TMA, a stage's 128 row scales by one TMA from row0 */
 } mm_tile_a_map;
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
@@ -466,9 +464,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * expects the whole block */
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
-    const bool scale_tma = a_tma && am.scale_map != NULL;
-    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE
-                                      : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0) + (scale_tma ? MM_GEMM_BM * 4 : 0);
+    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -507,16 +503,11 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
             mm_tile_tma_b(sb, b, kb, full);
-            if (scale_tma) /* rows row0 .. row0 + 127 of K block kb (past the end: zeros) */
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sc)),
-                             "l"(am.scale_map), "r"(am.row0), "r"(kb), "r"(full)
-                             : "memory");
         }
 #pragma unroll
         for (int i = 0; i < 8; i++)
             if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
-        if (pt < rows && !scale_tma) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
         if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */

@@ -178,10 +178,6 @@ typedef struct {
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;
-    /* NULL, or mm_scales_map_create over the same activation scales K-block-major ([K/128][ld]
-     * FP32, row r of block kb at kb * ld + r): a tile's 128 scales of a K block are then one
-     * 512-byte TMA instead of 128 four-byte copies from rows K/128 * 4 bytes apart */
-    const void *a_scale_map;
 } mm_grouped_gemm_args;
 
 /* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
@@ -189,9 +185,6 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
-/* A TMA descriptor over activation scales stored K-block-major, [kblocks][ld] FP32 (ld % 4 == 0),
- * in boxes of 128 rows of one K block (mm_grouped_gemm_args.a_scale_map). */
-cudaError_t mm_scales_map_create(const float *scales_t, uint64_t ld, uint64_t kblocks, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */

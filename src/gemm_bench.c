@@ -42,9 +42,6 @@ typedef struct {
     float *s1, *s2;
     void *w1_map, *w2_map; /* TMA descriptors of w1, w2 */
     void *qa_map[2];       /* TMA descriptors of qa as [rows][K] for GEMM1's K and GEMM2's */
-    float *sa_t;           /* sa K-block-major, [K/128][sa_ld]: a tile's scales of a K block in a row */
-    size_t sa_ld;
-    void *sa_map[2];       /* TMA descriptors of sa_t for GEMM1's K and GEMM2's (a_scale_map) */
     uint16_t *x;
     uint8_t *qa;
     float *sa;
@@ -162,11 +159,6 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     mm_x_params xp = x_params_default(o->seed + (uint64_t)rows);
     CUDA_TRY(mm_launch_gen_x(xp, 0, rows, sh.k, b->x, st));
     CUDA_TRY(mm_launch_quantize_rows(b->x, rows, sh.k, ue8m0, b->qa, b->sa, st));
-    /* the same scales K-block-major for the kernel's scale TMA: column kb of [rows][K/128] */
-    for (int kb = 0; kb < sh.k / 128; kb++)
-        CUDA_TRY(cudaMemcpy2DAsync(b->sa_t + (size_t)kb * b->sa_ld, sizeof(float), b->sa + kb,
-                                   (size_t)(sh.k / 128) * sizeof(float), sizeof(float), (size_t)rows,
-                                   cudaMemcpyDeviceToDevice, st));
     const uint8_t *w = sh.gemm == 1 ? b->w1 : b->w2;
     const void *wmap = sh.gemm == 1 ? b->w1_map : b->w2_map;
     const float *ws = sh.gemm == 1 ? b->s1 : b->s2;
@@ -174,7 +166,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
 
     mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, b->out, 0, b->qa_map[sh.gemm - 1],
-                              b->error_dev, b->abort_flag, 0, b->sa_map[sh.gemm - 1]};
+                              b->error_dev, b->abort_flag, 0};
     double calc = 0, calc32 = 0;
     mm_status cs = check_one(b, g, rows, ctas, st, &calc);
     g.out_fp32 = 1;
@@ -298,10 +290,6 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
-    b.sa_ld = ((size_t)max_rows + 3) / 4 * 4;
-    CUDA_TRY(cudaMalloc((void **)&b.sa_t, b.sa_ld * (maxk / 128) * 4));
-    CUDA_TRY(mm_scales_map_create(b.sa_t, b.sa_ld, h / 128, &b.sa_map[0]));
-    CUDA_TRY(mm_scales_map_create(b.sa_t, b.sa_ld, in / 128, &b.sa_map[1]));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
@@ -320,7 +308,6 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
-    cudaFree(b.sa_t); cudaFree(b.sa_map[0]); cudaFree(b.sa_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);
