@@ -30,7 +30,6 @@
 typedef struct {
     mm_tile_rows tab;
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
-    const float *w_scale;       /* the weight block's K/128 scales (lean stages: the math reads them) */
 } gemm_item;
 
 /* The output tile is staged in shared memory after the stage ring, a row per 128 columns plus 16
@@ -127,7 +126,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 it->rows = rows;
                 it->a_row0 = a_row0;
                 it->n0 = t.col_tile * MM_GEMM_BN;
-                it->w_scale = g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks;
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
@@ -135,7 +133,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, true);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         mm_regs_math();
@@ -147,11 +145,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            /* tiles with A by TMA have lean stages: their scales come from global memory */
-            const bool a_tma = mm_tile_a_by_tma(g.a_map, rows);
-            const mm_tile_scales gs = {g.a_scale + (size_t)a_row0 * (g.k / MM_GEMM_BK), g.k / MM_GEMM_BK,
-                                       a_tma ? it->w_scale : NULL};
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !a_tma, acc, gs);
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid

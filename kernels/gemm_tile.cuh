@@ -448,8 +448,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                bool lean_ok = false)
+                                                int second_rows = 0, int second_scales = 0, bool compact = false)
 {
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
@@ -466,41 +465,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
-    /* Lean stages (lean_ok: the standalone GEMM, whose math then reads the scales from global
-     * memory, mm_tile_scales): with A by TMA nothing is left for 127 of the 128 threads, so
-     * thread 0 alone fills each stage, two TMAs and one arrival counted for the 128 threads.
-     * Per stage that is 1 shared-memory atomic on `full` and 1 thread polling `empty` instead of
-     * 128 and 128 (same-address atomics a warp serializes: ncu counted 73 M shared-memory bank
-     * conflicts in a lab GEMM1 of 49152 rows, cuBLASLt's kernel a few thousand per expert), and
-     * no 4-byte scale copies from rows K/128 * 4 bytes apart. */
-    if (lean_ok && a_tma && !compact && !second_rows) {
-        for (int kb = kb_begin; kb < kb_end; kb++) {
-            if (pt == 0) {
-                const int s = ring.stage;
-                uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES, *sb = sa + MM_TILE_A_STAGE;
-                mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-                const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
-                             : "memory");
-                if (am.pair)
-                    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                                 ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * 64 * 128)), "l"(half_map),
-                                 "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)rank), "r"(full), "h"((uint16_t)3)
-                                 : "memory");
-                else
-                    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
-                                 "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
-                                 : "memory");
-                mm_tile_tma_b(sb, b, kb, full);
-                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS)
-                             : "memory");
-            }
-            mm_ring_advance(ring);
-        }
-        return;
-    }
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -574,15 +538,6 @@ __device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const fl
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
 }
 
-/* Where the math reads the scales when the stages carry none (the standalone GEMM's lean
- * stages, mm_tile_produce with lean_ok): the tile's first row's K/128 activation scales, rows
- * a_ld floats apart, and the weight block's K/128 scales. */
-typedef struct {
-    const float *a;
-    int a_ld;
-    const float *w;
-} mm_tile_scales;
-
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
  * full (so the loads are long done when the promotion needs them), the weight block's scale
  * and this thread's two rows' activation scales. */
@@ -598,18 +553,8 @@ typedef struct {
  * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
-                                                      bool a_gathered, int kb = 0, const float *g_lo = NULL,
-                                                      const float *g_hi = NULL, const float *g_w = NULL)
+                                                      bool a_gathered)
 {
-    if (g_w) {
-        /* the standalone GEMM's lean stages carry no scales: this thread's two rows' and the
-         * weight block's, from global memory (L1-resident after a tile's first block; read
-         * before the wait, so their latency overlaps it); the same products as below */
-        const float w = __ldg(g_w + kb), lo = __ldg(g_lo + kb), hi = __ldg(g_hi + kb);
-        mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-        mm_block b = {r.stage, valid_lo ? lo * w : 0.0f, valid_hi ? hi * w : 0.0f};
-        return b;
-    }
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
@@ -643,11 +588,9 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
 __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
-                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC],
-                                                       int kb = 0, const float *g_lo = NULL, const float *g_hi = NULL,
-                                                       const float *g_w = NULL)
+                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered, kb, g_lo, g_hi, g_w);
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -684,17 +627,11 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC],
-                                                mm_tile_scales gs = mm_tile_scales{NULL, 0, NULL})
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    /* lean stages (gs.w set): this thread's rows' scales and the weight block's from global memory */
-    const float *g_lo = gs.w ? gs.a + (size_t)(valid_lo ? r_lo : 0) * gs.a_ld : NULL;
-    const float *g_hi = gs.w ? gs.a + (size_t)(valid_hi ? r_hi : 0) * gs.a_ld : NULL;
-    const float *g_w = gs.w;
-    int kbi = 0; /* the next block to issue, for the scales' index */
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
@@ -713,7 +650,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, kbi++, g_lo, g_hi, g_w);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -722,18 +659,18 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, kbi++, g_lo, g_hi, g_w), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, kbi++, g_lo, g_hi, g_w);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, kbi++, g_lo, g_hi, g_w);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, kbi++, g_lo, g_hi, g_w);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
         mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
