@@ -397,7 +397,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
         plan_floor(cfg, rt->world, batch, &ceil, &fl);
         /* the same floor for this batch's own routing: the busiest rank's active experts (the
          * same host generator as the GPU's, same seed), the other terms as expected */
-        mm_seed_floor sf;
+        mm_seed_floor sf = {0};
         if (s == MM_OK) s = plan_seed_floor(cfg, &o->routing, o->seed, rt->world, batch, &ceil, &sf);
         double routing_floor = sf.t_hbm_us;
         if (fl.t_tc_us > routing_floor) routing_floor = fl.t_tc_us;
