@@ -399,9 +399,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
          * same host generator as the GPU's, same seed), the other terms as expected */
         mm_seed_floor sf = {0};
         if (s == MM_OK) s = plan_seed_floor(cfg, &o->routing, o->seed, rt->world, batch, &ceil, &sf);
-        double routing_floor = sf.t_hbm_us;
-        if (fl.t_tc_us > routing_floor) routing_floor = fl.t_tc_us;
-        if (fl.t_nvlink_us > routing_floor) routing_floor = fl.t_nvlink_us;
+        const double routing_floor = plan_routing_floor_us(&fl, &sf);
         mm_row rows[MODE_COUNT], checked[MODE_COUNT];
         step_ctx ctxs[MODE_COUNT];
         int timed[MODE_COUNT], n_timed = 0;

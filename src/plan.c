@@ -78,6 +78,14 @@ mm_fused_form plan_fused_form(const mm_floor *fl)
     return form;
 }
 
+double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
+{
+    double t = sf->t_hbm_us;
+    if (expected->t_tc_us > t) t = expected->t_tc_us;
+    if (expected->t_nvlink_us > t) t = expected->t_nvlink_us;
+    return t;
+}
+
 static double mib(uint64_t b)
 {
     return (double)b / (1024.0 * 1024.0);

@@ -65,6 +65,9 @@ typedef struct {
 } mm_seed_floor;
 mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
                           const mm_ceilings *c, mm_seed_floor *out);
+/* The floor of that routing (bench's `## floors`, work.routing_floor_us): the expected floor's
+ * terms with the busiest rank's weight time in place of the expected one. */
+double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf);
 
 /* Prints the whole plan (header, buffers, expected floors, and the floor of bench's routing for
  * `routing` and `seed`) on `f`. `built` is a bit set over mm_mode: the others' buffers are marked
