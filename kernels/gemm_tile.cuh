@@ -80,15 +80,6 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
 #define MM_TILE_STAGES 4
 #endif
-/* The producer's nap between failed polls of a stage's `empty` barrier, ns (0: it spins). Each
- * SM sub-partition holds one producer warp next to two math warps, and a spinning producer takes
- * issue slots the math needs (ncu, sixteenth session: the producer's empty spin 11% of a lab
- * GEMM's stall samples, 161 branches per K block); a nap shorter than a stage (~540 ns at large
- * rows, 4 in the ring) should not delay a refill. Overridable for an A/B (-DMM_EMPTY_NAP_NS=64);
- * not yet measured, so 0. */
-#ifndef MM_EMPTY_NAP_NS
-#define MM_EMPTY_NAP_NS 0
-#endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 /* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
@@ -326,8 +317,7 @@ static __shared__ uint32_t mm_stage_wait_expired;
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
  * return is per thread: where it decides control flow, the threads must agree first
  * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left. */
-__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what,
-                                             unsigned nap_ns = 0)
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     /* time in units of 1024 ns, 32 bits (4398 s; --timeout-ms is at most 3600 s): one register
@@ -344,7 +334,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             MM_STEP_PAST(0x0300u | what);
             return true;
         }
-        if (nap_ns) __nanosleep(nap_ns);
         if ((spin & 1023u) == 0) {
             uint64_t now;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -497,8 +486,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
          * form, which a decode tile's latency-bound stream lacks */
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
-        /* a fresh barrier passes parity 1 */
-        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY, MM_EMPTY_NAP_NS);
+        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
@@ -708,7 +696,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     const int pt = threadIdx.x, s = ring.stage;
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
     float *sc = (float *)(sb + MM_TILE_B_STAGE);
-    mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY, MM_EMPTY_NAP_NS);
+    mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
