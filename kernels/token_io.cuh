@@ -149,11 +149,8 @@ __device__ __forceinline__ void mm_combine_token(const __nv_bfloat16 *in, const 
 /* Rows of one combine item that mm_combine_flat keeps in registers: every shipped model has top-k
  * <= 8 (a larger top-k takes mm_combine_token). */
 #define MM_COMBINE_ROWS 8
-/* Items per thread whose rows are in flight together: 2 x 8 x 16 bytes is 64 registers
- * (overridable for an A/B: -DMM_COMBINE_UNROLL=4). */
-#ifndef MM_COMBINE_UNROLL
+/* Items per thread whose rows are in flight together: 2 x 8 x 16 bytes is 64 registers. */
 #define MM_COMBINE_UNROLL 2
-#endif
 
 /* y for tokens [0, tokens) as one flat space of (token, 16-byte column) items, item f = token *
  * hidden / 8 + column, each thread taking items first, first + stride, ... with the rows of
