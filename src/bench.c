@@ -418,6 +418,8 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             row->floor_us = fl.floor_us;
             row->routing_floor_us = routing_floor;
             row->routing_experts = sf.active;
+            row->routing_tiles = sf.tiles;
+            row->routing_tile_excess = plan_tile_excess(&sf);
             row->status = ROW_SKIP;
             if (ops->missing)
                 mm_fmt(row->note, sizeof row->note, "%s", ops->missing);

@@ -86,6 +86,11 @@ double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
     return t;
 }
 
+double plan_tile_excess(const mm_seed_floor *sf)
+{
+    return sf->tiles_rows > 0 ? sf->tiles / ((double)sf->tiles_rows / MM_GEMM_BM) : 0.0;
+}
+
 static double mib(uint64_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -102,20 +107,30 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
     MM_TRY(route_tables_make(routing, cfg->experts, seed, &tables));
     int32_t *ids = malloc(n * sizeof *ids);
     float *w = malloc(n * sizeof *w);
-    unsigned char *hit = calloc((size_t)cfg->experts, 1);
-    mm_status s = ids && w && hit ? MM_OK : MM_RUNTIME;
+    long *rows = calloc((size_t)cfg->experts, sizeof *rows);
+    mm_status s = ids && w && rows ? MM_OK : MM_RUNTIME;
     if (s == MM_OK) {
         const mm_route_params p = route_params(routing, cfg, ranks, seed, tables.zipf_cdf, tables.zipf_mult, tables.softplus);
         host_gen_routing(&p, 0, ranks * batch, ids, w);
         for (size_t i = 0; i < n; i++)
-            if (ids[i] >= 0 && ids[i] < cfg->experts) hit[ids[i]] = 1;
+            if (ids[i] >= 0 && ids[i] < cfg->experts) rows[ids[i]]++;
         const int el = cfg->experts / ranks;
         for (int r = 0; r < ranks; r++) {
-            int active = 0;
-            for (int e = r * el; e < (r + 1) * el; e++) active += hit[e];
+            int active = 0, tiles = 0;
+            long rank_rows = 0;
+            for (int e = r * el; e < (r + 1) * el; e++) {
+                active += rows[e] > 0;
+                tiles += (int)((rows[e] + MM_GEMM_BM - 1) / MM_GEMM_BM);
+                rank_rows += rows[e];
+            }
             if (active > out->active) {
                 out->active = active;
                 out->rank = r;
+            }
+            if (tiles > out->tiles) {
+                out->tiles = tiles;
+                out->tiles_rank = r;
+                out->tiles_rows = rank_rows;
             }
         }
         out->weight_bytes = out->active * plan_expert_weight_bytes(cfg);
@@ -123,7 +138,7 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
     }
     free(ids);
     free(w);
-    free(hit);
+    free(rows);
     route_tables_free(&tables);
     return s;
 }
@@ -170,14 +185,19 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
     routing_format(routing, route, sizeof route);
     fprintf(f, "#\n# per batch, bench's routing (%s, seed %llu): the rank whose local experts the tokens touch most\n",
             route, (unsigned long long)seed);
-    fprintf(f, "%7s %8s %6s %11s %9s %16s\n", "batch", "active", "rank", "weights_MB", "hbm_us", "hbm_us/expected");
+    fprintf(f, "# (tiles: the most %d-row tiles of one expert on a rank, each streaming its expert's weights from\n"
+               "#  L2 once; tiles_x: those tiles over that rank's rows / %d, above 1 where last tiles are partly empty)\n",
+            MM_GEMM_BM, MM_GEMM_BM);
+    fprintf(f, "%7s %8s %6s %11s %9s %16s %6s %5s %8s\n", "batch", "active", "rank", "weights_MB", "hbm_us",
+            "hbm_us/expected", "tiles", "rank", "tiles_x");
     for (int b = 0; b < n_batches; b++) {
         mm_floor fl;
         mm_seed_floor sf;
         plan_floor(cfg, ranks, batches[b], c, &fl);
         MM_TRY(plan_seed_floor(cfg, routing, seed, ranks, batches[b], c, &sf));
-        fprintf(f, "%7d %8d %6d %11.1f %9.1f %16.2f\n", sf.batch, sf.active, sf.rank, sf.weight_bytes / 1e6,
-                sf.t_hbm_us, fl.t_hbm_us > 0 ? sf.t_hbm_us / fl.t_hbm_us : 0.0);
+        fprintf(f, "%7d %8d %6d %11.1f %9.1f %16.2f %6d %5d %8.2f\n", sf.batch, sf.active, sf.rank,
+                sf.weight_bytes / 1e6, sf.t_hbm_us, fl.t_hbm_us > 0 ? sf.t_hbm_us / fl.t_hbm_us : 0.0, sf.tiles,
+                sf.tiles_rank, plan_tile_excess(&sf));
     }
     return MM_OK;
 }

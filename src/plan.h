@@ -62,12 +62,20 @@ typedef struct {
     int rank;            /* the first rank with that many */
     double weight_bytes; /* their FP8 weights + block scales */
     double t_hbm_us;     /* those bytes at the HBM ceiling */
+    /* Row tiles (MM_GEMM_BM rows of one expert each) of the rank with the most: each streams its
+     * expert's weights through L2 into the SMs once, so at large batches the GEMMs follow tiles,
+     * not rows; an expert's last tile is partly empty (rows / MM_GEMM_BM is the bound). */
+    int tiles;
+    int tiles_rank;      /* the first rank with that many */
+    long tiles_rows;     /* that rank's (token, k) rows */
 } mm_seed_floor;
 mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
                           const mm_ceilings *c, mm_seed_floor *out);
 /* The floor of that routing (bench's `## floors`, work.routing_floor_us): the expected floor's
  * terms with the busiest rank's weight time in place of the expected one. */
 double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf);
+/* The busiest rank's row tiles over its rows / MM_GEMM_BM (1: every tile full; 0 without rows). */
+double plan_tile_excess(const mm_seed_floor *sf);
 
 /* Prints the whole plan (header, buffers, expected floors, and the floor of bench's routing for
  * `routing` and `seed`) on `f`. `built` is a bit set over mm_mode: the others' buffers are marked

@@ -238,14 +238,16 @@ static void floors_text(FILE *f, const mm_results *r)
         if (!ref) continue;
         if (!any) {
             fprintf(f, "\n## floors (us: the plan's expected, and this routing's: the busiest rank's local experts in "
-                       "place of the expected count; per mode floor / measured, expected / routing)\n");
-            fprintf(f, "%7s %9s %9s %8s", "batch", "floor", "routing", "experts");
+                       "place of the expected count; tiles: the most 128-row tiles on a rank, tiles_x: those over its "
+                       "rows / 128; per mode floor / measured, expected / routing)\n");
+            fprintf(f, "%7s %9s %9s %8s %6s %7s", "batch", "floor", "routing", "experts", "tiles", "tiles_x");
             for (int m = 0; m < MODE_COUNT; m++)
                 if (mode_present(r, (mm_mode)m)) fprintf(f, " %12s", mode_name((mm_mode)m));
             fprintf(f, "\n");
         }
         any = 1;
-        fprintf(f, "%7d %9.1f %9.1f %8d", batches[i], ref->floor_us, ref->routing_floor_us, ref->routing_experts);
+        fprintf(f, "%7d %9.1f %9.1f %8d %6d %7.2f", batches[i], ref->floor_us, ref->routing_floor_us, ref->routing_experts,
+                ref->routing_tiles, ref->routing_tile_excess);
         for (int m = 0; m < MODE_COUNT; m++) {
             if (!mode_present(r, (mm_mode)m)) continue;
             const mm_row *row = results_find(r, (mm_mode)m, batches[i]);
@@ -388,6 +390,8 @@ static cJSON *row_json(const mm_row *row)
     if (row->routing_floor_us > 0.0) {
         cJSON_AddNumberToObject(w, "routing_floor_us", row->routing_floor_us);
         cJSON_AddNumberToObject(w, "routing_experts", row->routing_experts);
+        cJSON_AddNumberToObject(w, "routing_tiles", row->routing_tiles);
+        cJSON_AddNumberToObject(w, "routing_tile_excess", row->routing_tile_excess);
     }
     return o;
 }

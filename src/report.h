@@ -50,6 +50,10 @@ typedef struct {
      * 0: not computed */
     double routing_floor_us;
     int routing_experts;
+    /* the row tiles of the rank with the most (plan_seed_floor's tiles) and their excess over its
+     * rows / 128 (plan_tile_excess): at large batches the GEMMs follow tiles, not rows */
+    int routing_tiles;
+    double routing_tile_excess;
     /* --breakdown: the mode's stages, median over instrumented calls: per stage the slowest
      * rank's, and each rank's (ranks < MM_MAX_RANKS; a stage that waits for another rank is long
      * on the rank that waits, so the per-stage maxima need not add up to one rank's call) */

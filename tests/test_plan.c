@@ -200,11 +200,29 @@ static void seed_floor(void **state)
     assert_int_equal(sf.rank, 0);
     near(sf.weight_bytes, 7 * 25171968.0, 1e-12);
     near(sf.t_hbm_us, 7 * 25171968.0 / 3900e9 * 1e6, 1e-9);
+    /* one row per expert: a tile each, 128 times the rows' tiles */
+    assert_int_equal(sf.tiles, 7);
+    assert_int_equal(sf.tiles_rank, 0);
+    assert_int_equal(sf.tiles_rows, 7);
+    near(plan_tile_excess(&sf), 128.0, 1e-12);
     assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 0, &H200, &sf), MM_OK);
     assert_int_equal(sf.active, 0);
     assert_true(sf.t_hbm_us == 0.0);
+    assert_int_equal(sf.tiles, 0);
+    assert_true(plan_tile_excess(&sf) == 0.0);
     assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 4096, &H200, &sf), MM_OK);
     assert_int_equal(sf.active, 128);
+    /* ~190 rows an expert: every one of rank 0's 128 experts needs a second, partly empty tile
+     * (24380 rows, 190.5 tiles' worth: +34%); the other rank has as many tiles, the first wins */
+    assert_int_equal(sf.tiles, 256);
+    assert_int_equal(sf.tiles_rank, 0);
+    assert_int_equal(sf.tiles_rows, 24380);
+    near(plan_tile_excess(&sf), 256.0 * 128.0 / 24380.0, 1e-12);
+    /* 8192 tokens: ~384 rows an expert, rank 1 has the most tiles (457 for 49411 rows: +18%) */
+    assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 8192, &H200, &sf), MM_OK);
+    assert_int_equal(sf.tiles, 457);
+    assert_int_equal(sf.tiles_rank, 1);
+    assert_int_equal(sf.tiles_rows, 49411);
     /* other seeds: each token's top-6 are distinct, so the two tokens touch 6 to 12 experts and
      * the busier rank at least 3 of them */
     for (uint64_t seed = 2; seed < 8; seed++) {

@@ -33,6 +33,8 @@ static void fill(mm_results *r)
     row.floor_us = 5.5;
     row.routing_floor_us = 6.6;
     row.routing_experts = 7;
+    row.routing_tiles = 7; /* 7 experts with one row each: 7 tiles for 7 / 128 tiles of rows */
+    row.routing_tile_excess = 128.0;
     assert_non_null(results_add(r, &row, samples, 3));
     row.mode = MODE_NORMAL;
     row.stats.median = 33.0;
@@ -69,10 +71,13 @@ static void text_tables(void **state)
     assert_non_null(strstr(t, "0.0078"));   /* the worse max_diff of the two modes */
     assert_non_null(strstr(t, "TIMEOUT"));
     assert_non_null(strstr(t, "ll: rank 1 timed out in barrier"));
-    /* floors: expected 5.5 and this routing's 6.6 (7 experts); fused 11 us, normal 33, ll none */
+    /* floors: expected 5.5 and this routing's 6.6 (7 experts, 7 tiles: 128 x its rows / 128);
+     * fused 11 us, normal 33, ll none */
     const char *fl = strstr(t, "## floors");
     assert_non_null(fl);
-    assert_non_null(strstr(fl, "      8       5.5       6.6        7    0.50/0.60    0.17/0.20            -"));
+    assert_non_null(strstr(fl, "tiles_x"));
+    assert_non_null(
+        strstr(fl, "      8       5.5       6.6        7      7  128.00    0.50/0.60    0.17/0.20            -"));
     free(t);
     char *m = render(report_markdown, &r);
     assert_non_null(strstr(m, "| batch | status | fused_us | normal_us | speedup |"));
@@ -113,6 +118,8 @@ static void json_round_trip(void **state)
     assert_true(cJSON_GetObjectItem(work, "floor_us")->valuedouble == 5.5);
     assert_true(cJSON_GetObjectItem(work, "routing_floor_us")->valuedouble == 6.6);
     assert_int_equal(cJSON_GetObjectItem(work, "routing_experts")->valueint, 7);
+    assert_int_equal(cJSON_GetObjectItem(work, "routing_tiles")->valueint, 7);
+    assert_true(cJSON_GetObjectItem(work, "routing_tile_excess")->valuedouble == 128.0);
     cJSON *r2 = cJSON_GetArrayItem(rows, 2);
     assert_string_equal(cJSON_GetObjectItem(r2, "status")->valuestring, "TIMEOUT");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "diff")));
