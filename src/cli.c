@@ -51,7 +51,7 @@ static const struct {
     {"modes", 1, OPT_MODES, B | C, "LIST", "fused,normal,ll (default all)"},
     {"warmup", 1, OPT_WARMUP, B | M, "N", "untimed iterations per (mode, batch) (default 5)"},
     {"iters", 1, OPT_ITERS, B | M, "N", "timed iterations per (mode, batch) (default 30)"},
-    {"routing", 1, OPT_ROUTING, B | P, "NAME[:P]",
+    {"routing", 1, OPT_ROUTING, B | P | M, "NAME[:P]",
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
     {"seed", 1, OPT_SEED, B | C | S | M | P, "N", "seed of all generated data (default 1)"},
@@ -86,7 +86,9 @@ static const struct {
      "judge the other modes by their time over MODE's at the same batch (machine drift cancels)"},
     {"ep", 1, OPT_EP, M, "N", "EP size whose local experts the rows spread over (default 8)"},
     {"rows", 1, OPT_ROWS, M, "LIST", "total rows per GEMM (default 8,64,512,4096,49152)"},
-    {"spread", 1, OPT_SPREAD, M, "uniform|skewed", "rows per expert: even, or ~1/(e+1) (default uniform)"},
+    {"spread", 1, OPT_SPREAD, M, "uniform|skewed|routing",
+     "rows per expert: even, ~1/(e+1), or as bench's --routing and --seed give rank 0's local experts for "
+     "rows/top-k tokens per rank (the total is then the routing's) (default uniform)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
@@ -285,10 +287,11 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         o->sweeps = (int)n;
         break;
     case OPT_SPREAD:
-        if (strcmp(v, "uniform") == 0) o->skewed = 0;
-        else if (strcmp(v, "skewed") == 0) o->skewed = 1;
+        if (strcmp(v, "uniform") == 0) o->spread = MM_SPREAD_UNIFORM;
+        else if (strcmp(v, "skewed") == 0) o->spread = MM_SPREAD_SKEWED;
+        else if (strcmp(v, "routing") == 0) o->spread = MM_SPREAD_ROUTING;
         else {
-            mm_fmt(sub, sizeof sub, "expected uniform or skewed, got '%s'", v);
+            mm_fmt(sub, sizeof sub, "expected uniform, skewed or routing, got '%s'", v);
             s = MM_USAGE;
         }
         break;

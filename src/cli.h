@@ -17,6 +17,13 @@ typedef enum { CMD_BENCH, CMD_CHECK, CMD_PLAN, CMD_GATE, CMD_GEMM, CMD_SELFTEST,
 #define MM_DEFAULT_LL_MAX 1024
 #define MM_DEFAULT_TOL 1e-4
 
+/* gemm --spread: how a total row count is spread over the local experts */
+typedef enum {
+    MM_SPREAD_UNIFORM, /* even */
+    MM_SPREAD_SKEWED,  /* expert e a share ~1 / (e + 1) */
+    MM_SPREAD_ROUTING, /* rank 0's local experts under bench's routing (plan_rank_rows) */
+} mm_gemm_spread;
+
 typedef struct {
     mm_command cmd;
     int help; /* --help given: print usage, exit 0 */
@@ -53,7 +60,7 @@ typedef struct {
     int ep;
     int rows[MM_MAX_BATCHES];
     int n_rows;
-    int skewed;
+    int spread; /* mm_gemm_spread */
 } mm_options;
 
 /* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */

@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "datagen_host.h"
 #include "gemm_cublaslt.h"
+#include "plan.h"
 #include "runtime.h"
 #include "stats.h"
 #include "timing.h"
@@ -20,21 +21,34 @@ typedef struct {
     int n, k;
 } gemm_shape;
 
-/* Rows per expert: uniform, or skewed (expert e gets a share proportional to 1 / (e + 1)). */
-static void spread_rows(int rows, int experts, int skewed, int32_t *count)
+/* Rows per expert for a total of `rows` (--spread): uniform; skewed (expert e gets a share
+ * proportional to 1 / (e + 1)); or routing: rank 0's local experts under bench's routing for
+ * rows / top-k tokens per rank at EP size --ep, whose total is the routing's (about `rows`) and
+ * whose partly filled tiles are those the modes' GEMMs get. *total: the rows spread. */
+static mm_status spread_rows(const mm_options *o, const mm_config *cfg, int rows, int experts, int32_t *count,
+                             int *total)
 {
-    if (!skewed) {
+    *total = rows;
+    if (o->spread == MM_SPREAD_UNIFORM) {
         for (int e = 0; e < experts; e++) count[e] = rows / experts + (e < rows % experts);
-        return;
+        return MM_OK;
     }
-    double total = 0;
-    for (int e = 0; e < experts; e++) total += 1.0 / (e + 1);
+    if (o->spread == MM_SPREAD_ROUTING) {
+        const int batch = rows > 0 && rows < cfg->topk ? 1 : rows / cfg->topk;
+        MM_TRY(plan_rank_rows(cfg, &o->routing, o->seed, o->ep, batch, 0, count));
+        *total = 0;
+        for (int e = 0; e < experts; e++) *total += count[e];
+        return MM_OK;
+    }
+    double share = 0;
+    for (int e = 0; e < experts; e++) share += 1.0 / (e + 1);
     int given = 0;
     for (int e = 0; e < experts; e++) {
-        count[e] = (int)floor(rows * (1.0 / (e + 1)) / total);
+        count[e] = (int)floor(rows * (1.0 / (e + 1)) / share);
         given += count[e];
     }
     count[0] += rows - given;
+    return MM_OK;
 }
 
 typedef struct {
@@ -138,13 +152,17 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
 }
 
 static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b,
-                          gemm_shape sh, int rows, int local_experts, int ctas, cudaStream_t st)
+                          gemm_shape sh, int rows_asked, int local_experts, int ctas, cudaStream_t st)
 {
     int32_t *count = malloc(sizeof(int32_t) * (size_t)local_experts);
     int32_t *offset = malloc(sizeof(int32_t) * (size_t)local_experts);
-    int32_t *owner = malloc(sizeof(int32_t) * (size_t)(rows > 0 ? rows : 1));
-    if (!count || !offset || !owner) return MM_RUNTIME;
-    spread_rows(rows, local_experts, o->skewed, count);
+    int rows = 0;
+    mm_status ss = count && offset ? spread_rows(o, cfg, rows_asked, local_experts, count, &rows) : MM_RUNTIME;
+    int32_t *owner = ss == MM_OK ? malloc(sizeof(int32_t) * (size_t)(rows > 0 ? rows : 1)) : NULL;
+    if (!owner) {
+        free(count); free(offset);
+        return ss != MM_OK ? ss : MM_RUNTIME;
+    }
     int at = 0, active = 0;
     for (int e = 0; e < local_experts; e++) {
         offset[e] = at;
@@ -255,7 +273,18 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     struct cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
     int el = cfg->experts / o->ep, max_rows = 0;
-    for (int i = 0; i < o->n_rows; i++) max_rows = o->rows[i] > max_rows ? o->rows[i] : max_rows;
+    int32_t *spread = malloc(sizeof(int32_t) * (size_t)el);
+    if (!spread) return MM_RUNTIME;
+    for (int i = 0; i < o->n_rows; i++) {
+        int rows = 0;
+        const mm_status ss = spread_rows(o, cfg, o->rows[i], el, spread, &rows);
+        if (ss != MM_OK) {
+            free(spread);
+            return ss;
+        }
+        max_rows = rows > max_rows ? rows : max_rows;
+    }
+    free(spread);
     size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, maxk = h > in ? h : in, maxn = 2 * in > h ? 2 * in : h;
     gemm_buffers b;
     memset(&b, 0, sizeof b);
@@ -294,6 +323,15 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
            l2_flush_name(o->l2_flush), o->iters);
+    if (o->spread == MM_SPREAD_ROUTING) {
+        char route[64];
+        routing_format(&o->routing, route, sizeof route);
+        printf("# rows per expert: rank 0's local experts under routing %s, seed %llu, for rows / %d tokens per "
+               "rank at EP %d (the rows column is the routing's total)\n",
+               route, (unsigned long long)o->seed, cfg->topk, o->ep);
+    } else {
+        printf("# rows per expert: %s\n", o->spread == MM_SPREAD_SKEWED ? "skewed, ~1 / (e + 1)" : "uniform");
+    }
     for (int gi = 1; gi <= 2; gi++) {
         int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount);
         if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);

@@ -86,6 +86,30 @@ double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
     return t;
 }
 
+mm_status plan_rank_rows(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                         int rank, int32_t *rows)
+{
+    const int el = cfg->experts / ranks;
+    memset(rows, 0, (size_t)el * sizeof *rows);
+    const size_t n = (size_t)ranks * (size_t)batch * (size_t)cfg->topk;
+    if (n == 0) return MM_OK;
+    mm_route_tables tables;
+    MM_TRY(route_tables_make(routing, cfg->experts, seed, &tables));
+    int32_t *ids = malloc(n * sizeof *ids);
+    float *w = malloc(n * sizeof *w);
+    mm_status s = ids && w ? MM_OK : MM_RUNTIME;
+    if (s == MM_OK) {
+        const mm_route_params p = route_params(routing, cfg, ranks, seed, tables.zipf_cdf, tables.zipf_mult, tables.softplus);
+        host_gen_routing(&p, 0, ranks * batch, ids, w);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] >= rank * el && ids[i] < (rank + 1) * el) rows[ids[i] - rank * el]++;
+    }
+    free(ids);
+    free(w);
+    route_tables_free(&tables);
+    return s;
+}
+
 double plan_tile_excess(const mm_seed_floor *sf)
 {
     return sf->tiles_rows > 0 ? sf->tiles / ((double)sf->tiles_rows / MM_GEMM_BM) : 0.0;

@@ -74,6 +74,11 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
 /* The floor of that routing (bench's `## floors`, work.routing_floor_us): the expected floor's
  * terms with the busiest rank's weight time in place of the expected one. */
 double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf);
+/* Rows per local expert of rank `rank` under bench's routing (its generator and seed, rank r
+ * holding global tokens [r * batch, (r + 1) * batch)): rows[experts / ranks]. `gemm --spread
+ * routing` gives the GEMM core the tiles a mode's GEMMs see. */
+mm_status plan_rank_rows(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                         int rank, int32_t *rows);
 /* The busiest rank's row tiles over its rows / MM_GEMM_BM (1: every tile full; 0 without rows). */
 double plan_tile_excess(const mm_seed_floor *sf);
 

@@ -33,6 +33,14 @@ static void parses(void **state)
     const char *fl[] = {"megamoe", "gemm", "--l2-flush", "clean"};
     assert_int_equal(run(&o, err, 4, fl), MM_OK);
     assert_int_equal(o.l2_flush, MM_L2_FLUSH_CLEAN);
+    assert_int_equal(o.spread, MM_SPREAD_UNIFORM);
+    const char *gr[] = {"megamoe", "gemm", "--spread", "routing", "--routing", "rank-skew:0.9", "--seed", "3"};
+    assert_int_equal(run(&o, err, 8, gr), MM_OK);
+    assert_int_equal(o.spread, MM_SPREAD_ROUTING);
+    assert_int_equal(o.routing.kind, ROUTE_RANK_SKEW);
+    const char *gs[] = {"megamoe", "gemm", "--spread", "zipf"};
+    assert_int_equal(run(&o, err, 4, gs), MM_USAGE);
+    assert_non_null(strstr(err, "uniform, skewed or routing"));
     const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
     assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
     assert_non_null(strstr(err, "on, off or clean"));

@@ -218,6 +218,23 @@ static void seed_floor(void **state)
     assert_int_equal(sf.tiles_rank, 0);
     assert_int_equal(sf.tiles_rows, 24380);
     near(plan_tile_excess(&sf), 256.0 * 128.0 / 24380.0, 1e-12);
+    /* the same routing's rows per expert, rank by rank (gemm --spread routing): rank 0's 128
+     * experts hold its 24380 rows in 256 tiles, rank 1's its 24772 */
+    int32_t rows[128];
+    long total = 0, tiles = 0;
+    assert_int_equal(plan_rank_rows(&c, &r, 1, 2, 4096, 0, rows), MM_OK);
+    for (int e = 0; e < 128; e++) {
+        total += rows[e];
+        tiles += (rows[e] + 127) / 128;
+    }
+    assert_int_equal(total, 24380);
+    assert_int_equal(tiles, 256);
+    assert_int_equal(plan_rank_rows(&c, &r, 1, 2, 4096, 1, rows), MM_OK);
+    total = 0;
+    for (int e = 0; e < 128; e++) total += rows[e];
+    assert_int_equal(total, 24772);
+    assert_int_equal(plan_rank_rows(&c, &r, 1, 2, 0, 0, rows), MM_OK);
+    for (int e = 0; e < 128; e++) assert_int_equal(rows[e], 0);
     /* 8192 tokens: ~384 rows an expert, rank 1 has the most tiles (457 for 49411 rows: +18%) */
     assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 8192, &H200, &sf), MM_OK);
     assert_int_equal(sf.tiles, 457);
