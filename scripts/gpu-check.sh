@@ -5,7 +5,7 @@
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
 #      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
-#   4. gemm (the GEMM core alone: tiny skewed, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
+#   4. gemm (the GEMM core alone: tiny skewed and by routing, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
@@ -81,6 +81,7 @@ fi
 # the GEMM core alone: ragged and empty experts, partial tiles (tiny, skewed), and the Flash EP8
 # shapes against the cuBLASLt per-expert loop; a wrong output exits 1, a pipeline expiry 4
 expect_rc 0 gemm-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300 --spread skewed --iters 3
+expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
