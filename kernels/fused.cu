@@ -430,7 +430,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         *k = a.m.inter;
     }
-    b->pair = 0; /* the fused kernel runs no clusters */
     if (pt == 0) {
         it->item = item;
         it->rows = rows;

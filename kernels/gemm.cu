@@ -114,17 +114,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 mm_item_publish(&items, n);
                 break;
             }
-#ifdef MM_GEMM_WPAIRS
-            /* weight-sharing pairs: items 2q and 2q + 1 (one cluster) are flat row tiles 2p and
-             * 2p + 1 (one expert: mm_tile_prefix_even) of column tile q % col_tiles */
-            mm_tile t = mm_tile_locate(g.tile_start, g.experts, 1, 2 * ((item / 2) / col_tiles) + (item & 1));
-            t.col_tile = (item / 2) % col_tiles;
-#else
             mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
-#endif
             int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
-            rows = rows < MM_GEMM_BM ? (rows > 0 ? rows : 0) : MM_GEMM_BM;
+            rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
             int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
             it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
             it->tab.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
@@ -137,15 +130,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
             mm_inject_stall(item);
-#ifdef MM_GEMM_WPAIRS
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
-                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks, pair ? 1 : 0};
-            mm_tile_a_map am = {g.a_map, a_row0, 0};
-#else
-            mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
-                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks, 0};
+                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-#endif
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -193,11 +180,7 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
 {
     /* the GEMM may start its launch now; it reads tile_start only after this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
-#ifdef MM_GEMM_WPAIRS
-    if (threadIdx.x == 0) mm_tile_prefix_even(row_count, experts, tile_start);
-#else
     if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
-#endif
 }
 
 /* TMA descriptors over [rows][k] FP8 (row stride k bytes) in boxes of `box_rows[i]` rows x 128
@@ -238,14 +221,12 @@ static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, ui
     return e;
 }
 
-/* Two descriptors: whole 128-row weight blocks, and the 64-row halves a weight-sharing pair's
- * CTAs load (MM_GEMM_WPAIRS builds). */
 extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-    const int box[2] = {MM_GEMM_BN, MM_GEMM_BN / 2};
-    return fp8_rows_maps(w, rows, k, k, box, 2, out);
+    const int box[1] = {MM_GEMM_BN};
+    return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
 /* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
@@ -311,12 +292,7 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
  * the same rows) and prepare found room for them; else one CTA per tile. */
 extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
 {
-#ifdef MM_GEMM_WPAIRS
-    /* weight-sharing pairs: the even tile counts pair every row tile, for any column count */
-    return mm_tile_pairs(2 * MM_GEMM_BN, ctas, pairs_resident) ? mm_tile_pairs(2 * MM_GEMM_BN, ctas, pairs_resident) : 0;
-#else
     return mm_tile_pairs(n, ctas, pairs_resident);
-#endif
 }
 
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)

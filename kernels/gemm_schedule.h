@@ -35,21 +35,6 @@ MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_st
     return total;
 }
 
-/* The same with each expert's row tiles rounded up to an even count (the weight-sharing pairs of
- * a -DMM_GEMM_WPAIRS build: flat tiles 2p and 2p + 1 are then always one expert's; a padding
- * tile has no rows). */
-MM_HD int mm_tile_prefix_even(const int32_t *row_count, int experts, int32_t *tile_start)
-{
-    int total = 0;
-    for (int e = 0; e < experts; e++) {
-        tile_start[e] = total;
-        const int t = mm_row_tiles(row_count[e] > 0 ? row_count[e] : 0);
-        total += t + (t & 1);
-    }
-    tile_start[experts] = total;
-    return total;
-}
-
 typedef struct {
     int expert;
     int row_tile; /* within the expert */

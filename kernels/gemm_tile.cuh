@@ -108,12 +108,9 @@ typedef struct {
 
 /* The weight side of a tile: TMA copies its [BN][128] blocks. */
 typedef struct {
-    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle; then
-                          * the same with box 64 x 128 (mm_weight_map_create's pair) */
+    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
     int row0;            /* the tile's first weight row in the map */
     const float *scale;  /* the tile's K/128 block scales */
-    int pair;            /* MM_GEMM_WPAIRS builds: a 2-CTA cluster on two row tiles of one expert
-                          * and column tile, each CTA loading 64 of the block's rows into both */
 } mm_tile_b;
 
 /* The A side of a tile when its rows are contiguous in memory: TMA copies its [128][128] blocks
@@ -424,18 +421,6 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
  * the stage's `full` barrier. */
 __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
 {
-#ifdef MM_GEMM_WPAIRS
-    if (b.pair) {
-        const unsigned rank = mm_cluster_rank();
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                     ::"r"((unsigned)__cvta_generic_to_shared(sb + rank * 64 * 128)),
-                     "l"((const uint8_t *)b.map + 128), "r"(kb * MM_GEMM_BK), "r"(b.row0 + 64 * (int)rank), "r"(full),
-                     "h"((uint16_t)3)
-                     : "memory");
-        return;
-    }
-#endif
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                  "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
                  "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)

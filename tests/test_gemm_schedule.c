@@ -41,29 +41,6 @@ static void single_and_empty(void **state)
     assert_int_equal(t.col_tile, 31);
 }
 
-/* The even prefix of the weight-sharing pairs: every expert's tiles rounded up to an even count,
- * so flat tiles 2p and 2p + 1 are one expert's; the padding tile is past the expert's rows (its
- * row lookups are refused). */
-static void even_prefix_pairs_one_expert(void **state)
-{
-    (void)state;
-    const int32_t count[] = {3, 0, MM_GEMM_BM + 2, 3 * MM_GEMM_BM, 1};
-    int32_t start[6];
-    const int32_t offset[] = {0, 0, 0, 0, 0};
-    assert_int_equal(mm_tile_prefix_even(count, 5, start), 2 + 0 + 2 + 4 + 2);
-    const int32_t want[] = {0, 2, 2, 4, 8, 10};
-    for (int e = 0; e <= 5; e++) assert_int_equal(start[e], want[e]);
-    for (int p = 0; p < start[5] / 2; p++) {
-        const mm_tile a = mm_tile_locate(start, 5, 1, 2 * p), b = mm_tile_locate(start, 5, 1, 2 * p + 1);
-        assert_int_equal(a.expert, b.expert);
-        assert_int_equal(b.row_tile, a.row_tile + 1);
-    }
-    size_t row = 0;
-    assert_false(mm_tile_row_index(start, offset, count, 5, 1, 0, &row)); /* expert 0's padding tile */
-    assert_true(mm_tile_row_index(start, offset, count, 5, 3, 1, &row));  /* expert 2's second tile */
-    assert_false(mm_tile_row_index(start, offset, count, 5, 7, 0, &row)); /* expert 3's padding tile */
-}
-
 /* Row lookup through the schedule: valid rows map into each expert's segment, padding rows of a
  * partial tile are refused. */
 static void row_index(void **state)
@@ -307,7 +284,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(covers_every_tile_once),
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
-        cmocka_unit_test(even_prefix_pairs_one_expert),
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
