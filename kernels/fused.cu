@@ -246,14 +246,9 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
  * flight per warp); then its row goes once to each rank that owns one of its experts, by one bulk
  * copy (TMA) from shared memory, to dispatch_recv[me][t] there (up to topk times fewer NVLink
  * bytes than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
- * dispatch_meta[le][me][slot] at the expert's owner. Rounds rotate over DISPATCH_BUFFERS row
- * buffers in the stage ring, so a round's loads and quantization overlap the bulk copies of the
- * rounds before it (a round waits only for the copies that read its buffer last). */
+ * dispatch_meta[le][me][slot] at the expert's owner. */
 #ifndef DISPATCH_GROUP
 #define DISPATCH_GROUP 4 /* tokens per CTA per round; a build may set it (experiments) */
-#endif
-#ifndef DISPATCH_BUFFERS
-#define DISPATCH_BUFFERS 4 /* rounds whose bulk copies may still be reading (1: one at a time) */
 #endif
 #define QUANT_LOADS 8
 __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t epoch)
@@ -265,18 +260,11 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t 
     /* as many rows as the stage ring holds (mm_fused_prepare checks one fits) */
     const int fit = (int)((uint64_t)MM_TILE_STAGES * MM_TILE_STAGE_BYTES / a.x.row_bytes);
     const int group = fit < DISPATCH_GROUP ? fit : DISPATCH_GROUP;
-    const int bufs = fit / group < DISPATCH_BUFFERS ? fit / group : DISPATCH_BUFFERS; /* >= 1 */
-    for (int t0 = blockIdx.x, round = 0; t0 < a.io.tokens; t0 += gridDim.x * group, round++) {
-        uint8_t *buf = rows + (size_t)(round % bufs) * group * a.x.row_bytes;
-        /* the bulk copies of the round that last used this buffer have read it: every copying
-         * thread commits one bulk group per round, so at most bufs - 1 newer ones may still be
-         * reading (their issuers wait, then all pass the barrier); and the previous round's
-         * metas are done with slots and dests */
+    for (int t0 = blockIdx.x; t0 < a.io.tokens; t0 += gridDim.x * group) {
+        /* the previous group's bulk copies have read their rows (their issuers wait, then all
+         * pass the barrier), and its metas are done with slots and dests */
         MM_STEP(0x1001);
-        if (bufs >= 4) asm volatile("cp.async.bulk.wait_group.read 3;" ::: "memory");
-        else if (bufs == 3) asm volatile("cp.async.bulk.wait_group.read 2;" ::: "memory");
-        else if (bufs == 2) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        else asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         MM_STEP(0x1002);
         __syncthreads();
         if (threadIdx.x < group * topk) {
@@ -309,7 +297,7 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t 
 #pragma unroll
             for (int u = 0; u < QUANT_LOADS; u++) {
                 const int b = b0 + u * warps, t = t0 + b / hb * gridDim.x;
-                uint8_t *row = buf + (size_t)(b / hb) * a.x.row_bytes;
+                uint8_t *row = rows + (size_t)(b / hb) * a.x.row_bytes;
                 if (b < blocks && t < a.io.tokens)
                     mm_quantize_loaded128(raw[u], row + (b % hb) * 128, (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
             }
@@ -326,13 +314,11 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t 
                 const size_t at = ((size_t)me * a.m.max_tokens + t) * a.x.row_bytes;
                 asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
                              ::"l"(mm_xchg_at(a.comm, a.x, dests[g][1 + d], a.x.off_recv) + at),
-                             "r"((unsigned)__cvta_generic_to_shared(buf + (size_t)g * a.x.row_bytes)),
+                             "r"((unsigned)__cvta_generic_to_shared(rows + (size_t)g * a.x.row_bytes)),
                              "r"((unsigned)a.x.row_bytes)
                              : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             }
-            /* one group per round, empty or not, so the count of groups newer than a buffer's
-             * round is the same for every copying thread */
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
         if (threadIdx.x < group * topk) {
             const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
