@@ -102,6 +102,20 @@ extern "C" cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t 
     return cudaGetLastError();
 }
 
+/* bench --idle-ms: the GPU idles (one thread in 10 us naps) in stream order, so the call after it
+ * starts from a cooler, unthrottled state, as the peer's test's sleep before each call gives it. */
+__global__ void idle_kernel(uint64_t ns)
+{
+    const uint64_t start = mm_globaltimer();
+    while (mm_globaltimer() - start < ns) __nanosleep(10000);
+}
+
+extern "C" cudaError_t mm_launch_idle(uint64_t ns, cudaStream_t stream)
+{
+    idle_kernel<<<1, 1, 0, stream>>>(ns);
+    return cudaGetLastError();
+}
+
 /* A clean L2 flush: reads `words` 16-byte words through L2 (ld.global.cg: not kept in L1), so
  * the L2 ends up holding clean lines of this buffer and whatever was dirty in it was written back
  * here, not in the timed call that follows. The sum is stored only if it equals `key`, so the

@@ -74,6 +74,7 @@ void meta_fill_common(mm_meta *m, const mm_options *o, const mm_config *cfg, int
     m->graph = o->graph;
     m->l2_flush = o->l2_flush;
     m->interleave = o->interleave;
+    m->idle_ms = o->idle_ms;
     mm_fmt(m->git_rev, sizeof m->git_rev, "%s", MM_GIT_REV);
     time_t now = time(NULL);
     struct tm tmv;
@@ -382,7 +383,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
 {
     mm_runtime *rt = &b->rt;
     mm_ceilings ceil = {MM_DEFAULT_HBM_GBPS, MM_DEFAULT_NVLINK_GBPS, MM_DEFAULT_FP8_TFLOPS};
-    mm_timing timing = {o->warmup, o->iters, o->l2_flush, o->graph, -1};
+    mm_timing timing = {o->warmup, o->iters, o->l2_flush, o->graph, -1, o->idle_ms * 1000};
     double *samples = calloc((size_t)o->iters * MODE_COUNT, sizeof(double));
     if (!samples) return MM_RUNTIME;
     mm_status s = MM_OK;

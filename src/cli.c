@@ -24,7 +24,7 @@ const char *command_name(mm_command c)
 enum {
     OPT_HELP = 'h',
     OPT_CONFIG = 1000, OPT_BATCHES, OPT_MODES, OPT_WARMUP, OPT_ITERS, OPT_ROUTING, OPT_SEED,
-    OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
+    OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
     OPT_SPREAD, OPT_SWEEPS, OPT_INTERLEAVE,
@@ -61,6 +61,10 @@ static const struct {
     {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off|clean",
      "flush L2 before each timed iteration: on writes over 2.5x the L2 (as the peers' tests do; the "
      "dirty lines' write-back lands in the timed call), clean reads as much (default on)"},
+    {"idle-ms", 1, OPT_IDLE, B, "MS",
+     "the GPU idles MS ms (a one-thread sleep kernel) after each L2 flush, before the line-up and the timed "
+     "call: the peer's own test sleeps ~10 ms before every call, so each starts below the power cap "
+     "(default 0: calls back to back)"},
     {"interleave", 1, OPT_INTERLEAVE, B, "on|off",
      "time a batch's modes side by side, iteration by iteration, so they share the GPU's clock states (default on)"},
     {"check", 1, OPT_CHECK, B, "on|off", "check each (mode, batch) against the reference (default on)"},
@@ -221,6 +225,10 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     }
     case OPT_GRAPH: s = parse_on_off(v, &o->graph, sub, sizeof sub); break;
     case OPT_L2FLUSH: s = parse_l2_flush(v, &o->l2_flush, sub, sizeof sub); break;
+    case OPT_IDLE:
+        s = parse_int(v, 0, 1000, &n, sub, sizeof sub);
+        o->idle_ms = (int)n;
+        break;
     case OPT_INTERLEAVE: s = parse_on_off(v, &o->interleave, sub, sizeof sub); break;
     case OPT_CHECK: s = parse_on_off(v, &o->check, sub, sizeof sub); break;
     case OPT_BREAKDOWN: o->breakdown = 1; return MM_OK;

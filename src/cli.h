@@ -39,6 +39,7 @@ typedef struct {
     char json_path[512];
     char markdown_path[512];
     int graph, l2_flush, check, breakdown;
+    int idle_ms; /* bench: the GPU idles this long before each timed call (0: back to back) */
     int interleave; /* bench: a batch's modes timed side by side */
     int sweeps; /* bench: complete sweeps in one process */
     int max_tokens_per_rank; /* 0 = not given */

@@ -100,6 +100,7 @@ typedef struct {
     char config[96], gpu[96], git[48], date[40];
     int ep;
     int interleave; /* meta.interleave; files from before the flag timed modes one after another */
+    int idle_ms;    /* meta.idle_ms; 0 in files from before the flag */
     int n;
     gate_row *rows;
 } gate_file;
@@ -160,6 +161,7 @@ static mm_status load(const char *path, gate_file *g)
         mm_fmt(g->date, sizeof g->date, "%s", str_item(meta, "date"));
         g->ep = (int)num_item(meta, "ep", 0);
         g->interleave = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "interleave"));
+        g->idle_ms = (int)num_item(meta, "idle_ms", 0);
         int count = cJSON_GetArraySize(rows);
         g->rows = calloc((size_t)(count > 0 ? count : 1), sizeof(gate_row));
         if (!g->rows) s = MM_RUNTIME;
@@ -321,6 +323,10 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
         mm_warn("gate: the baseline timed its modes %s, the current run %s: at large batches the GPU's "
                 "clock states then differ between the two (README, How a number is taken)",
                 a.interleave ? "side by side" : "one after another", b.interleave ? "side by side" : "one after another");
+    if (a.idle_ms != b.idle_ms)
+        mm_warn("gate: the baseline idled the GPU %d ms before each call, the current run %d ms: at large "
+                "batches the clock states then differ between the two (README, How a number is taken)",
+                a.idle_ms, b.idle_ms);
     gate_line *lines = calloc((size_t)(a.n + b.n + 1), sizeof(gate_line));
     if (!lines) {
         release(&a);

@@ -139,7 +139,7 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     int made = 0;
     for (; s == MM_OK && made < 2 * events; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) s = MM_RUNTIME;
-    const mm_call_prelude pre = {o->l2_flush ? flush_l2 : NULL, NULL, (void *)b, -1};
+    const mm_call_prelude pre = {o->l2_flush ? flush_l2 : NULL, NULL, (void *)b, -1, 0};
     if (s == MM_OK) s = timing_enqueue_side_by_side(st, n, fn, ctx, NULL, o->warmup, iters, &pre, ev, ev + events);
     if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
     if (s == MM_OK) s = timing_elapsed_us(ev, ev + events, events, us);

@@ -107,9 +107,9 @@ static void header(FILE *f, const mm_results *r, style st)
             m->ep, nl);
     fprintf(f, "%sGPU %s, driver %s, CUDA %s, NCCL %s%s", p, m->gpu, m->driver, m->cuda, m->nccl,
             nl);
-    fprintf(f, "%srouting %s, seed %llu, warmup %d, iters %d, graph %s, L2 flush %s, modes %s%s", p,
-            m->routing, m->seed, m->warmup, m->iters, m->graph ? "on" : "off",
-            l2_flush_name(m->l2_flush), m->interleave ? "interleaved" : "one after another", nl);
+    fprintf(f, "%srouting %s, seed %llu, warmup %d, iters %d, graph %s, L2 flush %s, idle %d ms before each call, modes %s%s",
+            p, m->routing, m->seed, m->warmup, m->iters, m->graph ? "on" : "off", l2_flush_name(m->l2_flush),
+            m->idle_ms, m->interleave ? "interleaved" : "one after another", nl);
     for (int i = 0; i < m->n_rank_lines; i++) fprintf(f, "%s%s%s", p, m->rank_lines[i], nl);
 }
 
@@ -338,6 +338,7 @@ static cJSON *meta_json(const mm_meta *m)
     cJSON_AddBoolToObject(o, "l2_flush", m->l2_flush);
     cJSON_AddStringToObject(o, "l2_flush_mode", l2_flush_name(m->l2_flush)); /* on (a write) or clean (a read) */
     cJSON_AddBoolToObject(o, "interleave", m->interleave);
+    cJSON_AddNumberToObject(o, "idle_ms", m->idle_ms);
     return o;
 }
 

@@ -78,6 +78,7 @@ typedef struct {
     int warmup, iters;
     int graph, l2_flush;
     int interleave; /* a batch's modes timed side by side */
+    int idle_ms;    /* the GPU idled this long before each timed call (--idle-ms) */
     char git_rev[48];
     char host[96];
     char date[40];

@@ -28,6 +28,7 @@ mm_status timing_enqueue_side_by_side(cudaStream_t stream, int n, const mm_step_
                 MM_TRY(call(stream, steps[j], ctxs[j], graph));
             }
             if (pre->flush) MM_TRY(pre->flush(pre->ctx, stream, i));
+            if (pre->idle_us > 0) CUDA_TRY(mm_launch_idle((uint64_t)pre->idle_us * 1000u, stream));
             if (pre->line_up && (i != pre->stall_iter || i < 0)) MM_TRY(pre->line_up(pre->ctx, stream));
             if (i >= 0) CUDA_TRY(cudaEventRecord(start[at], stream));
             MM_TRY(call(stream, steps[j], ctxs[j], graph));
@@ -87,7 +88,7 @@ static mm_status run_local(mm_runtime *rt, int n, const mm_step_fn *steps, void 
     cudaGraphExec_t exec[MM_MAX_WORKS] = {0};
     for (int j = 0; s == MM_OK && t->graph && j < n; j++) s = capture(rt, steps[j], ctxs[j], &graph[j], &exec[j]);
     rt->flush_mode = t->l2_flush;
-    const mm_call_prelude pre = {t->l2_flush ? rt_flush : NULL, rt_line_up, rt, t->stall_iter};
+    const mm_call_prelude pre = {t->l2_flush ? rt_flush : NULL, rt_line_up, rt, t->stall_iter, t->idle_us};
     if (s == MM_OK) s = timing_enqueue_side_by_side(rt->stream, n, steps, ctxs, exec, t->warmup, t->iters, &pre, ev, ev + events);
     cudaError_t sync = cudaStreamSynchronize(rt->stream);
     if (sync != cudaSuccess) {

@@ -18,6 +18,7 @@ typedef struct {
     /* Self-test only: this rank skips the line-up barrier before timed iteration `stall_iter`
      * (-1: never), as a peer that stopped answering would. */
     int stall_iter;
+    int idle_us; /* the GPU idles this long after each flush, before the line-up (bench --idle-ms) */
 } mm_timing;
 
 /* What comes before each call of the side-by-side loop: the L2 flush and the ranks' line-up
@@ -27,6 +28,7 @@ typedef struct {
     mm_status (*line_up)(void *ctx, cudaStream_t stream);
     void *ctx;
     int stall_iter; /* self-test: the timed iteration whose line-up this rank skips (-1: none) */
+    int idle_us;    /* a one-thread sleep kernel of this long after the flush (0: none) */
 } mm_call_prelude;
 
 /* The loop bench and gemm time with, enqueued on `stream`: warmup + iters iterations of each of

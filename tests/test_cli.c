@@ -44,6 +44,10 @@ static void parses(void **state)
     const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
     assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
     assert_non_null(strstr(err, "on, off or clean"));
+    assert_int_equal(o.idle_ms, 0); /* calls back to back unless asked otherwise */
+    const char *id[] = {"megamoe", "bench", "--idle-ms", "10"};
+    assert_int_equal(run(&o, err, 4, id), MM_OK);
+    assert_int_equal(o.idle_ms, 10);
     const char *il[] = {"megamoe", "bench", "--interleave", "off"};
     assert_int_equal(run(&o, err, 4, il), MM_OK);
     assert_false(o.interleave);
@@ -78,6 +82,8 @@ static void rejects(void **state)
         {4, {"megamoe", "bench", "--routing", "zipf:-2"}, "--routing"},
         {4, {"megamoe", "bench", "--graph", "sometimes"}, "--graph"},
         {4, {"megamoe", "bench", "--interleave", "maybe"}, "--interleave"},
+        {4, {"megamoe", "bench", "--idle-ms", "5000"}, "--idle-ms"},
+        {4, {"megamoe", "gemm", "--idle-ms", "10"}, "does not apply"},
         {4, {"megamoe", "check", "--interleave", "on"}, "does not apply"},
         {4, {"megamoe", "bench", "--ranks", "2"}, "does not apply"},
         {4, {"megamoe", "check", "--tol", "0.01"}, "--tol"},

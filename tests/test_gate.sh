@@ -27,6 +27,7 @@ check missing 1 "fused/4096 .*MISSING \(fails\)" -- --baseline $g/base.json --cu
 check other-gpu 2 "baseline ran on NVIDIA H200 at EP 2, current on NVIDIA H100" -- --baseline $g/base.json --current $g/other-gpu.json
 check other-gpu-ignored 0 "gate: PASS" -- --baseline $g/base.json --current $g/other-gpu.json --ignore-device
 check timing-method 0 "gate: the baseline timed its modes one after another, the current run side by side" -- --baseline $g/base.json --current $g/interleaved.json
+check idle-method 0 "gate: the baseline idled the GPU 0 ms before each call, the current run 10 ms" -- --baseline $g/base.json --current $g/idled.json
 # --relative-to: a whole run 4% off (every mode, shared per-round factors) fails the absolute gate
 # and passes the relative one; fused 8% slower against normal fails both
 check drift-absolute 1 "normal/64 .* \+3\.[0-9]%  SLOWER \(fails\)" -- --baseline $g/rounds-base.json --current $g/rounds-drift4.json --max-slowdown 3%

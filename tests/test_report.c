@@ -17,6 +17,7 @@ static void fill(mm_results *r)
     mm_fmt(r->meta.gpu, sizeof r->meta.gpu, "NVIDIA H200");
     mm_fmt(r->meta.routing, sizeof r->meta.routing, "uniform");
     r->meta.iters = 3;
+    r->meta.idle_ms = 10;
     double samples[3] = {10.0, 12.0, 11.0};
     mm_row row;
     memset(&row, 0, sizeof row);
@@ -65,6 +66,7 @@ static void text_tables(void **state)
     fill(&r);
     char *t = render(report_text, &r);
     assert_non_null(strstr(t, "## fused vs normal"));
+    assert_non_null(strstr(t, "idle 10 ms before each call"));
     assert_non_null(strstr(t, "## fused vs ll"));
     assert_non_null(strstr(t, "speedup"));
     assert_non_null(strstr(t, "3.00"));     /* 33 / 11 */
@@ -107,6 +109,7 @@ static void json_round_trip(void **state)
     cJSON *meta = cJSON_GetObjectItem(root, "meta");
     assert_string_equal(cJSON_GetObjectItem(meta, "gpu")->valuestring, "NVIDIA H200");
     assert_int_equal(cJSON_GetObjectItem(meta, "ep")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(meta, "idle_ms")->valueint, 10);
     cJSON *rows = cJSON_GetObjectItem(root, "results");
     assert_int_equal(cJSON_GetArraySize(rows), 3);
     cJSON *r0 = cJSON_GetArrayItem(rows, 0);

@@ -50,6 +50,9 @@ write("other-schema.json", run(schema="megamoe.results/0", seed=9))
 interleaved = copy.deepcopy(base)
 interleaved["meta"]["interleave"] = True
 write("interleaved.json", interleaved)
+idled = copy.deepcopy(base)
+idled["meta"]["idle_ms"] = 10
+write("idled.json", idled)
 
 
 def rounds(scale=1.0, fused_scale=1.0, seed=10, interleave=True):
