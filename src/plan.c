@@ -86,11 +86,11 @@ double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
     return t;
 }
 
-mm_status plan_rank_rows(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
-                         int rank, int32_t *rows)
+/* Rows per expert (all experts) of bench's routing for `batch` tokens per rank: rows[experts]. */
+static mm_status routing_rows(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                              int32_t *rows)
 {
-    const int el = cfg->experts / ranks;
-    memset(rows, 0, (size_t)el * sizeof *rows);
+    memset(rows, 0, (size_t)cfg->experts * sizeof *rows);
     const size_t n = (size_t)ranks * (size_t)batch * (size_t)cfg->topk;
     if (n == 0) return MM_OK;
     mm_route_tables tables;
@@ -102,11 +102,23 @@ mm_status plan_rank_rows(const mm_config *cfg, const mm_routing *routing, uint64
         const mm_route_params p = route_params(routing, cfg, ranks, seed, tables.zipf_cdf, tables.zipf_mult, tables.softplus);
         host_gen_routing(&p, 0, ranks * batch, ids, w);
         for (size_t i = 0; i < n; i++)
-            if (ids[i] >= rank * el && ids[i] < (rank + 1) * el) rows[ids[i] - rank * el]++;
+            if (ids[i] >= 0 && ids[i] < cfg->experts) rows[ids[i]]++;
     }
     free(ids);
     free(w);
     route_tables_free(&tables);
+    return s;
+}
+
+mm_status plan_rank_rows(const mm_config *cfg, const mm_routing *routing, uint64_t seed, int ranks, int batch,
+                         int rank, int32_t *rows)
+{
+    const int el = cfg->experts / ranks;
+    int32_t *all = malloc((size_t)cfg->experts * sizeof *all);
+    if (!all) return MM_RUNTIME;
+    const mm_status s = routing_rows(cfg, routing, seed, ranks, batch, all);
+    if (s == MM_OK) memcpy(rows, all + (size_t)rank * el, (size_t)el * sizeof *rows);
+    free(all);
     return s;
 }
 
@@ -125,26 +137,17 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
 {
     memset(out, 0, sizeof *out);
     out->batch = batch;
-    const size_t n = (size_t)ranks * (size_t)batch * (size_t)cfg->topk;
-    if (n == 0) return MM_OK;
-    mm_route_tables tables;
-    MM_TRY(route_tables_make(routing, cfg->experts, seed, &tables));
-    int32_t *ids = malloc(n * sizeof *ids);
-    float *w = malloc(n * sizeof *w);
-    long *rows = calloc((size_t)cfg->experts, sizeof *rows);
-    mm_status s = ids && w && rows ? MM_OK : MM_RUNTIME;
+    int32_t *rows = malloc((size_t)cfg->experts * sizeof *rows);
+    if (!rows) return MM_RUNTIME;
+    const mm_status s = routing_rows(cfg, routing, seed, ranks, batch, rows);
     if (s == MM_OK) {
-        const mm_route_params p = route_params(routing, cfg, ranks, seed, tables.zipf_cdf, tables.zipf_mult, tables.softplus);
-        host_gen_routing(&p, 0, ranks * batch, ids, w);
-        for (size_t i = 0; i < n; i++)
-            if (ids[i] >= 0 && ids[i] < cfg->experts) rows[ids[i]]++;
         const int el = cfg->experts / ranks;
         for (int r = 0; r < ranks; r++) {
             int active = 0, tiles = 0;
             long rank_rows = 0;
             for (int e = r * el; e < (r + 1) * el; e++) {
                 active += rows[e] > 0;
-                tiles += (int)((rows[e] + MM_GEMM_BM - 1) / MM_GEMM_BM);
+                tiles += (rows[e] + MM_GEMM_BM - 1) / MM_GEMM_BM;
                 rank_rows += rows[e];
             }
             if (active > out->active) {
@@ -160,10 +163,7 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
         out->weight_bytes = out->active * plan_expert_weight_bytes(cfg);
         out->t_hbm_us = out->weight_bytes / (c->hbm_gbps * 1e9) * 1e6;
     }
-    free(ids);
-    free(w);
     free(rows);
-    route_tables_free(&tables);
     return s;
 }
 
