@@ -163,6 +163,12 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         free(count); free(offset);
         return ss != MM_OK ? ss : MM_RUNTIME;
     }
+    if (rows == 0) { /* --spread routing can leave rank 0 without rows: nothing to run */
+        printf("gemm%d %6d x %5d x %5d  rank 0's experts get no rows under this routing: nothing to time\n", sh.gemm,
+               0, sh.n, sh.k);
+        free(count); free(offset); free(owner);
+        return MM_OK;
+    }
     int at = 0, active = 0;
     for (int e = 0; e < local_experts; e++) {
         offset[e] = at;
@@ -285,6 +291,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         max_rows = rows > max_rows ? rows : max_rows;
     }
     free(spread);
+    if (max_rows == 0) max_rows = 1; /* every case without rows: the buffers and maps still want one */
     size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, maxk = h > in ? h : in, maxn = 2 * in > h ? 2 * in : h;
     gemm_buffers b;
     memset(&b, 0, sizeof b);

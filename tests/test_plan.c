@@ -235,6 +235,13 @@ static void seed_floor(void **state)
     assert_int_equal(total, 24772);
     assert_int_equal(plan_rank_rows(&c, &r, 1, 2, 0, 0, rows), MM_OK);
     for (int e = 0; e < 128; e++) assert_int_equal(rows[e], 0);
+    /* masked:1 masks every slot: no expert gets a row (gemm --spread routing then has none) */
+    mm_routing masked;
+    assert_int_equal(parse_routing("masked:1", &masked, err, sizeof err), MM_OK);
+    for (int rank = 0; rank < 2; rank++) {
+        assert_int_equal(plan_rank_rows(&c, &masked, 1, 2, 64, rank, rows), MM_OK);
+        for (int e = 0; e < 128; e++) assert_int_equal(rows[e], 0);
+    }
     /* 8192 tokens: ~384 rows an expert, rank 1 has the most tiles (457 for 49411 rows: +18%) */
     assert_int_equal(plan_seed_floor(&c, &r, 1, 2, 8192, &H200, &sf), MM_OK);
     assert_int_equal(sf.tiles, 457);
