@@ -69,9 +69,9 @@ __device__ __forceinline__ uint32_t mm_ld_volatile_u32(const uint32_t *p)
     return *(const volatile uint32_t *)p;
 }
 
-/* Test builds (`make inject`) only: this thread sleeps `ns` by the global timer, in naps of
- * `nap_ns`, so that a wait elsewhere expires on purpose. */
-__device__ __forceinline__ void mm_test_sleep(uint64_t ns, unsigned nap_ns)
+/* This thread sleeps `ns` by the global timer, in naps of `nap_ns`: the test builds' injected
+ * stalls (`make inject`, so that a wait elsewhere expires on purpose) and bench's --idle-ms. */
+__device__ __forceinline__ void mm_sleep_ns(uint64_t ns, unsigned nap_ns)
 {
     const uint64_t start = mm_globaltimer();
     while (mm_globaltimer() - start < ns) __nanosleep(nap_ns);
@@ -84,7 +84,7 @@ __device__ __forceinline__ void mm_test_sleep(uint64_t ns, unsigned nap_ns)
 __device__ __forceinline__ void mm_inject_stall(int item)
 {
 #ifdef MM_INJECT_STALL_MS
-    if (item == 0) mm_test_sleep(MM_INJECT_STALL_MS * 1000000ull, 1000000);
+    if (item == 0) mm_sleep_ns(MM_INJECT_STALL_MS * 1000000ull, 1000000);
 #else
     (void)item;
 #endif

@@ -455,7 +455,7 @@ __device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_sc
 __device__ __forceinline__ void inject_late_math(void)
 {
 #ifdef MM_FUSED_INJECT_LATE_MATH_US
-    if (threadIdx.x % 128 < 32) mm_test_sleep(MM_FUSED_INJECT_LATE_MATH_US * 1000ull, 10000);
+    if (threadIdx.x % 128 < 32) mm_sleep_ns(MM_FUSED_INJECT_LATE_MATH_US * 1000ull, 10000);
 #endif
 }
 

@@ -106,8 +106,7 @@ extern "C" cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t 
  * starts from a cooler, unthrottled state, as the peer's test's sleep before each call gives it. */
 __global__ void idle_kernel(uint64_t ns)
 {
-    const uint64_t start = mm_globaltimer();
-    while (mm_globaltimer() - start < ns) __nanosleep(10000);
+    mm_sleep_ns(ns, 10000);
 }
 
 extern "C" cudaError_t mm_launch_idle(uint64_t ns, cudaStream_t stream)
