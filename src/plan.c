@@ -147,7 +147,7 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
             long rank_rows = 0;
             for (int e = r * el; e < (r + 1) * el; e++) {
                 active += rows[e] > 0;
-                tiles += (rows[e] + MM_GEMM_BM - 1) / MM_GEMM_BM;
+                tiles += mm_row_tiles(rows[e]);
                 rank_rows += rows[e];
             }
             if (active > out->active) {
