@@ -78,14 +78,6 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
     }
 }
 
-#ifndef MM_GEMM_WIDE /* -DMM_GEMM_WIDE=1: 256-column items (experiment) */
-#define MM_GEMM_WIDE 0
-#endif
-__host__ __device__ static inline bool gemm_wide(int n)
-{
-    return MM_GEMM_WIDE && n % (2 * MM_GEMM_BN) == 0;
-}
-
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -107,11 +99,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
      * launch and the set-up above overlapped it; its tile_start (and everything the kernels
      * before it wrote) is visible from here on */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* wide items (MM_GEMM_WIDE): 256 columns, two weight blocks over each A block (the dual pass
-     * of gemm_tile.cuh), so a K block's A crosses from L2 once per 256 columns */
-    const bool wide = gemm_wide(g.n);
-    const int item_bn = wide ? 2 * MM_GEMM_BN : MM_GEMM_BN;
-    const int col_tiles = g.n / item_bn, kblocks = g.k / MM_GEMM_BK;
+    const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = {0, 0};
 
@@ -137,17 +125,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 it->last = 0;
                 it->rows = rows;
                 it->a_row0 = a_row0;
-                it->n0 = t.col_tile * item_bn;
+                it->n0 = t.col_tile * MM_GEMM_BN;
             }
             mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
             mm_item_publish(&items, n);
             mm_inject_stall(item);
-            const int n0 = t.col_tile * item_bn;
-            mm_tile_b b = {g.w_map, t.expert * g.n + n0,
-                           g.w_scale + ((size_t)t.expert * (g.n / MM_GEMM_BN) + n0 / MM_GEMM_BN) * kblocks};
+            mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
+                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, wide ? MM_GEMM_BN : 0,
-                            wide ? kblocks : 0);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
         mm_regs_math();
@@ -158,30 +144,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            if (wide) {
-                float acc0[MM_TILE_ACC], acc1[MM_TILE_ACC];
-                if (rows > 64) {
-                    mm_tile_consume_dual(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc0, acc1);
-                    mm_item_release(&items, n);
-                    store_tile(g, staging, acc0, rows, a_row0, n0);
-                    store_tile(g, staging, acc1, rows, a_row0, n0 + MM_GEMM_BN);
-                    continue;
-                }
-                /* <= 64 rows: warpgroup h computes column half h on rows 0..63 */
-                mm_tile_consume_split(stages, &pipe, ring, rows, g.k, pair, acc0);
-                mm_item_release(&items, n);
-                const int h = mm_warpgroup() - 1;
-#pragma unroll
-                for (int i = 0; i < MM_TILE_ACC; i += 2) {
-                    const int r = mm_acc_row(i) - 64 * h;
-                    if (r >= rows) continue;
-                    const size_t at = (size_t)(a_row0 + r) * g.n + n0 + MM_GEMM_BN * h + mm_acc_col(i);
-                    if (g.out_fp32) *(float2 *)((float *)g.out + at) = make_float2(acc0[i], acc0[i + 1]);
-                    else *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
-                }
-                continue;
-            }
-#if !MM_GEMM_WIDE
             float acc[MM_TILE_ACC];
             mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
@@ -200,7 +162,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 if (g.out_fp32) *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
                 else *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
             }
-#endif
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 < 64) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -331,13 +292,12 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
  * the same rows) and prepare found room for them; else one CTA per tile. */
 extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
 {
-    /* wide items pair when their count per row tile is even */
-    return mm_tile_pairs(gemm_wide(n) ? n / 2 : n, ctas, pairs_resident);
+    return mm_tile_pairs(n, ctas, pairs_resident);
 }
 
 extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
-    if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK || (MM_GEMM_WIDE && !gemm_wide(g.n))) return cudaErrorInvalidValue;
+    if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
