@@ -27,13 +27,9 @@
 #include "gemm_tile.cuh"
 #include "megamoe_kernels.h"
 
-#define GEMM_MAX_KBLOCKS 128 /* MM_SCALES_TMA: K up to 16384 */
 typedef struct {
     mm_tile_rows tab;
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
-#if MM_SCALES_TMA
-    float wscale[GEMM_MAX_KBLOCKS]; /* the tile's weight scales, when its A scales come by TMA */
-#endif
 } gemm_item;
 
 /* The output tile is staged in shared memory after the stage ring, a row per 128 columns plus 16
@@ -85,7 +81,7 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
 /* MM_SCALES_TMA: whether this launch's TMA tiles take their A scales by TMA */
 __device__ __forceinline__ bool gemm_scales_tma(const mm_grouped_gemm_args &g)
 {
-    return MM_SCALES_TMA && g.a_scale_map != NULL && g.a_map != NULL && g.k / MM_GEMM_BK <= GEMM_MAX_KBLOCKS;
+    return MM_SCALES_TMA && g.a_scale_map != NULL && g.a_map != NULL;
 }
 
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
@@ -131,11 +127,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
             it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
             it->tab.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
-#if MM_SCALES_TMA
-            const float *ws_tile = g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks;
-            for (int kb = threadIdx.x; kb < kblocks && kb < GEMM_MAX_KBLOCKS; kb += MM_PRODUCER_THREADS)
-                it->wscale[kb] = ws_tile[kb];
-#endif
             if (threadIdx.x == 0) {
                 it->last = 0;
                 it->rows = rows;
@@ -160,12 +151,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-#if MM_SCALES_TMA
             mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc,
-                            gemm_scales_tma(g) ? it->wscale : NULL);
-#else
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
-#endif
+                            gemm_scales_tma(g));
             mm_item_release(&items, n);
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid

@@ -87,7 +87,9 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #ifndef MM_SCALES_TMA /* -DMM_SCALES_TMA=1: the A scales of TMA tiles by one TMA per stage (experiment) */
 #define MM_SCALES_TMA 0
 #endif
-#define MM_TILE_SCALE_BYTES (MM_SCALES_TMA ? 2048 : 1024)
+/* MM_SCALES_TMA: [128][4] FP32 A scales (2 KB), then the weight scale */
+#define MM_TILE_SCALE_BYTES (MM_SCALES_TMA ? 3072 : 1024)
+#define MM_TILE_SCALE_W (MM_SCALES_TMA ? 512 : MM_GEMM_BM) /* the weight scale's float index */
 /* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
  * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here */
 #define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
@@ -321,8 +323,9 @@ static __shared__ uint32_t mm_stage_wait_expired;
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
  * return is per thread: where it decides control flow, the threads must agree first
  * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left. */
-__device__ __forceinline__ bool mm_mbar_wait_at(unsigned a, uint32_t parity, uint64_t limit_ns, uint32_t what)
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
 {
+    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     /* time in units of 1024 ns, 32 bits (4398 s; --timeout-ms is at most 3600 s): one register
      * less than a 64-bit start in every wait loop of the producer's 64 */
     const uint32_t limit = (uint32_t)(limit_ns >> 10);
@@ -353,14 +356,6 @@ __device__ __forceinline__ bool mm_mbar_wait_at(unsigned a, uint32_t parity, uin
             }
         }
     }
-}
-
-/* The same by pointer. (The math's hot loop passes shared-window addresses it computed once:
- * converted per use, each conversion re-read the CTA's window base, SR_CgaCtaId, and the
- * read's latency stalled the warp between a block's wgmmas.) */
-__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
-{
-    return mm_mbar_wait_at((unsigned)__cvta_generic_to_shared(bar), parity, limit_ns, what);
 }
 
 /* A stage barrier that never completes is a kernel bug (the roles of one CTA wait for nothing
@@ -476,7 +471,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
     /* MM_SCALES_TMA: a TMA tile's A scales come by one more TMA (4 K blocks' worth of its 128
-     * rows, [128][4] FP32; the math reads column kb % 4) and thread 0 arrives for all 128 */
+     * rows, [128][4] FP32; the math reads column kb % 4), thread 0 copies the weight scale and
+     * arrives for the other 127 */
     const bool sc_tma = MM_SCALES_TMA && a_tma && am.scale_map != NULL;
     const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE
                                       : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0) + (sc_tma ? 2048u : 0u);
@@ -523,7 +519,9 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sc)),
                              "l"(am.scale_map), "r"(kb & ~3), "r"(am.row0), "r"(full)
                              : "memory");
-                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS)
+                mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
+                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS - 1)
                              : "memory");
             }
         }
@@ -532,8 +530,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
             for (int i = 0; i < 8; i++)
                 if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
             if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
-            if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
+            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
+            if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_TILE_SCALE_W + 1, b.scale + second_scales + kb);
             /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         }
@@ -569,7 +567,6 @@ __device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const fl
 typedef struct {
     int stage;
     float s_lo, s_hi; /* a_scale * w_scale of this thread's two rows (0 for rows past the tile's) */
-    float sw;         /* a factor of both still to apply at the promotion (1: none) */
 } mm_block;
 
 /* Waits for the block's `full` barrier, reads the block's scales and, when A was gathered by
@@ -579,13 +576,16 @@ typedef struct {
  * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
-                                                      bool a_gathered)
+                                                      bool a_gathered, int sc_tma_kb = -1)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
-    const float sw = sc[MM_GEMM_BM];
-    mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f, 1.0f};
+    const float sw = sc[MM_TILE_SCALE_W];
+    /* sc_tma_kb >= 0 (MM_SCALES_TMA): the A scales as [128][4], this block's column kb % 4 */
+    const int lo = sc_tma_kb >= 0 ? 4 * r_lo + (sc_tma_kb & 3) : r_lo;
+    const int hi = sc_tma_kb >= 0 ? 4 * r_hi + (sc_tma_kb & 3) : r_hi;
+    mm_block b = {r.stage, valid_lo ? sc[lo] * sw : 0.0f, valid_hi ? sc[hi] * sw : 0.0f};
     return b;
 }
 
@@ -611,47 +611,14 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
     mm_tile_issue_ab(desc_a0, stage, desc_b0, stage, blk);
 }
 
-/* Shared-window addresses of stage 0's `full` barrier and scales. */
-typedef struct {
-    unsigned full0, scales0;
-    const float *wscale; /* MM_SCALES_TMA: the tile's weight scales [K/128] (NULL: in the stages) */
-} mm_ring_at;
-
-__device__ __forceinline__ mm_ring_at mm_ring_addresses(const uint8_t *stages, mm_tile_pipe *p, const float *wscale)
-{
-    mm_ring_at at = {(unsigned)__cvta_generic_to_shared(&p->full[0]),
-                     (unsigned)__cvta_generic_to_shared(stages) + MM_TILE_A_STAGE + MM_TILE_B_STAGE, wscale};
-    return at;
-}
-
-__device__ __forceinline__ float mm_lds_f32(unsigned a)
-{
-    float v;
-    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
-    return v;
-}
-
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
-__device__ __forceinline__ mm_block mm_tile_issue_next(const mm_ring_at &at, mm_ring &ring, int kb,
+__device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
-                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
+                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC],
+                                                       int sc_tma_kb = -1)
 {
-    /* The scales are multiplied at the promotion, not here: the product's wait for its shared
-     * loads stalled the warp between the block's wgmmas. Barrier and scales by the shared-window
-     * addresses of stage 0 (`at`), worked out once per tile. */
-    mm_mbar_wait_at(at.full0 + 8u * ring.stage, ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-    if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    mm_tile_issue(da, db, ring.stage, blk);
-    const unsigned sc = at.scales0 + ring.stage * MM_TILE_STAGE_BYTES;
-    mm_block b;
-    if (MM_SCALES_TMA && at.wscale) { /* [128][4] chunk, this block's column kb % 4; w from the item */
-        const unsigned col = 4u * (kb & 3);
-        b = mm_block{ring.stage, valid_lo ? mm_lds_f32(sc + 16u * r_lo + col) : 0.0f,
-                     valid_hi ? mm_lds_f32(sc + 16u * r_hi + col) : 0.0f, at.wscale[kb]};
-    } else {
-        b = mm_block{ring.stage, valid_lo ? mm_lds_f32(sc + 4u * r_lo) : 0.0f,
-                     valid_hi ? mm_lds_f32(sc + 4u * r_hi) : 0.0f, mm_lds_f32(sc + 4u * MM_GEMM_BM)};
-    }
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered, sc_tma_kb);
+    mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
 }
@@ -673,7 +640,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
                                                const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
     mm_tile_release(p, b.stage, pair);
-    mm_tile_promote(b.s_lo * b.sw, b.s_hi * b.sw, blk, acc);
+    mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
 
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
@@ -688,7 +655,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, bool pair, bool gathered, float acc[MM_TILE_ACC],
-                                                const float *wscale = NULL)
+                                                bool sc_tma = false)
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -704,7 +671,6 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
         return;
     }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
-    const mm_ring_at at = mm_ring_addresses(stages, p, gathered ? NULL : wscale);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
     if (rows <= 64) {
         /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
@@ -712,7 +678,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(at, ring, kb, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -721,18 +687,20 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(at, ring, 0, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
+    /* MM_SCALES_TMA: the block index picks the scale chunk's column (-1: the cp.async layout) */
+    const bool tk = MM_SCALES_TMA && sc_tma && !gathered;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, tk ? 0 : -1), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(at, ring, kb + 1, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, tk ? kb + 1 : -1);
         MM_WGMMA_WAIT(1, 2);
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(at, ring, kb + 2, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, tk ? kb + 2 : -1);
         MM_WGMMA_WAIT(1, 3);
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(at, ring, kb + 1, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, tk ? kb + 1 : -1);
         MM_WGMMA_WAIT(1, 4);
         mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
@@ -764,7 +732,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
         mm_tile_tma_b(sb, b, kb, full);
     }
-    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
@@ -797,7 +765,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
-        const float sw = sc[MM_GEMM_BM + g];
+        const float sw = sc[MM_TILE_SCALE_W + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s, db, s, blk);
         MM_WGMMA_WAIT(0, 7);
@@ -829,7 +797,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
-        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
+        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_TILE_SCALE_W];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
         MM_WGMMA_WAIT(0, 8);
@@ -864,7 +832,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
-        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
+        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_TILE_SCALE_W];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
