@@ -78,12 +78,6 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
     }
 }
 
-/* MM_SCALES_TMA: whether this launch's TMA tiles take their A scales by TMA */
-__device__ __forceinline__ bool gemm_scales_tma(const mm_grouped_gemm_args &g)
-{
-    return MM_SCALES_TMA && g.a_scale_map != NULL && g.a_map != NULL;
-}
-
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -138,7 +132,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_inject_stall(item);
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0, gemm_scales_tma(g) ? g.a_scale_map : NULL};
+            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
         }
     } else {
@@ -151,8 +145,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc,
-                            gemm_scales_tma(g));
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid
@@ -241,38 +234,6 @@ extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint6
 {
     const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
     return fp8_rows_maps(a, rows, k, k, box, 2, out);
-}
-
-/* MM_SCALES_TMA: a descriptor over the A scales [rows][kblocks] FP32 in boxes of 4 K blocks x
- * 128 rows (kblocks a multiple of 4: the row stride must be a multiple of 16 bytes); NULL
- * otherwise, and in builds without the option. */
-extern "C" cudaError_t mm_scale_map_create(const float *s, uint64_t rows, uint64_t kblocks, void **out)
-{
-    *out = NULL;
-    if (!MM_SCALES_TMA || kblocks % 4 || rows == 0) return cudaSuccess;
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
-                                                         cudaEnableDefault, &q);
-        if (e != cudaSuccess) return e;
-        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
-    }
-    CUtensorMap map;
-    cuuint64_t dims[2] = {kblocks, rows}, strides[1] = {kblocks * 4};
-    cuuint32_t box[2] = {4, MM_GEMM_BM}, elem[2] = {1, 1};
-    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)s, dims, strides, box, elem,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    cudaError_t e = cudaMalloc(out, sizeof(CUtensorMap));
-    if (e != cudaSuccess) return e;
-    e = cudaMemcpy(*out, &map, sizeof(CUtensorMap), cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-        cudaFree(*out);
-        *out = NULL;
-    }
-    return e;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

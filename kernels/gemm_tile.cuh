@@ -84,12 +84,7 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 /* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
  * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
-#ifndef MM_SCALES_TMA /* -DMM_SCALES_TMA=1: the A scales of TMA tiles by one TMA per stage (experiment) */
-#define MM_SCALES_TMA 0
-#endif
-/* MM_SCALES_TMA: [128][4] FP32 A scales (2 KB), then the weight scale */
-#define MM_TILE_SCALE_BYTES (MM_SCALES_TMA ? 3072 : 1024)
-#define MM_TILE_SCALE_W (MM_SCALES_TMA ? 512 : MM_GEMM_BM) /* the weight scale's float index */
+#define MM_TILE_SCALE_BYTES 1024
 /* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
  * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here */
 #define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
@@ -124,7 +119,6 @@ typedef struct {
     const void *map; /* mm_rows_map_create's pair: box 128 x 128, then box 64 x 128; 128-byte swizzle */
     int row0;        /* the tile's first row in the map; rows past the tile's count are loaded too */
     int pair;        /* 1: a 2-CTA cluster on the same rows, each CTA loads 64 of them into both */
-    const void *scale_map; /* MM_SCALES_TMA: map over the A scales [rows][K/128] FP32, box 4 x 128 (NULL: cp.async) */
 } mm_tile_a_map;
 
 /* The stage ring's barriers. full[s]: 128 producer arrivals (each when its cp.asyncs of the
@@ -470,12 +464,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * expects the whole block */
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
-    /* MM_SCALES_TMA: a TMA tile's A scales come by one more TMA (4 K blocks' worth of its 128
-     * rows, [128][4] FP32; the math reads column kb % 4), thread 0 copies the weight scale and
-     * arrives for the other 127 */
-    const bool sc_tma = MM_SCALES_TMA && a_tma && am.scale_map != NULL;
-    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE
-                                      : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0) + (sc_tma ? 2048u : 0u);
+    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -514,27 +503,15 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
             mm_tile_tma_b(sb, b, kb, full);
-            if (sc_tma) {
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sc)),
-                             "l"(am.scale_map), "r"(kb & ~3), "r"(am.row0), "r"(full)
-                             : "memory");
-                mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS - 1)
-                             : "memory");
-            }
         }
-        if (!sc_tma) {
 #pragma unroll
-            for (int i = 0; i < 8; i++)
-                if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
-            if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
-            if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_TILE_SCALE_W + 1, b.scale + second_scales + kb);
-            /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-        }
+        for (int i = 0; i < 8; i++)
+            if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
+        /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
         /* a dual pass: the second weight block of this K block in the next stage, inside the same
          * loop so the row pointers above are read once per pass, not once per K block */
@@ -576,16 +553,13 @@ typedef struct {
  * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
-                                                      bool a_gathered, int sc_tma_kb = -1)
+                                                      bool a_gathered)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
-    const float sw = sc[MM_TILE_SCALE_W];
-    /* sc_tma_kb >= 0 (MM_SCALES_TMA): the A scales as [128][4], this block's column kb % 4 */
-    const int lo = sc_tma_kb >= 0 ? 4 * r_lo + (sc_tma_kb & 3) : r_lo;
-    const int hi = sc_tma_kb >= 0 ? 4 * r_hi + (sc_tma_kb & 3) : r_hi;
-    mm_block b = {r.stage, valid_lo ? sc[lo] * sw : 0.0f, valid_hi ? sc[hi] * sw : 0.0f};
+    const float sw = sc[MM_GEMM_BM];
+    mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
     return b;
 }
 
@@ -614,10 +588,9 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
 __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
-                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC],
-                                                       int sc_tma_kb = -1)
+                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered, sc_tma_kb);
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -654,8 +627,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC],
-                                                bool sc_tma = false)
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -687,20 +659,18 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    /* MM_SCALES_TMA: the block index picks the scale chunk's column (-1: the cp.async layout) */
-    const bool tk = MM_SCALES_TMA && sc_tma && !gathered;
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, tk ? 0 : -1), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, tk ? kb + 1 : -1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, tk ? kb + 2 : -1);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, tk ? kb + 1 : -1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
         mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
@@ -732,7 +702,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
         mm_tile_tma_b(sb, b, kb, full);
     }
-    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_TILE_SCALE_W, b.scale + kb);
+    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
@@ -765,7 +735,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
-        const float sw = sc[MM_TILE_SCALE_W + g];
+        const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s, db, s, blk);
         MM_WGMMA_WAIT(0, 7);
@@ -797,7 +767,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
-        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_TILE_SCALE_W];
+        const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
         mm_tile_issue_ab(da, s0, db, g ? s1 : s0, blk);
         MM_WGMMA_WAIT(0, 8);
@@ -832,7 +802,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
-        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_TILE_SCALE_W];
+        const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);

@@ -178,7 +178,6 @@ typedef struct {
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;
-    const void *a_scale_map;   /* mm_scale_map_create(a_scale, rows, K / 128), or NULL */
 } mm_grouped_gemm_args;
 
 /* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
@@ -186,9 +185,6 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
-/* MM_SCALES_TMA builds: TMA descriptor over A scales [rows][kblocks] (NULL when kblocks % 4 or
- * in other builds). */
-cudaError_t mm_scale_map_create(const float *s, uint64_t rows, uint64_t kblocks, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count). */
