@@ -504,9 +504,14 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              : "memory");
             mm_tile_tma_b(sb, b, kb, full);
         }
+        /* skipped by a branch when A came by TMA: predicated off, the gather's ~60 instructions
+         * per warp and block still took issue slots from the math warps of the same SM
+         * sub-partitions (ncu source counters, eighteenth session) */
+        if (a_rows > 0) {
 #pragma unroll
-        for (int i = 0; i < 8; i++)
-            if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
+            for (int i = 0; i < 8; i++)
+                if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
+        }
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
         if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
