@@ -42,6 +42,11 @@ typedef struct {
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
 static_assert(GEMM_SMEM_BYTES(1) <= 227 * 1024 - 8 * 1024, "the FP32 staging must fit next to the stage ring");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
+#ifndef MM_GEMM_OUT_TMA /* -DMM_GEMM_OUT_TMA=1: full halves of BF16 tiles stored by tensor copies (experiment) */
+#define MM_GEMM_OUT_TMA 0
+#endif
+static_assert((64 * (MM_GEMM_BN * 2 + GEMM_STAGING_ROW_PAD)) % 1024 == 0 && (MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0,
+              "the tensor-store boxes of warpgroup 1 start on a 1 KB boundary");
 
 /* The epilogue of math warpgroup g: its 64 rows of the tile into its half of the staging area,
  * then one thread per valid row copies the row out with one bulk copy (async proxy). The math
@@ -49,6 +54,45 @@ static_assert(GEMM_SMEM_BYTES(1) <= 227 * 1024 - 8 * 1024, "the FP32 staging mus
  * session), both warpgroups at once, the tensor cores idle meanwhile; now a tile costs them 32
  * shared stores and two barriers. The copies a thread issued are known to have read the
  * staging area (wait_group.read) before the next tile writes it. */
+/* A BF16 tile's 64-row half whose rows are all valid goes out by two tensor copies (64 x 64
+ * boxes, 128-byte swizzle) issued by one thread: the 64 row copies of the general path are issued
+ * one lane at a time (the copy takes its operands from uniform registers), ~1000 cycles per
+ * warpgroup and tile in which that warpgroup issues no MMAs (ncu source counters, eighteenth
+ * session). The staging layout is the boxes' (8 KB each, two per warpgroup). */
+__device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
+                                               int a_row0, int n0)
+{
+    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
+    /* warpgroup g's boxes lie inside its rows of the general layout (17408 = 64 padded rows, a
+     * multiple of 1 KB as the swizzle wants), so either path touches only its own warpgroup's
+     * area; every thread that may have copies of an earlier tile still reading waits for them */
+    uint8_t *boxes = staging + wg * (64 * (MM_GEMM_BN * 2 + GEMM_STAGING_ROW_PAD));
+    if (lt < 64) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+    /* accumulator pair i sits in row mm_acc_row(i) (row8 + 8 ((i >> 1) & 1) within the half, row8
+     * = 16 (warp % 4) + lane / 4), columns 8 (i >> 2) + 2 (lane % 4): box i >> 5, 16-byte chunk
+     * (i >> 2) % 8, swizzled by row % 8 = lane / 4 */
+    const int lane = lt % 32, row8 = 16 * ((lt / 32) % 4) + lane / 4;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + row8 * 128 + 4 * (lane % 4), x = (lane / 4) * 16;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const unsigned at = base + (i >> 5) * 8192 + ((i >> 1) & 1) * 1024 + ((((i >> 2) % 8) * 16) ^ x);
+        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*(const uint32_t *)&v) : "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+    if (lt == 0) {
+#pragma unroll
+        for (int bx = 0; bx < 2; bx++)
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                         ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
+                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * 8192))
+                         : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+}
+
 __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
                                            int rows, int a_row0, int n0)
 {
@@ -150,10 +194,19 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             /* a tile of more than 64 rows through the staging area; a small one (decode: its
              * streamed weights are the limit, not the MMAs) straight from the registers, valid
              * rows only: staging its 64 rows cost 1-4% at 16 rows an expert (eleventh session) */
+#if MM_GEMM_OUT_TMA
+            /* experiment: full BF16 halves by tensor copies, everything else straight from the
+             * registers (one epilogue form next to the small tiles' keeps ptxas from spilling) */
+            if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) {
+                store_half_tma(g, staging, acc, a_row0, n0);
+                continue;
+            }
+#else
             if (rows > 64) {
                 store_tile(g, staging, acc, rows, a_row0, n0);
                 continue;
             }
+#endif
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i += 2) {
                 const int r = mm_acc_row(i);
@@ -234,6 +287,35 @@ extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint6
 {
     const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
     return fp8_rows_maps(a, rows, k, k, box, 2, out);
+}
+
+extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    *map = NULL;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
+                                                         cudaEnableDefault, &q);
+        if (e != cudaSuccess) return e;
+        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
+    }
+    if (n % MM_GEMM_BN || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
+    CUtensorMap m;
+    cuuint64_t dims[2] = {n, rows}, strides[1] = {n * 2};
+    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
+    CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, out, dims, strides, box, elem,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    cudaError_t e = cudaMalloc(map, sizeof m);
+    if (e != cudaSuccess) return e;
+    e = cudaMemcpy(*map, &m, sizeof m, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(*map);
+        *map = NULL;
+    }
+    return e;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

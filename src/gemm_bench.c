@@ -56,6 +56,7 @@ typedef struct {
     float *s1, *s2;
     void *w1_map, *w2_map; /* TMA descriptors of w1, w2 */
     void *qa_map[2];       /* TMA descriptors of qa as [rows][K] for GEMM1's K and GEMM2's */
+    void *out_map[2];      /* of out as BF16 [rows][N] for GEMM1's N and GEMM2's */
     uint16_t *x;
     uint8_t *qa;
     float *sa;
@@ -190,7 +191,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
 
     mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, b->out, 0, b->qa_map[sh.gemm - 1],
-                              b->error_dev, b->abort_flag, 0};
+                              b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     double calc = 0, calc32 = 0;
     mm_status cs = check_one(b, g, rows, ctas, st, &calc);
     g.out_fp32 = 1;
@@ -326,6 +327,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
+    CUDA_TRY(mm_out_map_create(b.out, (uint64_t)max_rows, (uint64_t)2 * in, &b.out_map[0]));
+    CUDA_TRY(mm_out_map_create(b.out, (uint64_t)max_rows, (uint64_t)h, &b.out_map[1]));
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
@@ -353,6 +356,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
+    cudaFree(b.out_map[0]); cudaFree(b.out_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);
