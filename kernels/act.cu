@@ -83,7 +83,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
 {
     cudaError_t e;
     mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->w1, w->w1_map, w->s1, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, 2 * m->inter, m->hidden, f->gemm1_out, 1, f->x_map,
+                               f->tile_start, local_experts, 2 * m->inter, m->hidden, 1, f->gemm1_out, f->x_map,
                                comm->error, comm->abort_flag, comm->peers.rank};
     if ((e = mm_launch_grouped_gemm(g1, sm_count, stream)) != cudaSuccess) return e;
     MM_MARK(0);
@@ -92,7 +92,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     if ((e = mm_launch_swiglu_quant(act, sm_count * ACT_CTAS_PER_SM, stream)) != cudaSuccess) return e;
     MM_MARK(1);
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, m->hidden, m->inter, f->gemm2_out, 0, f->act_map,
-                               comm->error, comm->abort_flag, comm->peers.rank};
+                               f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out, f->act_map,
+                               comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
     return mm_launch_grouped_gemm(g2, sm_count, stream);
 }

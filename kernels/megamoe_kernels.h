@@ -169,8 +169,9 @@ typedef struct {
     const int32_t *row_count;  /* [E] rows of expert e (device memory, read on the GPU) */
     int32_t *tile_start;       /* [E + 1] workspace: row-tile prefix, computed on the GPU */
     int experts, n, k;
+    int out_fp32;              /* 0: BF16, 1: FP32 (next to k: the struct keeps its 128 bytes; a larger
+                                * kernel parameter block changed ptxas's schedule of the whole kernel) */
     void *out;                 /* [rows][N] */
-    int out_fp32;              /* 0: BF16, 1: FP32 */
     const void *a_map;         /* mm_rows_map_create(a, rows, K), or NULL: rows gathered by cp.async */
     /* where a CTA whose pipeline wait expired reports it (as MM_PHASE_GEMM_PIPELINE; the first
      * failure of the rank wins): the runtime's record, or `megamoe gemm`'s own; NULL: not
@@ -247,6 +248,7 @@ typedef struct {
     float *act_scales;     /* [rows][I/128] */
     uint16_t *gemm2_out;   /* [rows][H] BF16 */
     const void *x_map, *act_map; /* TMA maps over packed_x and act (mm_rows_map_create) */
+    const void *out2_map;        /* over gemm2_out (mm_out_map_create) */
 } mm_ffn_buffers;
 
 /* In a launch sequence returning cudaError_t, with `cudaError_t e`, `cudaEvent_t *marks` and

@@ -190,7 +190,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     CUDA_TRY(mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st));
 
     mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
-                              local_experts, sh.n, sh.k, b->out, 0, b->qa_map[sh.gemm - 1],
+                              local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
                               b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     double calc = 0, calc32 = 0;
     mm_status cs = check_one(b, g, rows, ctas, st, &calc);

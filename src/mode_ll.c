@@ -58,6 +58,7 @@ static mm_status setup_local(ll_state **out, mm_runtime *rt, const mm_config *cf
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->f.packed_x, loc.region[LL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
     MM_TRY(modes_rows_map(a->f.act, loc.region[LL_ACT].bytes, cfg->inter, &a->f.act_map));
+    MM_TRY(modes_out_map(a->f.gemm2_out, loc.region[LL_GEMM2_OUT].bytes, cfg->hidden, &a->f.out2_map));
     /* masked layout: expert le's rows start at le * R * T */
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)el);
     if (!offsets) return MM_RUNTIME;
@@ -128,6 +129,7 @@ void ll_destroy(void *state)
     modes_expert_args_free(&st->args.w);
     cudaFree((void *)st->args.f.x_map);
     cudaFree((void *)st->args.f.act_map);
+    cudaFree((void *)st->args.f.out2_map);
     cudaFree(st->local);
     free(st);
 }

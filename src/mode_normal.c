@@ -82,6 +82,7 @@ static mm_status setup_local(normal_state **out, mm_runtime *rt, const mm_config
     MM_TRY(modes_expert_args(cfg, rt->world, w, &a->w));
     MM_TRY(modes_rows_map(a->f.packed_x, loc.region[NORMAL_PACKED_X].bytes, cfg->hidden, &a->f.x_map));
     MM_TRY(modes_rows_map(a->f.act, loc.region[NORMAL_ACT].bytes, cfg->inter, &a->f.act_map));
+    MM_TRY(modes_out_map(a->f.gemm2_out, loc.region[NORMAL_GEMM2_OUT].bytes, cfg->hidden, &a->f.out2_map));
     CUDA_TRY(cudaMemset(st->local, 0, loc.total));
     CUDA_TRY(cudaMemset(rt->sym + sym_offset, 0, sym.total));
     CUDA_TRY(cudaDeviceSynchronize());
@@ -158,6 +159,7 @@ void normal_destroy(void *state)
     modes_expert_args_free(&st->args.w);
     cudaFree((void *)st->args.f.x_map);
     cudaFree((void *)st->args.f.act_map);
+    cudaFree((void *)st->args.f.out2_map);
     cudaFreeHost(st->host_totals);
     if (st->offsets_done) cudaEventDestroy(st->offsets_done);
     cudaFree(st->local);

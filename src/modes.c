@@ -100,6 +100,14 @@ mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **m
     return MM_OK;
 }
 
+mm_status modes_out_map(void *out, uint64_t bytes, int n, const void **map)
+{
+    void *m = NULL;
+    CUDA_TRY(mm_out_map_create(out, bytes / (2 * (uint64_t)n), (uint64_t)n, &m));
+    *map = m;
+    return MM_OK;
+}
+
 mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out)
 {
     mm_status agreed;

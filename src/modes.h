@@ -53,6 +53,8 @@ mm_status modes_event_stages(int count, const char *const *stage, mm_status (*ru
                              void *ctx, cudaStream_t stream, char names[][16], double *us, int *n);
 /* TMA descriptor over a GEMM input of [bytes / k][k] FP8 rows (cudaFree it). */
 mm_status modes_rows_map(const void *rows, uint64_t bytes, int k, const void **map);
+/* The same for a BF16 GEMM output region of `bytes` as [rows][n] (mm_out_map_create). */
+mm_status modes_out_map(void *out, uint64_t bytes, int n, const void **map);
 /* The mode's symmetric region [offset, offset + bytes) lies in the runtime's buffer, past its head. */
 mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
 /* A call's tokens fit the buffers the mode was set up for (MM_USAGE with a message if not). */
