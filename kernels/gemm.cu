@@ -8,15 +8,15 @@
  * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...), writes each tile's
  * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
- * tile's 128 rows for all 128 columns, and store BF16 or FP32 through shared memory (store_tile). A tile's
+ * tile's 128 rows for all 128 columns, and store their rows (store_half_tma, or from the registers). A tile's
  * rows never straddle experts; rows past an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
  * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
- * Shared memory: the stage ring, then the output tile's staging area (store_tile).
+ * Shared memory: the stage ring, then the output boxes of the tensor-copy epilogue (store_half_tma).
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
- * barrier around its staging writes, and bulk-copy groups (a half is rewritten only after the
- * copies that read it); nothing across CTAs. */
+ * barrier around its box writes, and bulk-copy groups (its boxes are rewritten only after the
+ * copies that read them); nothing across CTAs. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -32,46 +32,34 @@ typedef struct {
     int rows, a_row0, n0, last; /* last: no tile in this slot, the CTA is done */
 } gemm_item;
 
-/* The output tile is staged in shared memory after the stage ring, a row per 128 columns plus 16
- * bytes (the pad puts the 8 rows a warp stores at once in different banks), FP32 at most. */
-#define GEMM_STAGING_ROW_PAD 16
-#define GEMM_STAGING_BYTES(esize) (MM_GEMM_BM * (MM_GEMM_BN * (esize) + GEMM_STAGING_ROW_PAD))
-/* A launch takes the staging its output type needs: what shared memory leaves to the L1 cache
- * holds the scale rows the producer copies 4 bytes at a time. */
-#define GEMM_SMEM_BYTES(out_fp32) (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES((out_fp32) ? 4 : 2))
+/* A BF16 tile's 64-row half whose rows are all valid goes out through shared memory by two
+ * tensor copies (64 x 64 boxes, 128-byte swizzle) that one thread issues; every other tile (a
+ * partial half, FP32 output, or no output map) straight from the registers, valid rows only.
+ * The previous epilogue staged every half and copied it out one row per bulk copy: those copies
+ * take their operands from uniform registers, so the 64 of a half were issued one lane at a
+ * time, ~1000 cycles per warpgroup and tile without MMAs (ncu source counters); the tensor
+ * copies gained 4-10% at 49152 rows and 2-3% at 4096 (perf-notes, eighteenth session). */
+#define GEMM_STAGING_BYTES (2 * 2 * 8192) /* per math warpgroup two 8 KB boxes */
+#define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
-static_assert(GEMM_SMEM_BYTES(1) <= 227 * 1024 - 8 * 1024, "the FP32 staging must fit next to the stage ring");
+static_assert(GEMM_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
+static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes start on a 1 KB boundary (the swizzle's)");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
-#ifndef MM_GEMM_OUT_TMA /* -DMM_GEMM_OUT_TMA=1: full halves of BF16 tiles stored by tensor copies (experiment) */
-#define MM_GEMM_OUT_TMA 0
-#endif
-static_assert((64 * (MM_GEMM_BN * 2 + GEMM_STAGING_ROW_PAD)) % 1024 == 0 && (MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0,
-              "the tensor-store boxes of warpgroup 1 start on a 1 KB boundary");
 
-/* The epilogue of math warpgroup g: its 64 rows of the tile into its half of the staging area,
- * then one thread per valid row copies the row out with one bulk copy (async proxy). The math
- * warps spent ~10% of their time in 32 scattered 4-byte stores each per tile (ncu, eleventh
- * session), both warpgroups at once, the tensor cores idle meanwhile; now a tile costs them 32
- * shared stores and two barriers. The copies a thread issued are known to have read the
- * staging area (wait_group.read) before the next tile writes it. */
-/* A BF16 tile's 64-row half whose rows are all valid goes out by two tensor copies (64 x 64
- * boxes, 128-byte swizzle) issued by one thread: the 64 row copies of the general path are issued
- * one lane at a time (the copy takes its operands from uniform registers), ~1000 cycles per
- * warpgroup and tile in which that warpgroup issues no MMAs (ncu source counters, eighteenth
- * session). The staging layout is the boxes' (8 KB each, two per warpgroup). */
+/* Math warpgroup g's full half: its accumulators into its two boxes in the swizzled layout the
+ * map names, then thread 0 of the warpgroup issues the copies. Before rewriting the boxes it
+ * waits until its copies of the previous tile have read them (wait_group.read). */
 __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
                                                int a_row0, int n0)
 {
     const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-    /* warpgroup g's boxes lie inside its rows of the general layout (17408 = 64 padded rows, a
-     * multiple of 1 KB as the swizzle wants), so either path touches only its own warpgroup's
-     * area; every thread that may have copies of an earlier tile still reading waits for them */
-    uint8_t *boxes = staging + wg * (64 * (MM_GEMM_BN * 2 + GEMM_STAGING_ROW_PAD));
-    if (lt < 64) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    uint8_t *boxes = staging + wg * 16384;
+    if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     /* accumulator pair i sits in row mm_acc_row(i) (row8 + 8 ((i >> 1) & 1) within the half, row8
      * = 16 (warp % 4) + lane / 4), columns 8 (i >> 2) + 2 (lane % 4): box i >> 5, 16-byte chunk
-     * (i >> 2) % 8, swizzled by row % 8 = lane / 4 */
+     * (i >> 2) % 8, swizzled by row % 8 = lane / 4 (a warp's 8 rows then hit 8 different chunks:
+     * no bank conflicts) */
     const int lane = lt % 32, row8 = 16 * ((lt / 32) % 4) + lane / 4;
     const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + row8 * 128 + 4 * (lane % 4), x = (lane / 4) * 16;
 #pragma unroll
@@ -80,6 +68,7 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
         const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i], acc[i + 1]);
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*(const uint32_t *)&v) : "memory");
     }
+    /* the shared stores (generic proxy) before the tensor copies (async proxy) read them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     if (lt == 0) {
@@ -89,35 +78,6 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
                          ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
                          "r"((unsigned)__cvta_generic_to_shared(boxes + bx * 8192))
                          : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    }
-}
-
-__device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
-                                           int rows, int a_row0, int n0)
-{
-    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-    const int esize = g.out_fp32 ? 4 : 2, stride = MM_GEMM_BN * esize + GEMM_STAGING_ROW_PAD;
-    if (lt < 64) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        uint8_t *at = staging + mm_acc_row(i) * stride + mm_acc_col(i) * esize;
-        if (g.out_fp32) *(float2 *)at = make_float2(acc[i], acc[i + 1]);
-        else *(__nv_bfloat162 *)at = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    }
-    /* the shared stores (generic proxy) before the bulk copies (async proxy) read them */
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    if (lt < 64) {
-        const int r = 64 * wg + lt;
-        if (r < rows) {
-            uint8_t *dst = (uint8_t *)g.out + ((size_t)(a_row0 + r) * g.n + n0) * esize;
-            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                         ::"l"(dst), "r"((unsigned)__cvta_generic_to_shared(staging + r * stride)),
-                         "r"(MM_GEMM_BN * esize)
-                         : "memory");
-        }
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
 }
@@ -191,22 +151,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             float acc[MM_TILE_ACC];
             mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
-            /* a tile of more than 64 rows through the staging area; a small one (decode: its
-             * streamed weights are the limit, not the MMAs) straight from the registers, valid
-             * rows only: staging its 64 rows cost 1-4% at 16 rows an expert (eleventh session) */
-#if MM_GEMM_OUT_TMA
-            /* experiment: full BF16 halves by tensor copies, everything else straight from the
-             * registers (one epilogue form next to the small tiles' keeps ptxas from spilling) */
+            /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
+             * weights are the limit, a partial half, FP32) straight from the registers, valid rows
+             * only: staging a decode tile's 64 rows cost 1-4% (eleventh session) */
             if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) {
                 store_half_tma(g, staging, acc, a_row0, n0);
                 continue;
             }
-#else
-            if (rows > 64) {
-                store_tile(g, staging, acc, rows, a_row0, n0);
-                continue;
-            }
-#endif
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i += 2) {
                 const int r = mm_acc_row(i);
@@ -217,7 +168,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
         }
         /* the last tile's rows are written before the kernel ends */
-        if (mm_math_thread() % 128 < 64) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     /* neither CTA of a pair leaves while the other may still arrive on its barriers or write its
      * stages; and every thread's ring waits are over before thread 0 reads whether one expired */
@@ -320,7 +271,7 @@ extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, v
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)
 {
-    return GEMM_SMEM_BYTES(0);
+    return GEMM_SMEM_BYTES;
 }
 
 #ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
@@ -332,7 +283,7 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
  * waits for it (griddepcontrol.wait) before reading the schedule; without this, each GEMM paid
  * the gap between two dependent launches and its own set-up in series (~2 us, twice per
  * pipeline, against 86 us for Flash GEMM2 at decode). */
-static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, int out_fp32, cudaStream_t stream, cudaLaunchAttribute attr[2])
+static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, cudaLaunchAttribute attr[2])
 {
     cudaLaunchConfig_t cfg = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -343,7 +294,7 @@ static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, int out_fp32, cudaStr
     attr[1].val.clusterDim.z = 1;
     cfg.gridDim = dim3((unsigned)(pairs ? 2 * pairs : ctas));
     cfg.blockDim = dim3(MM_TILE_THREADS);
-    cfg.dynamicSmemBytes = GEMM_SMEM_BYTES(out_fp32);
+    cfg.dynamicSmemBytes = GEMM_SMEM_BYTES;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = pairs ? 2 : 1;
@@ -360,13 +311,13 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES(1));
+    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
     if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = gemm_launch(sms / 2, 0, 1, 0, attr); /* the larger staging: fits either way */
+    cudaLaunchConfig_t cfg = gemm_launch(sms / 2, 0, 0, attr);
     return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
 }
 
@@ -384,6 +335,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas), ctas, g.out_fp32, stream, attr);
+    cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas), ctas, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }

@@ -179,7 +179,7 @@ typedef struct {
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;
-    const void *out_map;       /* mm_out_map_create(out, rows, N), or NULL: rows stored one bulk copy each */
+    const void *out_map;       /* mm_out_map_create(out, rows, N) for BF16 out, or NULL: rows stored from the registers */
 } mm_grouped_gemm_args;
 
 /* TMA descriptor (in device memory; cudaFree it) for weights [rows][k] FP8 (rows a multiple of
@@ -187,8 +187,8 @@ typedef struct {
 cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **map);
 /* The same for GEMM inputs [rows][k] FP8 (any row count: boxes past the end read zeros). */
 cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **map);
-/* TMA descriptor over a BF16 GEMM output [rows][n] in 64 x 64 boxes (128-byte swizzle): full
- * halves of BF16 tiles are stored by two tensor copies instead of 64 row copies. */
+/* TMA descriptor over a BF16 GEMM output [rows][n] in 64 x 64 boxes (128-byte swizzle): the
+ * grouped GEMM stores each full 64-row half of a tile by two tensor copies. */
 cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
