@@ -187,22 +187,44 @@ __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_
     if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
 }
 
+/* The driver's tensor-map encoder, through the runtime (nothing links libcuda directly). */
+static cudaError_t tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000 *encode)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 found = NULL;
+    if (!found) {
+        cudaDriverEntryPointQueryResult q;
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&found, 12000,
+                                                         cudaEnableDefault, &q);
+        if (e != cudaSuccess) return e;
+        if (q != cudaDriverEntryPointSuccess || !found) return cudaErrorNotSupported;
+    }
+    *encode = found;
+    return cudaSuccess;
+}
+
+/* `count` encoded descriptors copied side by side to device memory (cudaFree *out). */
+static cudaError_t tensor_maps_upload(const CUtensorMap *maps, int count, void **out)
+{
+    cudaError_t e = cudaMalloc(out, count * sizeof(CUtensorMap));
+    if (e != cudaSuccess) return e;
+    e = cudaMemcpy(*out, maps, count * sizeof(CUtensorMap), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(*out);
+        *out = NULL;
+    }
+    return e;
+}
+
 /* TMA descriptors over [rows][k] FP8 (row stride k bytes) in boxes of `box_rows[i]` rows x 128
  * bytes with the 128-byte swizzle the wgmma descriptors name, `count` of them side by side in
- * device memory (each 128 bytes); rows past the end of the tensor come back as zeros. The
- * encoder comes from the driver through the runtime, so nothing links libcuda directly. */
+ * device memory (each 128 bytes); rows past the end of the tensor come back as zeros. */
 static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, uint64_t stride, const int *box_rows,
                                  int count, void **out)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
     *out = NULL;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
-                                                         cudaEnableDefault, &q);
-        if (e != cudaSuccess) return e;
-        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
-    }
+    cudaError_t e = tensor_map_encoder(&encode);
+    if (e != cudaSuccess) return e;
     if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2)
         return cudaErrorInvalidValue;
     static_assert(sizeof(CUtensorMap) == 128, "the pair's second map is 128 bytes after the first");
@@ -215,14 +237,7 @@ static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, ui
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
     }
-    cudaError_t e = cudaMalloc(out, count * sizeof(CUtensorMap));
-    if (e != cudaSuccess) return e;
-    e = cudaMemcpy(*out, maps, count * sizeof(CUtensorMap), cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-        cudaFree(*out);
-        *out = NULL;
-    }
-    return e;
+    return tensor_maps_upload(maps, count, out);
 }
 
 extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uint64_t k, void **out)
@@ -240,17 +255,13 @@ extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint6
     return fp8_rows_maps(a, rows, k, k, box, 2, out);
 }
 
+/* The epilogue's 64 x 64 BF16 boxes (store_half_tma), 128-byte swizzle. */
 extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
     *map = NULL;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
-                                                         cudaEnableDefault, &q);
-        if (e != cudaSuccess) return e;
-        if (q != cudaDriverEntryPointSuccess || !encode) return cudaErrorNotSupported;
-    }
+    cudaError_t e = tensor_map_encoder(&encode);
+    if (e != cudaSuccess) return e;
     if (n % MM_GEMM_BN || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
     CUtensorMap m;
     cuuint64_t dims[2] = {n, rows}, strides[1] = {n * 2};
@@ -259,14 +270,7 @@ extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, v
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    cudaError_t e = cudaMalloc(map, sizeof m);
-    if (e != cudaSuccess) return e;
-    e = cudaMemcpy(*map, &m, sizeof m, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-        cudaFree(*map);
-        *map = NULL;
-    }
-    return e;
+    return tensor_maps_upload(&m, 1, map);
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)
