@@ -8,8 +8,9 @@
  * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...), writes each tile's
  * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
- * tile's 128 rows for all 128 columns, and store their rows (store_half_tma, or from the registers). A tile's
- * rows never straddle experts; rows past an expert's count are never stored.
+ * tile's 128 rows for all 128 columns, and store their rows (a full BF16 half by tensor copies,
+ * store_half_tma; the rest from the registers). A tile's rows never straddle experts; rows past
+ * an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
  * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
  * BF16 or FP32.
