@@ -659,15 +659,6 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     }
 }
 
-/* The BF16 out tiles keep a row's 16-byte chunks XOR-swizzled by row % 8: a warp's bfloat162
- * stores of one accumulator pair cover 8 rows x 16 bytes, which in plain rows of 256 or 512
- * bytes all fall on the same 4 banks (8-way conflicts, 64 stores a thread per dual item); so
- * swizzled they hit 32 banks. Element offset of (row, col), col even. */
-__device__ __forceinline__ int out_tile_at(int row, int col, int width)
-{
-    return row * width + (((col / 8) ^ (row & 7)) * 8) + col % 8;
-}
-
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
  * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token). */
 __device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile,
@@ -680,7 +671,7 @@ __device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fus
         wire_meta m = it->meta[r];
         uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
                                (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
-        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane ^ (r & 7)];
+        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane ^ (r & 7)]; /* mm_out_tile_at's swizzle */
     }
 }
 
@@ -694,7 +685,7 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
 {
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2)
-        *(__nv_bfloat162 *)(out_tile + out_tile_at(mm_acc_row(i), mm_acc_col(i), MM_GEMM_BN)) =
+        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), mm_acc_col(i), MM_GEMM_BN)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
     store_out_rows(a, it, out_tile, MM_GEMM_BN);
 }
@@ -708,9 +699,9 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        *(__nv_bfloat162 *)(out_tile + out_tile_at(mm_acc_row(i), mm_acc_col(i), width)) =
+        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), mm_acc_col(i), width)) =
             __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
-        *(__nv_bfloat162 *)(out_tile + out_tile_at(mm_acc_row(i), MM_GEMM_BN + mm_acc_col(i), width)) =
+        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), MM_GEMM_BN + mm_acc_col(i), width)) =
             __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
     }
     store_out_rows(a, it, out_tile, width);
@@ -724,7 +715,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2)
-        *(__nv_bfloat162 *)(out_tile + out_tile_at(mm_acc_row(i) - 64 * g, g * MM_GEMM_BN + mm_acc_col(i), width)) =
+        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i) - 64 * g, g * MM_GEMM_BN + mm_acc_col(i), width)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
     store_out_rows(a, it, out_tile, width);
 }

@@ -57,15 +57,13 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
     uint8_t *boxes = staging + wg * 16384;
     if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    /* accumulator pair i sits in row mm_acc_row(i) (row8 + 8 ((i >> 1) & 1) within the half, row8
-     * = 16 (warp % 4) + lane / 4), columns 8 (i >> 2) + 2 (lane % 4): box i >> 5, 16-byte chunk
-     * (i >> 2) % 8, swizzled by row % 8 = lane / 4 (a warp's 8 rows then hit 8 different chunks:
-     * no bank conflicts) */
-    const int lane = lt % 32, row8 = 16 * ((lt / 32) % 4) + lane / 4;
-    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + row8 * 128 + 4 * (lane % 4), x = (lane / 4) * 16;
+    /* the boxes' swizzled layout (gemm_schedule.h, CPU-tested against the tensor map's and for
+     * conflict-free stores: a warp's 8 rows hit 8 different chunks) */
+    const int lane = lt % 32;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + mm_out_box_base((lt / 32) % 4, lane);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        const unsigned at = base + (i >> 5) * 8192 + ((i >> 1) & 1) * 1024 + ((((i >> 2) % 8) * 16) ^ x);
+        const unsigned at = base + mm_out_box_step(lane, i);
         const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i], acc[i + 1]);
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*(const uint32_t *)&v) : "memory");
     }

@@ -215,4 +215,46 @@ MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
     return g % h_items * h_width;
 }
 
+/* The epilogues' shared-memory layouts. A math thread holds the wgmma D fragment of its warp w
+ * (0..3 within its warpgroup): accumulator pair i (even) is row 16 w + lane / 4 + 8 ((i >> 1) & 1)
+ * of the warpgroup's 64, columns 8 (i >> 2) + 2 (lane % 4) and + 1. */
+MM_HD int mm_frag_row(int warp, int lane, int i)
+{
+    return 16 * warp + lane / 4 + 8 * ((i >> 1) & 1);
+}
+
+MM_HD int mm_frag_col(int lane, int i)
+{
+    return 8 * (i >> 2) + 2 * (lane % 4);
+}
+
+/* Byte offset of BF16 element (row 0..63, col 0..127) in a warpgroup's two 64 x 64 boxes as a
+ * 128-byte-swizzled tensor map lays them out (gemm.cu's tensor-copy epilogue): box col / 64 at
+ * 8 KB each, row r at 128 r, its 16-byte chunk c at c ^ (r % 8). */
+MM_HD unsigned mm_out_box_offset(int row, int col)
+{
+    const int b = (col % 64) * 2;
+    return (unsigned)((col / 64) * 8192 + row * 128 + (((b / 16) ^ (row % 8)) * 16) + b % 16);
+}
+
+/* The same offset for fragment pair i, split as the epilogue computes it: a per-thread base and a
+ * per-pair step (row % 8 = lane / 4 for every pair of a thread). */
+MM_HD unsigned mm_out_box_base(int warp, int lane)
+{
+    return (unsigned)((16 * warp + lane / 4) * 128 + 4 * (lane % 4));
+}
+
+MM_HD unsigned mm_out_box_step(int lane, int i)
+{
+    return (unsigned)((i >> 5) * 8192 + ((i >> 1) & 1) * 1024 + ((((i >> 2) % 8) * 16) ^ ((lane / 4) * 16)));
+}
+
+/* Element offset of (row, col) (col even) in fused.cu's BF16 GEMM2 out tiles of `width` columns:
+ * a row's 16-byte chunks XOR-swizzled by row % 8, so a warp's bfloat162 stores of one fragment
+ * pair (8 rows x 16 bytes) hit 32 banks instead of 4. */
+MM_HD int mm_out_tile_at(int row, int col, int width)
+{
+    return row * width + (((col / 8) ^ (row & 7)) * 8) + col % 8;
+}
+
 #endif

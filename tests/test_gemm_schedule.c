@@ -278,6 +278,67 @@ static void fused_first_slots(void **state)
     assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
 }
 
+/* The tensor-copy epilogue's box layout: the per-thread base plus per-pair step the kernel adds
+ * lands every fragment pair where the 128-byte-swizzled map expects (row, col); every (row, col
+ * pair) of the two boxes is written exactly once; and each warp-wide store (one pair i of 32 lanes)
+ * touches 32 different banks. */
+static void out_box_layout(void **state)
+{
+    (void)state;
+    static unsigned char written[2 * 8192 / 4];
+    memset(written, 0, sizeof written);
+    for (int w = 0; w < 4; w++)
+        for (int i = 0; i < 64; i += 2) {
+            unsigned banks = 0;
+            for (int lane = 0; lane < 32; lane++) {
+                const int row = mm_frag_row(w, lane, i), col = mm_frag_col(lane, i);
+                const unsigned at = mm_out_box_base(w, lane) + mm_out_box_step(lane, i);
+                assert_int_equal(at, mm_out_box_offset(row, col));
+                assert_true(at % 4 == 0 && at < 2 * 8192);
+                written[at / 4]++;
+                banks |= 1u << ((at / 4) % 32);
+            }
+            assert_int_equal(banks, 0xffffffffu);
+        }
+    for (unsigned k = 0; k < sizeof written; k++) assert_int_equal(written[k], 1);
+    /* the map's own rule at a few points: chunk 0 of row 9 sits at chunk 1, box 1 starts at 8 KB */
+    assert_int_equal(mm_out_box_offset(9, 0), 9 * 128 + 16);
+    assert_int_equal(mm_out_box_offset(0, 64), 8192);
+    assert_int_equal(mm_out_box_offset(7, 62), 7 * 128 + ((7 ^ 7) * 16) + 12);
+}
+
+/* fused's swizzled GEMM2 out tiles: a row's chunks are a permutation of the row (the 16-byte
+ * reads of lane ^ (row % 8) find what the stores wrote), and a warp's stores of one pair hit 32
+ * banks, for 128- and 256-column tiles. */
+static void out_tile_swizzle(void **state)
+{
+    (void)state;
+    const int widths[2] = {128, 256};
+    for (int wi = 0; wi < 2; wi++) {
+        const int width = widths[wi];
+        for (int row = 0; row < 128; row++) {
+            int seen[256] = {0};
+            for (int col = 0; col < width; col += 2) {
+                const int at = mm_out_tile_at(row, col, width);
+                assert_true(at >= row * width && at < (row + 1) * width);
+                seen[at - row * width]++;
+                /* the reader's chunk lane ^ (row & 7) holds chunk col / 8 */
+                assert_int_equal((at - row * width) / 8, (col / 8) ^ (row & 7));
+            }
+            for (int c = 0; c < width; c += 2) assert_int_equal(seen[c], 1);
+        }
+        for (int w = 0; w < 8; w++)
+            for (int i = 0; i < 64; i += 2) {
+                unsigned banks = 0;
+                for (int lane = 0; lane < 32; lane++) {
+                    const int row = 64 * (w / 4) + mm_frag_row(w % 4, lane, i), col = mm_frag_col(lane, i);
+                    banks |= 1u << ((mm_out_tile_at(row, col, width) * 2 / 4) % 32);
+                }
+                assert_int_equal(banks, 0xffffffffu);
+            }
+    }
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +352,8 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_first_slots),
+        cmocka_unit_test(out_box_layout),
+        cmocka_unit_test(out_tile_swizzle),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);
 }
