@@ -40,7 +40,7 @@ typedef struct {
  * take their operands from uniform registers, so the 64 of a half were issued one lane at a
  * time, ~1000 cycles per warpgroup and tile without MMAs (ncu source counters); the tensor
  * copies gained 4-10% at 49152 rows and 2-3% at 4096 (perf-notes, eighteenth session). */
-#define GEMM_STAGING_BYTES (2 * 2 * 8192) /* per math warpgroup two 8 KB boxes */
+#define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
 #define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
 static_assert(GEMM_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
@@ -54,7 +54,7 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
                                                int a_row0, int n0)
 {
     const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-    uint8_t *boxes = staging + wg * 16384;
+    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
     if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     /* the boxes' swizzled layout (gemm_schedule.h, CPU-tested against the tensor map's and for
@@ -75,7 +75,7 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
         for (int bx = 0; bx < 2; bx++)
             asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                          ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
-                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * 8192))
+                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES))
                          : "memory");
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }

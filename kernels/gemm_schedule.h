@@ -230,13 +230,15 @@ MM_HD int mm_frag_col(int lane, int i)
     return 8 * (i >> 2) + 2 * (lane % 4);
 }
 
+#define MM_OUT_BOX_BYTES 8192 /* one 64 x 64 BF16 box of the tensor-copy epilogue */
+
 /* Byte offset of BF16 element (row 0..63, col 0..127) in a warpgroup's two 64 x 64 boxes as a
  * 128-byte-swizzled tensor map lays them out (gemm.cu's tensor-copy epilogue): box col / 64 at
  * 8 KB each, row r at 128 r, its 16-byte chunk c at c ^ (r % 8). */
 MM_HD unsigned mm_out_box_offset(int row, int col)
 {
     const int b = (col % 64) * 2;
-    return (unsigned)((col / 64) * 8192 + row * 128 + (((b / 16) ^ (row % 8)) * 16) + b % 16);
+    return (unsigned)((col / 64) * MM_OUT_BOX_BYTES + row * 128 + (((b / 16) ^ (row % 8)) * 16) + b % 16);
 }
 
 /* The same offset for fragment pair i, split as the epilogue computes it: a per-thread base and a
@@ -248,7 +250,7 @@ MM_HD unsigned mm_out_box_base(int warp, int lane)
 
 MM_HD unsigned mm_out_box_step(int lane, int i)
 {
-    return (unsigned)((i >> 5) * 8192 + ((i >> 1) & 1) * 1024 + ((((i >> 2) % 8) * 16) ^ ((lane / 4) * 16)));
+    return (unsigned)((i >> 5) * MM_OUT_BOX_BYTES + ((i >> 1) & 1) * 1024 + ((((i >> 2) % 8) * 16) ^ ((lane / 4) * 16)));
 }
 
 /* Element offset of (row, col) (col even) in fused.cu's BF16 GEMM2 out tiles of `width` columns:

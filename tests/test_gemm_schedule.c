@@ -285,7 +285,7 @@ static void fused_first_slots(void **state)
 static void out_box_layout(void **state)
 {
     (void)state;
-    static unsigned char written[2 * 8192 / 4];
+    static unsigned char written[2 * MM_OUT_BOX_BYTES / 4];
     memset(written, 0, sizeof written);
     for (int w = 0; w < 4; w++)
         for (int i = 0; i < 64; i += 2) {
@@ -294,7 +294,7 @@ static void out_box_layout(void **state)
                 const int row = mm_frag_row(w, lane, i), col = mm_frag_col(lane, i);
                 const unsigned at = mm_out_box_base(w, lane) + mm_out_box_step(lane, i);
                 assert_int_equal(at, mm_out_box_offset(row, col));
-                assert_true(at % 4 == 0 && at < 2 * 8192);
+                assert_true(at % 4 == 0 && at < 2 * MM_OUT_BOX_BYTES);
                 written[at / 4]++;
                 banks |= 1u << ((at / 4) % 32);
             }
