@@ -218,8 +218,7 @@ MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
 /* The epilogues' shared-memory layouts. A math thread holds the wgmma D fragment of its warp w
  * (0..3 within its warpgroup): accumulator pair i (even) is row 16 w + lane / 4 + 8 ((i >> 1) & 1)
  * of the warpgroup's 64, columns 8 (i >> 2) + 2 (lane % 4) and + 1 (gemm_tile.cuh's mm_acc_row /
- * mm_acc_col, which read the thread index, are the same mapping; routing them through these
- * changed the fused kernel's SASS, so the merge waits for a run on the GPUs). */
+ * mm_acc_col apply it to the thread index). */
 MM_HD int mm_frag_row(int warp, int lane, int i)
 {
     return 16 * warp + lane / 4 + 8 * ((i >> 1) & 1);
