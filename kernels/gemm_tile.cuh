@@ -316,9 +316,6 @@ static __shared__ uint32_t mm_stage_wait_expired;
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
  * return is per thread: where it decides control flow, the threads must agree first
  * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left. */
-#ifndef MM_WAIT_HINT_NS /* try_wait's suspend-time hint in ns (0: none); a build may set it */
-#define MM_WAIT_HINT_NS 0
-#endif
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
@@ -329,17 +326,9 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
     MM_STEP(0x0300u | what);
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
-#if MM_WAIT_HINT_NS > 0
-        /* the hint lets a failed try suspend the warp up to this long (it wakes when the phase
-         * completes), so a wait is a few tries, not a spin that takes issue slots */
-        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2, %3;\n"
-                     "selp.u32 %0, 1, 0, q;\n}\n"
-                     : "=r"(done) : "r"(a), "r"(parity), "n"(MM_WAIT_HINT_NS) : "memory");
-#else
         asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, q;\n}\n"
                      : "=r"(done) : "r"(a), "r"(parity) : "memory");
-#endif
         if (done) {
             MM_STEP_PAST(0x0300u | what);
             return true;
