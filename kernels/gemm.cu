@@ -5,7 +5,8 @@
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
  * accumulators, promoted with one FMA per block in K order.
  *
- * Roles: warpgroup 0 walks this CTA's tiles (blockIdx.x, + gridDim.x, ...), writes each tile's
+ * Roles: warpgroup 0 walks this CTA's tiles (a pair: blockIdx.x, + gridDim.x, ...; single CTAs
+ * claim them from a counter), writes each tile's
  * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
  * tile's 128 rows for all 128 columns, and store their rows (a full BF16 half by tensor copies,
@@ -81,12 +82,24 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
     }
 }
 
+/* The next tile of a launch of single CTAs (a pair walks its tiles in a fixed order: both CTAs
+ * need the same one), zeroed by tile_prefix_kernel before every launch. One stream runs one
+ * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
+static __device__ unsigned int gemm_claims;
+
+#ifndef MM_GEMM_STATIC_CLAIMS /* -DMM_GEMM_STATIC_CLAIMS: single CTAs walk a fixed order too (A/B runs) */
+#define MM_GEMM_DYNAMIC_CLAIMS 1
+#else
+#define MM_GEMM_DYNAMIC_CLAIMS 0
+#endif
+
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ gemm_item slot[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
+    __shared__ int claimed;
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
@@ -108,10 +121,22 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        uint32_t n = 0;
-        for (int item = blockIdx.x;; item += gridDim.x, n++) {
+        /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
+         * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
+         * once the loads of the current one are issued, so the atomic's round trip hides behind
+         * the ring's blocks of math. */
+        const bool claims = MM_GEMM_DYNAMIC_CLAIMS && !pair;
+        int item = blockIdx.x, next = 0;
+        if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+        for (uint32_t n = 0;; n++) {
             gemm_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
+            if (claims) {
+                /* every thread read the last claim before the table barrier below */
+                if (threadIdx.x == 0) claimed = next;
+                mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+                item = claimed;
+            }
             if (item >= total) {
                 if (threadIdx.x == 0) it->last = 1;
                 mm_item_publish(&items, n);
@@ -137,6 +162,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
             mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            if (!claims) item += gridDim.x;
+            else if (threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         }
     } else {
         mm_regs_math();
@@ -181,9 +208,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * the GEMM. */
 __global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start)
 {
-    /* the GEMM may start its launch now; it reads tile_start only after this grid completed */
+    /* the GEMM may start its launch now; it reads tile_start and its claim counter only after
+     * this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
-    if (threadIdx.x == 0) mm_tile_prefix(row_count, experts, tile_start);
+    if (threadIdx.x == 0) {
+        mm_tile_prefix(row_count, experts, tile_start);
+        gemm_claims = 0u;
+    }
 }
 
 /* The driver's tensor-map encoder, through the runtime (nothing links libcuda directly). */
@@ -325,19 +356,20 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 }
 
 /* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
- * the same rows) and prepare found room for them; else one CTA per tile. */
-extern "C" int mm_grouped_gemm_pairs(int n, int ctas)
+ * the same rows), prepare found room for them and an expert may have more than 64 rows; else one
+ * CTA per tile. */
+extern "C" int mm_grouped_gemm_pairs(int n, int ctas, int max_rows)
 {
-    return mm_tile_pairs(n, ctas, pairs_resident);
+    return mm_tile_pairs(n, ctas, pairs_resident, max_rows);
 }
 
-extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
+extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, int max_rows, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas), ctas, stream, attr);
+    cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }

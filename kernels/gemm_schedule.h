@@ -63,10 +63,13 @@ MM_HD mm_tile mm_tile_locate(const int32_t *tile_start, int experts, int col_til
  * walks items 2c + r, 2c + r + 2p, ..., so a pair always holds items w and w + 1 (w even); with
  * an even count of column tiles those share their row tile (the A blocks the pair splits), and
  * the pair runs out of items together. How many pairs a launch of `ctas` CTAs over N = n columns
- * runs when `resident` pairs fit at once; 0: one CTA per tile. */
-MM_HD int mm_tile_pairs(int n, int ctas, int resident)
+ * runs when `resident` pairs fit at once; 0: one CTA per tile. max_rows: what the caller knows of
+ * the most rows an expert has (<= 0: nothing); when no tile can have more than 64 rows no tile
+ * takes A by TMA (mm_tile_a_by_tma), so a pair would share nothing and only run in lockstep. */
+MM_HD int mm_tile_pairs(int n, int ctas, int resident, int max_rows)
 {
     const int pairs = ctas / 2 < resident ? ctas / 2 : resident;
+    if (max_rows > 0 && max_rows <= MM_GEMM_BM / 2) return 0;
     return (n / MM_GEMM_BN) % 2 || pairs < 1 ? 0 : pairs;
 }
 

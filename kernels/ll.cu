@@ -164,7 +164,9 @@ extern "C" cudaError_t mm_launch_ll(mm_ll_args a, cudaEvent_t *marks, cudaStream
     ll_receive_kernel<<<recv_grid, 256, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(2);
-    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, &a.comm, marks ? marks + 3 : NULL, stream)) != cudaSuccess)
+    /* the masked layout's bound: every sender's max_tokens on one expert (no host sync here) */
+    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.comm.peers.ranks * a.m.max_tokens, a.sm_count, &a.comm,
+                                  marks ? marks + 3 : NULL, stream)) != cudaSuccess)
         return e;
     MM_MARK(5);
     ll_combine_send_kernel<<<a.sm_count * 2, 256, 0, stream>>>(a);

@@ -192,11 +192,13 @@ cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void
 cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
-/* `ctas` persistent CTAs (e.g. the SM count). */
-cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
+/* `ctas` persistent CTAs (e.g. the SM count); max_rows: the most rows the caller knows an expert
+ * has (<= 0: unknown), which picks the launch form only (mm_grouped_gemm_pairs). */
+cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_rows, cudaStream_t stream);
 /* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one
- * CTA per tile (odd column-tile count, or no room for pairs). After mm_grouped_gemm_prepare. */
-int mm_grouped_gemm_pairs(int n, int ctas);
+ * CTA per tile (odd column-tile count, no room for pairs, or no expert with more than 64 rows).
+ * After mm_grouped_gemm_prepare. */
+int mm_grouped_gemm_pairs(int n, int ctas, int max_rows);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */
@@ -258,11 +260,11 @@ typedef struct {
         if (marks && (e = cudaEventRecord(marks[i], stream)) != cudaSuccess) return e;            \
     } while (0)
 
-/* GEMM1, act, GEMM2 on `local_experts` experts; marks: NULL, or 2 events recorded after GEMM1
- * and after act (the caller marks GEMM2's end with what follows it); comm: where the GEMMs report
- * an expired pipeline wait. */
+/* GEMM1, act, GEMM2 on `local_experts` experts; max_rows: as for mm_launch_grouped_gemm; marks:
+ * NULL, or 2 events recorded after GEMM1 and after act (the caller marks GEMM2's end with what
+ * follows it); comm: where the GEMMs report an expired pipeline wait. */
 cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
-                                 int local_experts, int sm_count, const mm_comm *comm, cudaEvent_t *marks,
+                                 int local_experts, int max_rows, int sm_count, const mm_comm *comm, cudaEvent_t *marks,
                                  cudaStream_t stream);
 
 /* Where a mode's exchange region (layout.h mm_layout_exchange_sym: ll and fused) sits in every

@@ -391,7 +391,9 @@ extern "C" cudaError_t mm_launch_normal_rest(mm_normal_args a, cudaEvent_t *mark
     normal_permute_kernel<<<grid_for(a.recv_rows, comm_ctas), MM_COMM_THREADS, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     MM_MARK(4);
-    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.sm_count, &a.comm, marks ? marks + 5 : NULL, stream)) != cudaSuccess)
+    /* an expert has at most one row per received token */
+    if ((e = mm_launch_expert_ffn(&a.m, &a.w, &a.f, el, a.recv_rows, a.sm_count, &a.comm, marks ? marks + 5 : NULL,
+                                  stream)) != cudaSuccess)
         return e;
     if (marks && (e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
     MM_MARK(7);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "../kernels/gemm_schedule.h"
 #include "datagen_host.h"
 #include "gemm_cublaslt.h"
 #include "plan.h"
@@ -82,12 +83,12 @@ static mm_status pipeline_status(const gemm_buffers *b)
     return MM_TIMEOUT;
 }
 
-static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas,
+static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas, int most,
                            cudaStream_t st, double *calc)
 {
     size_t n_out = (size_t)rows * g.n;
     CUDA_TRY(mm_launch_poison(b->out, n_out * (g.out_fp32 ? 4 : 2), st));
-    CUDA_TRY(mm_launch_grouped_gemm(g, ctas, st));
+    CUDA_TRY(mm_launch_grouped_gemm(g, ctas, most, st));
     if (g.out_fp32) CUDA_TRY(mm_launch_compare_f32((const float *)b->out, b->ref, (long long)n_out, b->diff, st));
     else CUDA_TRY(mm_launch_compare((const uint16_t *)b->out, b->ref, (long long)n_out, b->diff, st));
     mm_device_diff d;
@@ -105,13 +106,13 @@ typedef mm_step_fn enqueue_fn; /* timing.h: one call of a work on a stream */
 
 typedef struct {
     mm_grouped_gemm_args g;
-    int ctas;
+    int ctas, most; /* most: an expert's most rows (the launch form, mm_grouped_gemm_pairs) */
 } ours_ctx;
 
 static mm_status ours_enqueue(void *ctx, cudaStream_t st)
 {
     ours_ctx *c = ctx;
-    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, st));
+    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, c->most, st));
     return MM_OK;
 }
 
@@ -170,12 +171,13 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         free(count); free(offset); free(owner);
         return MM_OK;
     }
-    int at = 0, active = 0;
+    int at = 0, active = 0, most = 0;
     for (int e = 0; e < local_experts; e++) {
         offset[e] = at;
         for (int r = 0; r < count[e]; r++) owner[at + r] = e;
         at += count[e];
         active += count[e] > 0;
+        most = count[e] > most ? count[e] : most;
     }
     CUDA_TRY(cudaMemcpy(b->count, count, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(b->offset, offset, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
@@ -193,9 +195,9 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
                               b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     double calc = 0, calc32 = 0;
-    mm_status cs = check_one(b, g, rows, ctas, st, &calc);
+    mm_status cs = check_one(b, g, rows, ctas, most, st, &calc);
     g.out_fp32 = 1;
-    if (cs == MM_OK) cs = check_one(b, g, rows, ctas, st, &calc32);
+    if (cs == MM_OK) cs = check_one(b, g, rows, ctas, most, st, &calc32);
     g.out_fp32 = 0;
     if (cs != MM_OK) {
         free(count); free(offset); free(owner);
@@ -207,7 +209,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     lt_runner *lt = NULL;
     char why[256];
     mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
-    ours_ctx oc = {g, ctas};
+    ours_ctx oc = {g, ctas, most};
     const enqueue_fn fns[2] = {ours_enqueue, lt_enqueue};
     void *const ctxs[2] = {&oc, lt};
     mm_stats times[2];
@@ -233,7 +235,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         ls = lt_runner_output(lt, st, &lt_out);
         /* ours (BF16) against cuBLASLt's output */
         if (ls == MM_OK && (mm_launch_bf16_to_f64(lt_out, (long long)rows * sh.n, b->ref_lt, st) != cudaSuccess ||
-                            mm_launch_grouped_gemm(g, ctas, st) != cudaSuccess))
+                            mm_launch_grouped_gemm(g, ctas, most, st) != cudaSuccess))
             ls = MM_RUNTIME;
         if (ls == MM_OK) {
             mm_device_diff d;
@@ -343,9 +345,12 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         printf("# rows per expert: %s\n", o->spread == MM_SPREAD_SKEWED ? "skewed, ~1 / (e + 1)" : "uniform");
     }
     for (int gi = 1; gi <= 2; gi++) {
-        int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount);
-        if (pairs) printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast)\n", gi, 2 * pairs);
-        else printf("# gemm%d: one CTA per tile, no clusters\n", gi);
+        int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount, 0);
+        if (pairs)
+            printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast), where an "
+                   "expert has more than %d rows; else one CTA per tile, tiles claimed from a counter\n",
+                   gi, 2 * pairs, MM_GEMM_BM / 2);
+        else printf("# gemm%d: one CTA per tile, no clusters, tiles claimed from a counter\n", gi);
     }
     printf("%-5s %-22s %8s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");

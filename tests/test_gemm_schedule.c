@@ -74,7 +74,7 @@ static void pairs_share_row_tiles(void **state)
     for (int col_tiles = 2; col_tiles <= 56; col_tiles += 6) {
         const int n = col_tiles * MM_GEMM_BN, items = total_rows * col_tiles;
         for (int resident = 1; resident <= 80; resident += 13) {
-            const int pairs = mm_tile_pairs(n, 132, resident), grid = 2 * pairs;
+            const int pairs = mm_tile_pairs(n, 132, resident, 3 * MM_GEMM_BM + 8), grid = 2 * pairs;
             assert_int_equal(pairs, resident < 66 ? resident : 66);
             for (int c = 0; c < pairs; c++) {
                 int w0 = 2 * c, w1 = 2 * c + 1;
@@ -90,10 +90,15 @@ static void pairs_share_row_tiles(void **state)
             }
         }
     }
-    assert_int_equal(mm_tile_pairs(3 * MM_GEMM_BN, 132, 66), 0); /* odd column tiles */
-    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 0), 0);  /* no pair fits */
-    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 1, 66), 0);   /* one CTA */
-    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 7, 66), 3);   /* an odd CTA left out */
+    assert_int_equal(mm_tile_pairs(3 * MM_GEMM_BN, 132, 66, 0), 0); /* odd column tiles */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 0, 0), 0);  /* no pair fits */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 1, 66, 0), 0);   /* one CTA */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 7, 66, 0), 3);   /* an odd CTA left out */
+    /* no expert with more than 64 rows: no tile takes A by TMA, nothing to share */
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 66, MM_GEMM_BM / 2), 0);
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 66, 1), 0);
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 66, MM_GEMM_BM / 2 + 1), 66);
+    assert_int_equal(mm_tile_pairs(4 * MM_GEMM_BN, 132, 66, -1), 66); /* unknown */
 }
 
 /* Sender rows: every row of every sender appears exactly once, in sender order. */
