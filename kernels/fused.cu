@@ -103,6 +103,8 @@
 #include "token_io.cuh"
 
 static_assert(MM_FUSED_TILE_ROWS == MM_GEMM_BM, "the layout's row tiles are the GEMM core's");
+static_assert(MM_FUSED_ACT_EXTRA_ROWS == MM_FUSED_EXTRA_ROWS && MM_FUSED_EXTRA_ROWS == MM_TILE_TINY_ROWS,
+              "a tile's extra rows fit the layout's and the stage's tiny area");
 
 /* Small tiles (rows <= 64, decode) park gate and up row-major with a padded row, so all eight
  * math warps can share the SwiGLU of the few valid rows (row stride 132 floats: a quad's float2
@@ -366,12 +368,13 @@ __device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t 
 /* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
 typedef struct {
     mm_tile_rows tab;            /* where the A rows are (producer only) */
-    wire_meta meta[MM_GEMM_BM];  /* each row's {src rank, token, k, weight}, for the epilogue */
+    wire_meta meta[MM_GEMM_BM + MM_FUSED_EXTRA_ROWS]; /* each row's {src rank, token, k, weight}, then the extra rows' */
     int item;                    /* ITEM_END / ITEM_ABORT, or the item */
     int rows, tile, block, is_gemm1;
     int dual;                    /* two weight blocks over one pass of A (mm_fused_dual) */
     int compact;                 /* dual, both blocks in one stage (a tiny tile: mm_fused_compact) */
-    size_t act_row0;
+    int extra;                   /* the expert's extra rows folded into this tile (mm_fused_extra_rows) */
+    size_t act_row0, extra_row0; /* act's rows of the tile, and of its extra rows */
 } fused_item;
 
 enum { ITEM_END = -1, ITEM_ABORT = -2 };
@@ -392,7 +395,7 @@ typedef struct {
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = threadIdx.x;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = mm_tid();
     const bool is_gemm1 = item < sc.gemm1_items;
     const int tile = is_gemm1 ? item / sc.ib_count : mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
     const int block = is_gemm1 ? item % sc.ib_count : mm_fused_gemm2_block(item - sc.gemm1_items, sc.h_items, sc.h_width);
@@ -400,10 +403,13 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     const int le = t.expert;
     int expert_rows = 0;
     for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[le * ranks + q];
-    int rows = expert_rows - t.row_tile * MM_GEMM_BM;
-    rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-    /* act is compact: row tile `tile` (flat over the experts) at rows 128 * tile */
-    const size_t act_row0 = (size_t)tile * MM_GEMM_BM;
+    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
+    const int rows = left < MM_GEMM_BM ? left : MM_GEMM_BM;
+    /* a folded expert's last tile holds 128 rows and its 1..8 extra rows (mm_fused_extra_rows) */
+    const int extra = mm_fused_folds(sc.large, sc.hb_count) && left > MM_GEMM_BM && left <= MM_GEMM_BM + MM_FUSED_EXTRA_ROWS
+                          ? left - MM_GEMM_BM : 0;
+    /* act is compact: row tile `tile` (flat over the experts) after the experts' extra rows */
+    const size_t act_row0 = mm_fused_act_tile_row(el, tile);
 
     int r;
     const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
@@ -430,7 +436,25 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         *k = a.m.inter;
     }
+    if (pt < extra) { /* the extra rows: their metas now (rare: a folded tile), their rows' places */
+        int rx;
+        const int sx = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + MM_GEMM_BM + pt, &rx);
+        const int4 mx = __ldcg((const int4 *)(metas + ((size_t)le * ranks + sx) * a.m.max_tokens + rx));
+        it->meta[MM_GEMM_BM + pt] = *(const wire_meta *)&mx;
+        if (is_gemm1) {
+            const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
+                                 ((size_t)sx * a.m.max_tokens + mx.y) * a.x.row_bytes;
+            it->tab.row[MM_GEMM_BM + pt] = row;
+            it->tab.scale[MM_GEMM_BM + pt] = (const float *)(row + a.m.hidden);
+        } else {
+            const size_t ar = mm_fused_act_extra_row(le, pt);
+            it->tab.row[MM_GEMM_BM + pt] = a.act + ar * a.m.inter;
+            it->tab.scale[MM_GEMM_BM + pt] = a.act_scales + ar * sc.ib_count;
+        }
+    }
     if (pt == 0) {
+        it->extra = extra;
+        it->extra_row0 = mm_fused_act_extra_row(le, 0);
         it->item = item;
         it->rows = rows;
         it->tile = tile;
@@ -511,23 +535,25 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact);
+            const int extra = it->extra;
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
+                                 extra);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, true);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, true);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, true);
             }
         }
         if (threadIdx.x == 0) {
@@ -561,11 +587,16 @@ __device__ __forceinline__ void store_row_fp8(uint8_t *row, const uint32_t p[16]
     }
 }
 
+__device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const fused_schedule &sc, int block,
+                                                  const float *gate, const float *up, int rows,
+                                                  const wire_meta *meta, size_t act_row0);
+
 /* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
  * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
  * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
 __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
+                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
+                                               const float *xacc)
 {
     const int mt = mm_math_thread(), rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
@@ -604,8 +635,22 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
+    if (it->extra > 0) { /* the extra rows' gate and up (swapped fragments) parked row-major */
+        const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int col = 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
+            if (r < it->extra) {
+                staging[r * SMALL_STRIDE + col] = xacc[i * MM_CONSUMER_THREADS];
+                staging[SMALL_PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS];
+            }
+        }
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+        swiglu_quant_rows(a, sc, block, staging, staging + SMALL_PARK_FLOATS, it->extra, it->meta + MM_GEMM_BM,
+                          it->extra_row0);
+    }
     /* every math thread's act stores, then one release by one thread (the barrier orders them
-     * before it) */
+     * before it; it also frees the extra rows' park) */
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     if (mt == 0) {
         /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
@@ -626,18 +671,19 @@ __device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_
     }
 }
 
-/* GEMM1 epilogue of a small tile (rows <= 64): gate and up are parked row-major; warp w takes
- * rows w, w + 8, ...: each lane 4 channels of SwiGLU, the row's amax over the warp, the scale,
- * 4 FP8 bytes (a row's 128 bytes in one coalesced store). Same functions per element as the
- * per-thread epilogue, so the bits are the same; the exp and division of the few valid rows are
- * spread over all 256 math threads instead of the 2-8 that hold them. */
-__device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, const fused_schedule &sc,
-                                                     const fused_item *it, const float *gate, const float *up)
+/* The rows of a parked gate and up (row-major, SMALL_STRIDE): warp w takes rows w, w + 8, ...:
+ * each lane 4 channels of SwiGLU, the row's amax over the warp, the scale, 4 FP8 bytes (a row's
+ * 128 bytes in one coalesced store); meta[r] is row r's, act row act_row0 + r its output (block
+ * `block` of I). Same functions per element as the per-thread epilogue, so the bits are the
+ * same; the exp and division of the few valid rows are spread over all 256 math threads instead
+ * of the 2-8 that hold them. */
+__device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const fused_schedule &sc, int block,
+                                                  const float *gate, const float *up, int rows,
+                                                  const wire_meta *meta, size_t act_row0)
 {
-    const int mt = mm_math_thread(), lane = threadIdx.x % 32, rows = it->rows, block = it->block;
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
+    const int lane = threadIdx.x % 32;
     for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
-        const float w = it->meta[r].weight;
+        const float w = meta[r].weight;
         float4 g = *(const float4 *)(gate + r * SMALL_STRIDE + 4 * lane);
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
         float h[4] = {mm_swiglu(g.x, u.x, w, a.m.has_limit, a.m.limit), mm_swiglu(g.y, u.y, w, a.m.has_limit, a.m.limit),
@@ -647,10 +693,19 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
         const float scale = mm_block_scale(amax, a.m.ue8m0);
         uint32_t q = 0;
         for (int j = 0; j < 4; j++) q |= (uint32_t)mm_quantize(h[j], scale) << (8 * j);
-        const size_t row = it->act_row0 + r;
+        const size_t row = act_row0 + r;
         *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = q;
         if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
     }
+}
+
+/* GEMM1 epilogue of a small tile (rows <= 64): gate and up are parked row-major. */
+__device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, const fused_schedule &sc,
+                                                     const fused_item *it, const float *gate, const float *up)
+{
+    const int mt = mm_math_thread();
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
+    swiglu_quant_rows(a, sc, it->block, gate, up, it->rows, it->meta, it->act_row0);
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
     if (mt == 0) {
         /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
@@ -660,15 +715,16 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
 }
 
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
- * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token). */
-__device__ __forceinline__ void store_out_rows(const mm_fused_args &a, const fused_item *it, const __nv_bfloat16 *out_tile,
-                                               int width)
+ * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token);
+ * row r's meta is meta[r]. */
+__device__ __forceinline__ void store_out_rows(const mm_fused_args &a, int block, const wire_meta *meta, int rows,
+                                               const __nv_bfloat16 *out_tile, int width)
 {
-    const int rows = it->rows, block = it->block, lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
         if (lane >= width * 2 / 16) continue;
-        wire_meta m = it->meta[r];
+        wire_meta m = meta[r];
         uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
                                (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
         dst[lane] = ((const uint4 *)(out_tile + r * width))[lane ^ (r & 7)]; /* mm_out_tile_at's swizzle */
@@ -687,13 +743,14 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
     for (int i = 0; i < MM_TILE_ACC; i += 2)
         *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), mm_acc_col(i), MM_GEMM_BN)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    store_out_rows(a, it, out_tile, MM_GEMM_BN);
+    store_out_rows(a, it->block, it->meta, it->rows, out_tile, MM_GEMM_BN);
 }
 
 /* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
  * area, so a barrier first (the previous item's rows are all stored, or its park read). */
 __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
-                                                    const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC])
+                                                    const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC],
+                                                    const float *xacc)
 {
     const int width = 2 * MM_GEMM_BN;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
@@ -704,7 +761,20 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
         *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), MM_GEMM_BN + mm_acc_col(i), width)) =
             __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
     }
-    store_out_rows(a, it, out_tile, width);
+    store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
+    if (it->extra > 0) { /* the extra rows (swapped fragments), once every warp read the tile */
+        const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+#pragma unroll
+        for (int half = 0; half < 2; half++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = half * MM_GEMM_BN + 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
+                if (r < it->extra)
+                    out_tile[mm_out_tile_at(r, col, width)] = __float2bfloat16_rn(xacc[(4 * half + i) * MM_CONSUMER_THREADS]);
+            }
+        store_out_rows(a, it->block, it->meta + MM_GEMM_BM, it->extra, out_tile, width);
+    }
 }
 
 /* The same for a split item (rows <= 64): warpgroup g holds H block `block + g` of rows 0..63. */
@@ -717,7 +787,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
     for (int i = 0; i < MM_TILE_ACC; i += 2)
         *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i) - 64 * g, g * MM_GEMM_BN + mm_acc_col(i), width)) =
             __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    store_out_rows(a, it, out_tile, width);
+    store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
 }
 
 /* Warpgroups 1 and 2: the items in the producer's order. A dual item (two weight blocks over one
@@ -727,7 +797,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
-                              mm_item_ring *ring_items, const fused_item *slots, float *staging)
+                              mm_item_ring *ring_items, const fused_item *slots, float *staging, float *xacc)
 {
     mm_ring ring = {0, 0};
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
@@ -766,14 +836,15 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else if (dual) {
             float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1);
+            float *xs = xacc + mm_math_thread(); /* this thread's extra-row accumulators */
+            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, it->extra, xs);
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
-                gemm1_epilogue(a, sc, it, acc, acc1);
+                gemm1_epilogue(a, sc, it, acc, acc1, staging, xs);
                 stamp_math(a, 3);
             } else {
-                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1);
+                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, xs);
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
@@ -803,7 +874,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
-    int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES); /* [El][R] */
+    /* the math's extra-row accumulators (mm_tile_consume_dual), then the counts */
+    float *xacc = (float *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES);
+    int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
     if (threadIdx.x == 0) {
@@ -863,10 +936,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
             const mm_fused_lane_sums own = mm_fused_schedule_sums(cnt, el, ranks, lane, 32);
-            int before, total;
-            cub::WarpScan<int>(warp_scan).ExclusiveSum(own.tiles, before, total);
-            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, tile_start);
             const int all_rows = (int)__reduce_add_sync(0xffffffffu, (unsigned)own.rows);
+            /* a large call folds extra rows into the last tile (sc.large below agrees: folding
+             * only lowers the tiles) */
+            const int large = mm_fused_large(all_rows, (int)__reduce_add_sync(0xffffffffu, (unsigned)own.tiles));
+            const int fold = mm_fused_folds(large, a.m.hidden / 128);
+            int before, total;
+            cub::WarpScan<int>(warp_scan).ExclusiveSum(own.tiles - (fold ? own.folds : 0), before, total);
+            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, fold, tile_start);
             const int most = (int)__reduce_max_sync(0xffffffffu, (unsigned)own.most);
             if (lane == 0) {
                 tile_start[el] = total;
@@ -900,7 +977,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     } else {
         inject_late_math();
         mm_regs_math();
-        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging, xacc);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the
@@ -971,7 +1048,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
     (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
-    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + (size_t)experts * 4 + ((size_t)experts / ranks + 4) * 4;
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + (size_t)experts * 4 +
+           ((size_t)experts / ranks + 4) * 4;
 }
 
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)

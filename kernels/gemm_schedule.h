@@ -119,6 +119,47 @@ MM_HD int mm_fused_large(int rows, int tiles)
     return rows > MM_FUSED_DUAL_MIN_AVG_ROWS * tiles;
 }
 
+/* A tile's extra rows (`large` calls): an expert whose rows end 1..MM_FUSED_EXTRA_ROWS past a
+ * multiple of 128 folds them into its last full tile instead of a tile of their own, which would
+ * stream the expert's whole weights through an SM for a few rows (at large batches the bytes each
+ * SM receives per FLOP are the limit). The math computes them as the narrow side of swapped MMAs
+ * (the weight block's rows as the 64-row side, m64n8k32: the same bits as the core's form,
+ * tests/gpu/swap_probe.cu); their A rows ride in the stage's tiny area. How many a tile of an
+ * expert with `rows` rows carries (only its last one does). */
+#define MM_FUSED_EXTRA_ROWS 8
+
+/* Whether a call folds extra rows: a large one whose GEMM2 items are pairs of H blocks, so every
+ * item of a tile is a dual pass (mm_fused_dual), the one pass that computes them. */
+MM_HD int mm_fused_folds(int large, int h_blocks)
+{
+    return large && h_blocks % 2 == 0;
+}
+
+MM_HD int mm_fused_extra_rows(int rows, int large)
+{
+    const int rem = rows % MM_GEMM_BM;
+    return large && rows > MM_GEMM_BM && rem <= MM_FUSED_EXTRA_ROWS ? rem : 0;
+}
+
+/* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into
+ * the last one. */
+MM_HD int mm_fused_expert_tiles(int rows, int large)
+{
+    return mm_row_tiles(rows) - (mm_fused_extra_rows(rows, large) > 0);
+}
+
+/* Where act keeps a row tile's 128 rows and an expert's extra rows: the extra rows of the el
+ * local experts first (MM_FUSED_EXTRA_ROWS each), then the row tiles (layout.h sizes it). */
+MM_HD size_t mm_fused_act_tile_row(int el, int tile)
+{
+    return (size_t)el * MM_FUSED_EXTRA_ROWS + (size_t)tile * MM_GEMM_BM;
+}
+
+MM_HD size_t mm_fused_act_extra_row(int le, int j)
+{
+    return (size_t)le * MM_FUSED_EXTRA_ROWS + (size_t)j;
+}
+
 /* 128-blocks of H per GEMM2 item; tiny: no expert has more than MM_FUSED_TINY_ROWS rows and the
  * pairs save rounds (mm_fused_tiny_pairs) */
 MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
@@ -144,36 +185,40 @@ MM_HD bool mm_fused_tiny_pairs(int h_blocks, int tiles, int ctas)
  * to local expert e), split over `lanes` lanes of a warp so no thread walks every expert alone
  * (one thread did: 11-12 us of every call, on the critical path; twelfth session). Lane `lane`
  * owns experts [lane * per, lane * per + per), per = ceil(el / lanes): first its sums
- * (mm_fused_schedule_sums: row tiles, rows, most rows of one expert), then, given the row tiles
- * of the lanes before it (an exclusive scan), its experts' tile_start (mm_fused_schedule_write).
- * The result equals mm_tile_prefix over the per-expert sums. */
+ * (mm_fused_schedule_sums: unfolded row tiles, rows, most rows of one expert, foldable experts),
+ * then, given the row tiles of the lanes before it (an exclusive scan of tiles - folds in a
+ * `large` call, else of tiles), its experts' tile_start (mm_fused_schedule_write). The result is
+ * the prefix of mm_fused_expert_tiles over the experts. */
 typedef struct {
     int tiles, rows, most;
+    int folds; /* experts whose extra rows a `large` call folds (mm_fused_extra_rows) */
 } mm_fused_lane_sums;
 
 MM_HD mm_fused_lane_sums mm_fused_schedule_sums(const int *cnt, int el, int ranks, int lane, int lanes)
 {
     const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
-    mm_fused_lane_sums r = {0, 0, 0};
+    mm_fused_lane_sums r = {0, 0, 0, 0};
     for (int e = e0; e < e1; e++) {
         int rows = 0;
         for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
         r.tiles += mm_row_tiles(rows);
         r.rows += rows;
         r.most = rows > r.most ? rows : r.most;
+        r.folds += mm_fused_extra_rows(rows, 1) > 0;
     }
     return r;
 }
 
+/* large: mm_fused_large over all lanes' rows and unfolded tiles (folding keeps it true). */
 MM_HD void mm_fused_schedule_write(const int *cnt, int el, int ranks, int lane, int lanes, int tiles_before,
-                                   int *tile_start)
+                                   int large, int *tile_start)
 {
     const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
     for (int e = e0; e < e1; e++) {
         int rows = 0;
         for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
         tile_start[e] = tiles_before;
-        tiles_before += mm_row_tiles(rows);
+        tiles_before += mm_fused_expert_tiles(rows, large);
     }
 }
 

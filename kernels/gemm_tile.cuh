@@ -86,7 +86,10 @@ __device__ __forceinline__ void mm_step(uint32_t code)
  * stage starts on a 1024-byte boundary (the swizzle pattern repeats every 8 rows of 128 B) */
 #define MM_TILE_SCALE_BYTES 1024
 /* then the rows of a tiny tile (one 8-row group of 128 B): a compact dual pass
- * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here */
+ * (mm_tile_produce with `compact`) puts its second weight block in the A area and its rows here;
+ * a full tile's extra rows (`extra`) come here too, their scales in the scale area from float
+ * MM_TILE_EXTRA_SCALES */
+#define MM_TILE_EXTRA_SCALES (MM_GEMM_BM + 8)
 #define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
 #define MM_TILE_TINY_A (MM_TILE_TINY_ROWS * MM_GEMM_BK)
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES + MM_TILE_TINY_A)
@@ -99,11 +102,12 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #define MM_BAR_CONSUMER 2
 
 /* Where a tile's A rows live: one FP8 row pointer and one scale pointer (K/128 floats) per row
- * of the tile, in shared memory. Rows past `rows` must still point at a readable row (the loader
+ * of the tile, in shared memory, then those of its extra rows (the fused kernel's folded rows,
+ * mm_tile_produce's `extra`). Rows past `rows` must still point at a readable row (the loader
  * clamps to row 0); their results are never stored. */
 typedef struct {
-    const uint8_t *row[MM_GEMM_BM];
-    const float *scale[MM_GEMM_BM];
+    const uint8_t *row[MM_GEMM_BM + MM_TILE_TINY_ROWS];
+    const float *scale[MM_GEMM_BM + MM_TILE_TINY_ROWS];
 } mm_tile_rows;
 
 /* The weight side of a tile: TMA copies its [BN][128] blocks. */
@@ -247,6 +251,15 @@ __device__ __forceinline__ int mm_acc_row(int i)
 __device__ __forceinline__ int mm_acc_col(int i)
 {
     return mm_frag_col(threadIdx.x % 32, i) + (i & 1);
+}
+
+/* threadIdx.x read again at each use: the producer's 64 registers cannot keep it live across a
+ * whole kernel (ptxas spilled it, kernel-wide, once the producer's loop grew) */
+__device__ __forceinline__ int mm_tid()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
 }
 
 __device__ __forceinline__ void mm_cp_async4(void *smem, const void *gmem)
@@ -416,6 +429,20 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
+/* d = A[64 x 32] * B[8 x 32]^T: the swapped form for a tile's extra rows, the weight block's 64
+ * rows as A and the 8 rows of the tiny area as B; each element's bits equal the m64n128k32 form's
+ * with the roles the other way round (tests/gpu/swap_probe.cu). The fragment: row (weight column)
+ * mm_frag_row(warp, lane, i), column (extra row) mm_frag_col(lane, i) + (i & 1), i < 4. */
+__device__ __forceinline__ void mm_wgmma_64x8x32(float d[4], uint64_t a, uint64_t b, bool acc)
+{
+    if (acc)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 1, 1, 1;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(b));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 0, 1, 1;\n"
+                     : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : "l"(a), "l"(b));
+}
+
 /* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
  * the stage's `full` barrier. */
 __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
@@ -447,11 +474,14 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                int second_rows = 0, int second_scales = 0, bool compact = false)
+                                                int second_rows = 0, int second_scales = 0, bool compact = false,
+                                                int extra = 0, bool tight = false)
 {
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
-    const int pt = threadIdx.x;
+    /* tight (the fused kernel, whose producer keeps more across its loop): threadIdx.x read again
+     * at each use rather than held (mm_tid) */
+    const int pt = tight ? mm_tid() : (int)threadIdx.x;
     /* Tiles of more than 64 rows whose rows are contiguous take the A block by one TMA: the
      * gather costs ~20 instructions per 16-byte chunk, 1024 chunks a block, and at large row
      * counts those issue slots were what the math warps lacked (ncu: 1.9 IPC, 6.4 cycles per
@@ -513,6 +543,19 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         }
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        /* a full tile's extra rows (1..8): all 8 rows of the tiny area (rows past `extra` repeat
+         * the first; never stored), their scales at MM_TILE_EXTRA_SCALES */
+        if (extra > 0) {
+            /* the row table read again per block (volatile): a pointer hoisted out of the loop
+             * would hold registers the producer's 64 cannot spare */
+            const int j = pt / 8, q = pt % 8, src_row = MM_GEMM_BM + (j < extra ? j : 0);
+            if (pt < 8 * MM_TILE_TINY_ROWS)
+                mm_cp_async16((uint8_t *)sc + MM_TILE_SCALE_BYTES + j * 128 + ((q ^ j) * 16),
+                              *(const uint8_t *const volatile *)&a->row[src_row] + (size_t)kb * MM_GEMM_BK + q * 16);
+            else if (pt - 8 * MM_TILE_TINY_ROWS < extra)
+                mm_cp_async4(sc + MM_TILE_EXTRA_SCALES + (pt - 8 * MM_TILE_TINY_ROWS),
+                             *(const float *const volatile *)&a->scale[MM_GEMM_BM + pt - 8 * MM_TILE_TINY_ROWS] + kb);
+        }
         if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
@@ -714,9 +757,9 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
-                                                     int kb_begin, int kb_end, bool compact = false)
+                                                     int kb_begin, int kb_end, bool compact = false, int extra = 0)
 {
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact);
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, true);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
@@ -783,24 +826,64 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
 
 /* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
  * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
- * halves in each warpgroup's 64 rows. */
+ * halves in each warpgroup's 64 rows. extra (0..8): the tile's extra rows, in each first stage's
+ * tiny area (mm_tile_produce's `extra`): warpgroup g computes them against rows 64g..64g+63 of B0
+ * and of B1 as the narrow side of swapped MMAs, the same block sums and promotions as the core's
+ * form, into accumulators 0..3 (B0) and 4..7 (B1), element i at weight column 64g +
+ * mm_frag_row(warp, lane, i) and extra row mm_frag_col(lane, i) + (i & 1); each right after its
+ * half's promotion (no block sum in flight then), both stages freed after the last. The 8
+ * accumulators live in shared memory (xacc: this thread's, accumulator i at
+ * xacc[i * MM_CONSUMER_THREADS]): in registers they cost spills (the math's 216 hold two
+ * accumulators and a block sum; the CTA's pool of 384 x 168 allows no more). */
+#define MM_XACC_BYTES (8 * MM_CONSUMER_THREADS * 4)
+__device__ __forceinline__ void mm_tile_consume_extra(const uint8_t *stages, int g, int stage_w, int stage_x, float sw,
+                                                      int extra, float *xacc)
+{
+    /* everything derived here, not kept across the loop: the math's registers hold two
+     * accumulators and a block sum already */
+    const int x0 = mm_frag_col(mm_tid() % 32, 0); /* this thread's first extra row */
+    const float *sc = mm_tile_stage_scales(stages, stage_x);
+    const float s_lo = x0 < extra ? sc[MM_TILE_EXTRA_SCALES + x0] * sw : 0.0f;
+    const float s_hi = x0 + 1 < extra ? sc[MM_TILE_EXTRA_SCALES + x0 + 1] * sw : 0.0f;
+    /* this warpgroup's 64 weight rows as A, the tiny area's 8 rows as B */
+    const uint64_t w = mm_wgmma_desc(stages + stage_w * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + g * 64 * 128);
+    const uint64_t x = mm_wgmma_desc(stages + stage_x * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE +
+                                     MM_TILE_SCALE_BYTES);
+    float blk[4];
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    mm_wgmma_64x8x32(blk, w, x, false);
+#pragma unroll
+    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++) mm_wgmma_64x8x32(blk, w + 2 * ks, x + 2 * ks, true);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    MM_WGMMA_WAIT(0, 11);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        xacc[i * MM_CONSUMER_THREADS] = fmaf((i & 1) ? s_hi : s_lo, blk[i], xacc[i * MM_CONSUMER_THREADS]);
+}
+
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, bool gathered, float acc0[MM_TILE_ACC],
-                                                     float acc1[MM_TILE_ACC])
+                                                     float acc1[MM_TILE_ACC], int extra = 0, float *xacc = NULL)
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = acc1[i] = 0.0f;
+    if (extra > 0)
+#pragma unroll
+        for (int i = 0; i < 8; i++) xacc[i * MM_CONSUMER_THREADS] = 0.0f;
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
-        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered);
+        /* the extra rows come by cp.async (generic proxy) even when A came by TMA */
+        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered || extra > 0);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         MM_WGMMA_WAIT(0, 9);
         mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
+        if (extra > 0)
+            mm_tile_consume_extra(stages, g, b.stage, b.stage, mm_tile_stage_scales(stages, b.stage)[MM_GEMM_BM], extra, xacc);
         /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
          * scales are the first stage's */
         const int s1 = ring.stage;
@@ -811,9 +894,16 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
         MM_WGMMA_WAIT(0, 10);
-        mm_tile_release(p, b.stage, pair);
-        mm_tile_release(p, s1, pair);
-        mm_tile_promote(t_lo, t_hi, blk, acc1);
+        if (extra > 0) {
+            mm_tile_promote(t_lo, t_hi, blk, acc1);
+            mm_tile_consume_extra(stages, g, s1, b.stage, sw1, extra, xacc + 4 * MM_CONSUMER_THREADS);
+            mm_tile_release(p, b.stage, pair);
+            mm_tile_release(p, s1, pair);
+        } else {
+            mm_tile_release(p, b.stage, pair);
+            mm_tile_release(p, s1, pair);
+            mm_tile_promote(t_lo, t_hi, blk, acc1);
+        }
     }
 }
 

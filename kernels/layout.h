@@ -223,13 +223,17 @@ static inline mm_layout mm_layout_fused_sym(const mm_shape *s)
     return mm_layout_exchange_sym(s, 32u + (uint64_t)s->experts * 4u + (uint64_t)mm_fused_max_row_tiles(s) * 4u, 1);
 }
 
-/* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows), one
- * 128-row block per row tile, read by GEMM2. */
+#define MM_FUSED_ACT_EXTRA_ROWS 8 /* gemm_schedule.h's MM_FUSED_EXTRA_ROWS */
+
+/* fused, local workspace: GEMM1's FP8 output (the SwiGLU'd, weighted, requantized rows), read by
+ * GEMM2: each local expert's extra rows (a tile's rows past 128, gemm_schedule.h
+ * mm_fused_extra_rows), then one 128-row block per row tile. */
 static inline mm_layout mm_layout_fused_local(const mm_shape *s)
 {
     mm_layout l = {0};
-    /* compact: row tile t (flat over the experts, gemm_schedule.h) at rows 128 t */
-    uint64_t rows = (uint64_t)mm_fused_max_row_tiles(s) * MM_FUSED_TILE_ROWS;
+    /* compact: row tile t (flat over the experts) at rows El * 8 + 128 t (mm_fused_act_tile_row) */
+    uint64_t rows = (uint64_t)mm_local_experts(s) * MM_FUSED_ACT_EXTRA_ROWS +
+                    (uint64_t)mm_fused_max_row_tiles(s) * MM_FUSED_TILE_ROWS;
     mm_layout_add(&l, "act_fp8", rows * (uint64_t)s->inter);
     mm_layout_add(&l, "act_scales", rows * (uint64_t)(s->inter / 128) * 4u);
     return l;

@@ -64,7 +64,9 @@ typedef struct {
     double t_hbm_us;     /* those bytes at the HBM ceiling */
     /* Row tiles (MM_GEMM_BM rows of one expert each) of the rank with the most: each streams its
      * expert's weights through L2 into the SMs once, so at large batches the GEMMs follow tiles,
-     * not rows; an expert's last tile is partly empty (rows / MM_GEMM_BM is the bound). */
+     * not rows; an expert's last tile is partly empty (rows / MM_GEMM_BM is the bound), but for
+     * up to 8 rows past a full tile, which the fused kernel folds into it in a large call
+     * (gemm_schedule.h mm_fused_expert_tiles). */
     int tiles;
     int tiles_rank;      /* the first rank with that many */
     long tiles_rows;     /* that rank's (token, k) rows */

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "../kernels/gemm_schedule.h"
+#include "../kernels/layout.h"
 #include "test_util.h"
 
 /* Every (expert, row tile, column tile) appears exactly once, in order, experts with 0 rows
@@ -238,19 +239,66 @@ static void fused_schedule_lanes(void **state)
             most = rows[e] > most ? rows[e] : most;
         }
         const int total = mm_tile_prefix(rows, el, want);
-        int before = 0, sum_rows = 0, max_rows = 0;
+        int before = 0, sum_rows = 0, max_rows = 0, folds = 0;
         for (int lane = 0; lane < 32; lane++) {
             const mm_fused_lane_sums r = mm_fused_schedule_sums(cnt, el, ranks, lane, 32);
-            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, got);
+            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, 0, got);
             before += r.tiles;
             sum_rows += r.rows;
             max_rows = r.most > max_rows ? r.most : max_rows;
+            folds += r.folds;
         }
         assert_int_equal(before, total);
         assert_int_equal(sum_rows, all);
         assert_int_equal(max_rows, most);
         for (int e = 0; e < el; e++) assert_int_equal(got[e], want[e]);
+        /* a `large` call: each lane's tiles less its folds, the prefix of mm_fused_expert_tiles */
+        int want_folds = 0, at = 0;
+        for (int e = 0; e < el; e++) {
+            want[e] = at;
+            at += mm_fused_expert_tiles(rows[e], 1);
+            want_folds += mm_fused_extra_rows(rows[e], 1) > 0;
+        }
+        assert_int_equal(folds, want_folds);
+        assert_int_equal(at, total - folds);
+        before = 0;
+        for (int lane = 0; lane < 32; lane++) {
+            const mm_fused_lane_sums r = mm_fused_schedule_sums(cnt, el, ranks, lane, 32);
+            mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, 1, got);
+            before += r.tiles - r.folds;
+        }
+        assert_int_equal(before, at);
+        for (int e = 0; e < el; e++) assert_int_equal(got[e], want[e]);
     }
+}
+
+/* Extra rows: only in a `large` call, only 1..8 rows past a whole tile of an expert with more than
+ * one tile's rows; they take the expert's last tile instead of one of their own, and act keeps
+ * them apart from every tile's rows. */
+static void fused_extra_rows(void **state)
+{
+    (void)state;
+    assert_int_equal(mm_fused_extra_rows(136, 1), 8);
+    assert_int_equal(mm_fused_extra_rows(129, 1), 1);
+    assert_int_equal(mm_fused_extra_rows(137, 1), 0);
+    assert_int_equal(mm_fused_extra_rows(128, 1), 0);
+    assert_int_equal(mm_fused_extra_rows(8, 1), 0); /* no full tile to fold into */
+    assert_int_equal(mm_fused_extra_rows(264, 1), 8);
+    assert_int_equal(mm_fused_extra_rows(136, 0), 0); /* not large */
+    for (int rows = 0; rows < 1000; rows++) {
+        const int extra = mm_fused_extra_rows(rows, 1), tiles = mm_fused_expert_tiles(rows, 1);
+        assert_int_equal(mm_fused_expert_tiles(rows, 0), mm_row_tiles(rows));
+        /* every row in a tile: 128 per tile, the last one up to 8 more */
+        assert_true(rows <= tiles * MM_GEMM_BM + extra);
+        assert_true(rows > (tiles - 1) * MM_GEMM_BM || rows == 0);
+        assert_true(extra == 0 || rows == tiles * MM_GEMM_BM + extra);
+        assert_true(extra <= MM_FUSED_EXTRA_ROWS);
+    }
+    /* act: 3 experts' extra rows [0, 24), then tile t at 24 + 128 t; no overlap */
+    assert_int_equal((int)mm_fused_act_extra_row(2, 7), 23);
+    assert_int_equal((int)mm_fused_act_tile_row(3, 0), 24);
+    assert_int_equal((int)mm_fused_act_tile_row(3, 5), 24 + 5 * 128);
+    assert_int_equal(MM_FUSED_EXTRA_ROWS, MM_FUSED_ACT_EXTRA_ROWS);
 }
 
 /* Counts first: an expert's slots from one rank are 0..count-1, each once, in (token, k) order,
@@ -356,6 +404,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_dual_rule),
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
+        cmocka_unit_test(fused_extra_rows),
         cmocka_unit_test(fused_first_slots),
         cmocka_unit_test(out_box_layout),
         cmocka_unit_test(out_tile_swizzle),
