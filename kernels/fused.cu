@@ -591,6 +591,13 @@ __device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const 
                                                   const float *gate, const float *up, int rows,
                                                   const wire_meta *meta, size_t act_row0);
 
+/* The math threads' extra-row accumulators (gemm_tile.cuh MM_XACC_BYTES) follow the staging area:
+ * derived from it where used, so no pointer of its own stays live through the mainloops. */
+__device__ __forceinline__ float *extra_accumulators(float *staging)
+{
+    return (float *)((uint8_t *)staging + STAGING_BYTES);
+}
+
 /* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
  * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
  * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
@@ -641,8 +648,8 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         for (int i = 0; i < 4; i++) {
             const int col = 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
             if (r < it->extra) {
-                staging[r * SMALL_STRIDE + col] = xacc[i * MM_CONSUMER_THREADS];
-                staging[SMALL_PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS];
+                staging[r * SMALL_STRIDE + col] = xacc[i * MM_CONSUMER_THREADS + mm_math_thread()];
+                staging[SMALL_PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS + mm_math_thread()];
             }
         }
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
@@ -771,7 +778,8 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
             for (int i = 0; i < 4; i++) {
                 const int col = half * MM_GEMM_BN + 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
                 if (r < it->extra)
-                    out_tile[mm_out_tile_at(r, col, width)] = __float2bfloat16_rn(xacc[(4 * half + i) * MM_CONSUMER_THREADS]);
+                    out_tile[mm_out_tile_at(r, col, width)] =
+                        __float2bfloat16_rn(xacc[(4 * half + i) * MM_CONSUMER_THREADS + mm_math_thread()]);
             }
         store_out_rows(a, it->block, it->meta + MM_GEMM_BM, it->extra, out_tile, width);
     }
@@ -797,7 +805,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
-                              mm_item_ring *ring_items, const fused_item *slots, float *staging, float *xacc)
+                              mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
     mm_ring ring = {0, 0};
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
@@ -836,15 +844,14 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else if (dual) {
             float acc1[MM_TILE_ACC];
-            float *xs = xacc + mm_math_thread(); /* this thread's extra-row accumulators */
-            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, it->extra, xs);
+            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, it->extra, extra_accumulators(staging));
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
-                gemm1_epilogue(a, sc, it, acc, acc1, staging, xs);
+                gemm1_epilogue(a, sc, it, acc, acc1, staging, extra_accumulators(staging));
                 stamp_math(a, 3);
             } else {
-                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, xs);
+                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra_accumulators(staging));
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
@@ -874,8 +881,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     uint8_t *stages = mm_tile_stages(smem);
     float *staging = (float *)(smem + MM_TILE_SMEM_BYTES); /* after the stages and their slack */
     const int ranks = a.comm.peers.ranks, me = a.comm.peers.rank, el = a.m.experts / ranks;
-    /* the math's extra-row accumulators (mm_tile_consume_dual), then the counts */
-    float *xacc = (float *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES);
+    /* after the staging area the math's extra-row accumulators (extra_accumulators), then the counts */
     int *cnt = (int *)(smem + MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES); /* [El][R] */
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
@@ -977,7 +983,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     } else {
         inject_late_math();
         mm_regs_math();
-        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging, xacc);
+        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the

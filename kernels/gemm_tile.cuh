@@ -759,6 +759,8 @@ __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pi
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
                                                      int kb_begin, int kb_end, bool compact = false, int extra = 0)
 {
+    /* two copies of the loop: the one for a tile with extra rows re-reads threadIdx.x (`tight`),
+     * the other is the loop every other tile ran before (its registers and schedule untouched) */
     mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, true);
 }
 
@@ -824,28 +826,29 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
     }
 }
 
-/* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
- * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
- * halves in each warpgroup's 64 rows. extra (0..8): the tile's extra rows, in each first stage's
- * tiny area (mm_tile_produce's `extra`): warpgroup g computes them against rows 64g..64g+63 of B0
- * and of B1 as the narrow side of swapped MMAs, the same block sums and promotions as the core's
- * form, into accumulators 0..3 (B0) and 4..7 (B1), element i at weight column 64g +
- * mm_frag_row(warp, lane, i) and extra row mm_frag_col(lane, i) + (i & 1); each right after its
- * half's promotion (no block sum in flight then), both stages freed after the last. The 8
- * accumulators live in shared memory (xacc: this thread's, accumulator i at
- * xacc[i * MM_CONSUMER_THREADS]): in registers they cost spills (the math's 216 hold two
- * accumulators and a block sum; the CTA's pool of 384 x 168 allows no more). */
+/* A tile's extra rows (1..8, the fused kernel's folded rows: gemm_schedule.h mm_fused_extra_rows)
+ * ride in each K block's first stage, in its tiny area (mm_tile_produce's `extra`), and the math
+ * computes them as the narrow side of swapped MMAs: warpgroup g's 64 rows of a weight block as A
+ * (m64n8k32), the same block sums as the core's form (tests/gpu/swap_probe.cu) and the same
+ * promotion. Their 8 accumulators per thread live in shared memory (xacc: this thread's,
+ * accumulator i at xacc[i * MM_CONSUMER_THREADS]): in registers they cost spills, since the math's
+ * 216 hold two accumulators and a block sum and the CTA's pool of 384 x 168 allows no more. */
 #define MM_XACC_BYTES (8 * MM_CONSUMER_THREADS * 4)
+
+/* One half of a K block for the extra rows: the weight block in stage stage_w (its scale sw), the
+ * extra rows and their scales in stage stage_x; accumulators 4 half .. 4 half + 3 of the math
+ * threads' xacc area (xacc_all: thread t's accumulator i at xacc_all[i * MM_CONSUMER_THREADS + t]),
+ * element i at weight column 64g + mm_frag_row(warp, lane, i), extra row mm_frag_col(lane, i) +
+ * (i & 1). */
 __device__ __forceinline__ void mm_tile_consume_extra(const uint8_t *stages, int g, int stage_w, int stage_x, float sw,
-                                                      int extra, float *xacc)
+                                                      int extra, float *xacc_all, int half)
 {
-    /* everything derived here, not kept across the loop: the math's registers hold two
-     * accumulators and a block sum already */
-    const int x0 = mm_frag_col(mm_tid() % 32, 0); /* this thread's first extra row */
+    /* everything derived here, not kept across the loop */
+    const int tid = mm_tid(), x0 = mm_frag_col(tid % 32, 0); /* this thread's first extra row */
+    float *xacc = xacc_all + (4 * half) * MM_CONSUMER_THREADS + (tid - MM_PRODUCER_THREADS);
     const float *sc = mm_tile_stage_scales(stages, stage_x);
     const float s_lo = x0 < extra ? sc[MM_TILE_EXTRA_SCALES + x0] * sw : 0.0f;
     const float s_hi = x0 + 1 < extra ? sc[MM_TILE_EXTRA_SCALES + x0 + 1] * sw : 0.0f;
-    /* this warpgroup's 64 weight rows as A, the tiny area's 8 rows as B */
     const uint64_t w = mm_wgmma_desc(stages + stage_w * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + g * 64 * 128);
     const uint64_t x = mm_wgmma_desc(stages + stage_x * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE +
                                      MM_TILE_SCALE_BYTES);
@@ -861,9 +864,12 @@ __device__ __forceinline__ void mm_tile_consume_extra(const uint8_t *stages, int
         xacc[i * MM_CONSUMER_THREADS] = fmaf((i & 1) ? s_hi : s_lo, blk[i], xacc[i * MM_CONSUMER_THREADS]);
 }
 
+/* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
+ * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
+ * halves in each warpgroup's 64 rows. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, bool gathered, float acc0[MM_TILE_ACC],
-                                                     float acc1[MM_TILE_ACC], int extra = 0, float *xacc = NULL)
+                                                     float acc1[MM_TILE_ACC], int extra = 0, float *xacc_all = NULL)
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -872,18 +878,16 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     for (int i = 0; i < MM_TILE_ACC; i++) acc0[i] = acc1[i] = 0.0f;
     if (extra > 0)
 #pragma unroll
-        for (int i = 0; i < 8; i++) xacc[i * MM_CONSUMER_THREADS] = 0.0f;
+        for (int i = 0; i < 8; i++) xacc_all[i * MM_CONSUMER_THREADS + mm_math_thread()] = 0.0f;
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
-        /* the extra rows come by cp.async (generic proxy) even when A came by TMA */
+        /* extra rows come by cp.async (generic proxy) even when A came by TMA */
         const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered || extra > 0);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         MM_WGMMA_WAIT(0, 9);
         mm_tile_promote(b.s_lo, b.s_hi, blk, acc0);
-        if (extra > 0)
-            mm_tile_consume_extra(stages, g, b.stage, b.stage, mm_tile_stage_scales(stages, b.stage)[MM_GEMM_BM], extra, xacc);
         /* the second half: its stage holds B1 (by TMA: no proxy fence) and w1's scale; the A
          * scales are the first stage's */
         const int s1 = ring.stage;
@@ -894,16 +898,17 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, s1, blk);
         MM_WGMMA_WAIT(0, 10);
-        if (extra > 0) {
+        if (extra > 0) { /* one branch, after both halves' MMAs: the path of every other tile keeps its order */
             mm_tile_promote(t_lo, t_hi, blk, acc1);
-            mm_tile_consume_extra(stages, g, s1, b.stage, sw1, extra, xacc + 4 * MM_CONSUMER_THREADS);
+            mm_tile_consume_extra(stages, g, b.stage, b.stage, sc0[MM_GEMM_BM], extra, xacc_all, 0);
+            mm_tile_consume_extra(stages, g, s1, b.stage, sw1, extra, xacc_all, 1);
             mm_tile_release(p, b.stage, pair);
             mm_tile_release(p, s1, pair);
-        } else {
-            mm_tile_release(p, b.stage, pair);
-            mm_tile_release(p, s1, pair);
-            mm_tile_promote(t_lo, t_hi, blk, acc1);
+            continue;
         }
+        mm_tile_release(p, b.stage, pair);
+        mm_tile_release(p, s1, pair);
+        mm_tile_promote(t_lo, t_hi, blk, acc1);
     }
 }
 
