@@ -392,10 +392,12 @@ typedef struct {
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
  * dispatch_recv[s][token]; GEMM2 reads act. The meta comes back in a register. */
+template <bool FOLD>
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = mm_tid();
+    /* the folding form's producer keeps more: threadIdx.x read again where used (mm_tid) */
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, pt = FOLD ? mm_tid() : (int)threadIdx.x;
     const bool is_gemm1 = item < sc.gemm1_items;
     const int tile = is_gemm1 ? item / sc.ib_count : mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
     const int block = is_gemm1 ? item % sc.ib_count : mm_fused_gemm2_block(item - sc.gemm1_items, sc.h_items, sc.h_width);
@@ -406,7 +408,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     const int left = expert_rows - t.row_tile * MM_GEMM_BM;
     const int rows = left < MM_GEMM_BM ? left : MM_GEMM_BM;
     /* a folded expert's last tile holds 128 rows and its 1..8 extra rows (mm_fused_extra_rows) */
-    const int extra = mm_fused_folds(sc.large, sc.hb_count) && left > MM_GEMM_BM && left <= MM_GEMM_BM + MM_FUSED_EXTRA_ROWS
+    const int extra = FOLD && mm_fused_folds(sc.large, sc.hb_count) && left > MM_GEMM_BM &&
+                              left <= MM_GEMM_BM + MM_FUSED_EXTRA_ROWS
                           ? left - MM_GEMM_BM : 0;
     /* act is compact: row tile `tile` (flat over the experts) after the experts' extra rows */
     const size_t act_row0 = mm_fused_act_tile_row(el, tile);
@@ -436,7 +439,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         *k = a.m.inter;
     }
-    if (pt < extra) { /* the extra rows: their metas now (rare: a folded tile), their rows' places */
+    if (FOLD && pt < extra) { /* the extra rows: their metas now (rare: a folded tile), their rows' places */
         int rx;
         const int sx = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + MM_GEMM_BM + pt, &rx);
         const int4 mx = __ldcg((const int4 *)(metas + ((size_t)le * ranks + sx) * a.m.max_tokens + rx));
@@ -487,6 +490,7 @@ __device__ __forceinline__ void inject_late_math(void)
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
+template <bool FOLD>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
@@ -526,7 +530,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_tile_b b;
         int k;
         int4 meta;
-        describe_item(a, sc, item, it, &am, &b, &k, &meta);
+        describe_item<FOLD>(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
@@ -535,25 +539,25 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
-            const int extra = it->extra;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra);
+            const int extra = FOLD ? it->extra : 0;
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra);
+                                 extra, FOLD);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, true);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, true);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, true);
+                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, FOLD);
             }
         }
         if (threadIdx.x == 0) {
@@ -603,7 +607,7 @@ __device__ __forceinline__ float *extra_accumulators(float *staging)
  * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
 __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
                                                const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
-                                               const float *xacc)
+                                               int extra, const float *xacc)
 {
     const int mt = mm_math_thread(), rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
@@ -642,18 +646,18 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
-    if (it->extra > 0) { /* the extra rows' gate and up (swapped fragments) parked row-major */
+    if (extra > 0) { /* the extra rows' gate and up (swapped fragments) parked row-major */
         const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int col = 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
-            if (r < it->extra) {
+            if (r < extra) {
                 staging[r * SMALL_STRIDE + col] = xacc[i * MM_CONSUMER_THREADS + mm_math_thread()];
                 staging[SMALL_PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS + mm_math_thread()];
             }
         }
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-        swiglu_quant_rows(a, sc, block, staging, staging + SMALL_PARK_FLOATS, it->extra, it->meta + MM_GEMM_BM,
+        swiglu_quant_rows(a, sc, block, staging, staging + SMALL_PARK_FLOATS, extra, it->meta + MM_GEMM_BM,
                           it->extra_row0);
     }
     /* every math thread's act stores, then one release by one thread (the barrier orders them
@@ -757,7 +761,7 @@ __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fus
  * area, so a barrier first (the previous item's rows are all stored, or its park read). */
 __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                     const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC],
-                                                    const float *xacc)
+                                                    int extra, const float *xacc)
 {
     const int width = 2 * MM_GEMM_BN;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
@@ -769,7 +773,7 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
             __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
     }
     store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
-    if (it->extra > 0) { /* the extra rows (swapped fragments), once every warp read the tile */
+    if (extra > 0) { /* the extra rows (swapped fragments), once every warp read the tile */
         const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 #pragma unroll
@@ -777,11 +781,11 @@ __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, cons
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int col = half * MM_GEMM_BN + 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
-                if (r < it->extra)
+                if (r < extra)
                     out_tile[mm_out_tile_at(r, col, width)] =
                         __float2bfloat16_rn(xacc[(4 * half + i) * MM_CONSUMER_THREADS + mm_math_thread()]);
             }
-        store_out_rows(a, it->block, it->meta + MM_GEMM_BM, it->extra, out_tile, width);
+        store_out_rows(a, it->block, it->meta + MM_GEMM_BM, extra, out_tile, width);
     }
 }
 
@@ -804,6 +808,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
  * g on warpgroup g. A GEMM1 item that is not dual runs the gate pass then the up pass; small
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
+template <bool FOLD>
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
@@ -844,14 +849,15 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             }
         } else if (dual) {
             float acc1[MM_TILE_ACC];
-            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, it->extra, extra_accumulators(staging));
+            const int extra = FOLD ? it->extra : 0; /* the other form has no extra rows */
+            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, extra, extra_accumulators(staging));
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
-                gemm1_epilogue(a, sc, it, acc, acc1, staging, extra_accumulators(staging));
+                gemm1_epilogue(a, sc, it, acc, acc1, staging, extra, extra_accumulators(staging));
                 stamp_math(a, 3);
             } else {
-                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra_accumulators(staging));
+                gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
             }
         } else {
             for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
@@ -870,6 +876,8 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     }
 }
 
+/* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call) */
+template <bool FOLD>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -946,7 +954,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
             /* a large call folds extra rows into the last tile (sc.large below agrees: folding
              * only lowers the tiles) */
             const int large = mm_fused_large(all_rows, (int)__reduce_add_sync(0xffffffffu, (unsigned)own.tiles));
-            const int fold = mm_fused_folds(large, a.m.hidden / 128);
+            const int fold = FOLD && mm_fused_folds(large, a.m.hidden / 128);
             int before, total;
             cub::WarpScan<int>(warp_scan).ExclusiveSum(own.tiles - (fold ? own.folds : 0), before, total);
             mm_fused_schedule_write(cnt, el, ranks, lane, 32, before, fold, tile_start);
@@ -979,11 +987,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+        produce_items<FOLD>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
         mm_regs_math();
-        ok = consume_items(a, sc, stages, &pipe, &ring_items, slots, staging);
+        ok = consume_items<FOLD>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the
@@ -1064,13 +1072,18 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
     size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16; /* mm_fused_row_bytes */
     if (wire > MM_TILE_STAGES * MM_TILE_STAGE_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
-    cudaError_t e = mm_regs_split_ok((const void *)fused_moe_kernel);
-    if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(fused_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess) return e;
+    cudaError_t e = cudaSuccess;
     int per_sm = 0, dev = 0, sms = 0;
-    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_moe_kernel, MM_TILE_THREADS, smem)) != cudaSuccess)
-        return e;
+    const void *forms[2] = {(const void *)fused_moe_kernel<false>, (const void *)fused_moe_kernel<true>};
+    for (int f = 0; f < 2; f++) {
+        if ((e = mm_regs_split_ok(forms[f])) != cudaSuccess) return e;
+        if ((e = cudaFuncSetAttribute(forms[f], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
+            return e;
+        int fits = 0;
+        if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, forms[f], MM_TILE_THREADS, smem)) != cudaSuccess)
+            return e;
+        per_sm = f == 0 || fits < per_sm ? fits : per_sm;
+    }
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     *max_ctas = per_sm * sms;
@@ -1140,7 +1153,10 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
     }
     memset(steps_host, 0, (size_t)steps_words * 4);
 #endif
-    fused_moe_kernel<<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
+        fused_moe_kernel<true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    else
+        fused_moe_kernel<false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
 #ifdef MM_STEPS
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(stream, &capturing);

@@ -757,11 +757,10 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
-                                                     int kb_begin, int kb_end, bool compact = false, int extra = 0)
+                                                     int kb_begin, int kb_end, bool compact = false, int extra = 0,
+                                                     bool tight = false)
 {
-    /* two copies of the loop: the one for a tile with extra rows re-reads threadIdx.x (`tight`),
-     * the other is the loop every other tile ran before (its registers and schedule untouched) */
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, true);
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on

@@ -151,7 +151,8 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
                 rank_rows += rows[e];
             }
             /* as the kernel schedules them: a large call folds the extra rows into the last tile */
-            if (mm_fused_folds(mm_fused_large((int)rank_rows, tiles), cfg->hidden / 128)) {
+            if (mm_fused_fold_kernel(batch, cfg->topk, ranks, cfg->experts) &&
+                mm_fused_folds(mm_fused_large((int)rank_rows, tiles), cfg->hidden / 128)) {
                 tiles = 0;
                 for (int e = r * el; e < (r + 1) * el; e++) tiles += mm_fused_expert_tiles(rows[e], 1);
             }
