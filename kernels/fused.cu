@@ -49,6 +49,16 @@
  *                   out tiles, or one 128 x 256 tile) and stores each row straight into its
  *                   token's rank at combine_recv[token][k] (NVLink). The producer ends with an
  *                   END (or ABORT) slot.
+ *                   Extra rows (the form FOLD, launched when an expert's expected rows lie near a
+ *                   multiple of 128: mm_fused_fold_kernel): in a large call an expert whose rows
+ *                   end 1..8 past a full tile folds them into its last tile instead of a tile of
+ *                   their own (whose weight stream through the SM would cost nearly a full tile).
+ *                   The producer gathers them into each K block's first stage (its tiny area,
+ *                   their scales after the weight scales); the math computes them after both
+ *                   halves of the dual pass as swapped MMAs (the weight block's rows as the
+ *                   64-row side, m64n8k32: the core's bits), accumulating in shared memory after
+ *                   the staging area; the epilogues park them (GEMM1: the small tiles' SwiGLU,
+ *                   into act's extra rows) or stage them (GEMM2) after the tile's rows.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
  *   5 combine       every CTA with (token, column) items (token_io.cuh mm_combine_flat) waits
@@ -58,9 +68,9 @@
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
  * gemm1_done[]), counts [El][R], combine_flags [R], dispatch_recv [R][T] rows, combine_recv
- * [T][K][H] BF16, dispatch_meta [El][R][T], dispatch_ready [El][R][T] (symmetric); act [row
- * tiles * 128][I] FP8 + scales,
- * row tile t at rows 128 t (local).
+ * [T][K][H] BF16, dispatch_meta [El][R][T], dispatch_ready [El][R][T] (symmetric); act [El * 8 +
+ * row tiles * 128][I] FP8 + scales, expert e's extra rows at 8 e, row tile t at El * 8 + 128 t
+ * (local).
  * Why it cannot deadlock: all CTAs are resident; a GEMM2 item only waits for GEMM1 items, and
  * those were claimed before it (claims are in increasing order) by CTAs whose producers had
  * already streamed every block of them before claiming anything later, and whose math waits
