@@ -22,17 +22,6 @@
 
 #define CTAS 4096
 
-/* d = A[64 x 32] * B[8 x 32]^T (scale-d 0: fresh, 1: accumulate) */
-__device__ __forceinline__ void wgmma_64x8x32(float d[4], uint64_t a, uint64_t b, int acc)
-{
-    if (acc)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 1, 1, 1;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(b));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 0, 1, 1;\n"
-                     : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : "l"(a), "l"(b));
-}
-
 __device__ __forceinline__ uint32_t hash32(uint32_t x)
 {
     x ^= x >> 16;
@@ -88,8 +77,8 @@ __global__ void __launch_bounds__(128) swap_probe(unsigned long long *mismatches
     for (int h = 0; h < 2; h++) {
         const uint64_t da = mm_wgmma_desc(ws + h * 64 * 128);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        wgmma_64x8x32(e[h], da, dx, 0);
-        for (int ks = 1; ks < 4; ks++) wgmma_64x8x32(e[h], da + 2 * ks, dx + 2 * ks, 1);
+        mm_wgmma_64x8x32(e[h], da, dx, false); /* the kernels' own form (gemm_tile.cuh) */
+        for (int ks = 1; ks < 4; ks++) mm_wgmma_64x8x32(e[h], da + 2 * ks, dx + 2 * ks, true);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
