@@ -829,9 +829,9 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
  * ride in each K block's first stage, in its tiny area (mm_tile_produce's `extra`), and the math
  * computes them as the narrow side of swapped MMAs: warpgroup g's 64 rows of a weight block as A
  * (m64n8k32), the same block sums as the core's form (tests/gpu/swap_probe.cu) and the same
- * promotion. Their 8 accumulators per thread live in shared memory (xacc: this thread's,
- * accumulator i at xacc[i * MM_CONSUMER_THREADS]): in registers they cost spills, since the math's
- * 216 hold two accumulators and a block sum and the CTA's pool of 384 x 168 allows no more. */
+ * promotion. Their 8 accumulators per thread live in shared memory (math thread t's accumulator i
+ * at xacc_all[i * MM_CONSUMER_THREADS + t]): in registers they cost spills, since the math's 216
+ * hold two accumulators and a block sum and the CTA's pool of 384 x 168 allows no more. */
 #define MM_XACC_BYTES (8 * MM_CONSUMER_THREADS * 4)
 
 /* One half of a K block for the extra rows: the weight block in stage stage_w (its scale sw), the
@@ -865,7 +865,9 @@ __device__ __forceinline__ void mm_tile_consume_extra(const uint8_t *stages, int
 
 /* Math of a dual pass over a tile of more than 64 rows (both warpgroups hold rows; smaller tiles
  * take mm_tile_consume_split): acc0 / acc1 = A x B0 / A x B1 with the recipe's promotion, both
- * halves in each warpgroup's 64 rows. */
+ * halves in each warpgroup's 64 rows. extra > 0 (the fused kernel's folding form only; 0
+ * compiles the branch away): the tile's extra rows against both halves (mm_tile_consume_extra)
+ * after the K block's MMAs, before its stages go back. */
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, bool gathered, float acc0[MM_TILE_ACC],
                                                      float acc1[MM_TILE_ACC], int extra = 0, float *xacc_all = NULL)
