@@ -49,8 +49,8 @@
  *                   out tiles, or one 128 x 256 tile) and stores each row straight into its
  *                   token's rank at combine_recv[token][k] (NVLink). The producer ends with an
  *                   END (or ABORT) slot.
- *                   Extra rows (the form FOLD, launched when an expert's expected rows lie near a
- *                   multiple of 128: mm_fused_fold_kernel): in a large call an expert whose rows
+ *                   Extra rows (the form FOLD, launched when an expert's expected rows lie near
+ *                   128: mm_fused_fold_kernel): in a large call an expert whose rows
  *                   end 1..8 past a full tile folds them into its last tile instead of a tile of
  *                   their own (whose weight stream through the SM would cost nearly a full tile).
  *                   The producer gathers them into each K block's first stage (its tiny area,

@@ -143,17 +143,18 @@ MM_HD int mm_fused_extra_rows(int rows, int large)
 
 /* Which of the fused kernel's two forms a call launches (the host knows its tokens, not the
  * counts): the one that can fold extra rows, whose loops carry the swapped MMAs and whose producer
- * re-reads threadIdx.x (~2% slower on tiles that fold nothing, nineteenth session), when an
- * expert's expected rows (ranks x tokens x topk / experts) lie within MM_FUSED_FOLD_WINDOW of a
- * multiple of 128 (at least one): there 15-25% of the experts end 1..8 rows past a full tile. */
+ * re-reads threadIdx.x (2-4% slower on tiles that fold nothing, nineteenth session), when an
+ * expert's expected rows (ranks x tokens x topk / experts) lie within MM_FUSED_FOLD_WINDOW of 128:
+ * there about half the experts need a second tile and half of those hold 1..8 rows in it (Pro at
+ * 128 rows an expert, one GPU: -3.5%). Near 256 or 384 rows the spread is wider, 15-20% of the
+ * experts fold, and the form's cost eats the gain (V3 at 256 rows: equal). */
 #define MM_FUSED_FOLD_WINDOW 16
 
 MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int experts)
 {
     if (experts < 1 || tokens < 1) return 0;
     const long long rows = (long long)ranks * tokens * topk / experts;
-    const long long near = (rows + MM_GEMM_BM / 2) / MM_GEMM_BM * MM_GEMM_BM;
-    return near >= MM_GEMM_BM && rows - near <= MM_FUSED_FOLD_WINDOW && near - rows <= MM_FUSED_FOLD_WINDOW;
+    return rows >= MM_GEMM_BM - MM_FUSED_FOLD_WINDOW && rows <= MM_GEMM_BM + MM_FUSED_FOLD_WINDOW;
 }
 
 /* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into
