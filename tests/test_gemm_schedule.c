@@ -300,15 +300,15 @@ static void fused_extra_rows(void **state)
     assert_int_equal((int)mm_fused_act_tile_row(3, 5), 24 + 5 * 128);
     assert_int_equal(MM_FUSED_EXTRA_ROWS, MM_FUSED_ACT_EXTRA_ROWS);
     /* the folding form: Pro EP2 4096 tokens and EP1 8192 (128 rows an expert) and the check
-     * scenarios (136 and 129 rows at EP1, 132 at EP2) take it; Pro EP2 8192 (256), Flash EP2 8192
+     * scenarios (132 and 129 rows at EP1, 132 at EP2) take it; Pro EP2 8192 (256), Flash EP2 8192
      * (384), Flash EP2 4096 (192), 512 (24) and decode do not */
     assert_true(mm_fused_fold_kernel(4096, 6, 2, 384));
     assert_true(mm_fused_fold_kernel(8192, 6, 1, 384));
     assert_false(mm_fused_fold_kernel(8192, 6, 2, 384));
     assert_false(mm_fused_fold_kernel(8192, 6, 2, 256));
-    assert_true(mm_fused_fold_kernel(272, 2, 1, 4) && mm_fused_fold_kernel(258, 2, 1, 4));
+    assert_true(mm_fused_fold_kernel(264, 2, 1, 4) && mm_fused_fold_kernel(258, 2, 1, 4));
     assert_true(mm_fused_fold_kernel(132, 2, 2, 4) && !mm_fused_fold_kernel(132, 2, 1, 4));
-    assert_false(mm_fused_fold_kernel(272, 2, 2, 4));
+    assert_false(mm_fused_fold_kernel(264, 2, 2, 4));
     assert_false(mm_fused_fold_kernel(4096, 6, 2, 256));
     assert_false(mm_fused_fold_kernel(512, 6, 2, 256));
     assert_false(mm_fused_fold_kernel(1, 6, 2, 256));
