@@ -251,128 +251,205 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
     __syncwarp();
 }
 
-/* Phase 1: this CTA's tokens, DISPATCH_GROUP at a time (every thread of the CTA), so one group's
- * latencies (the ids, the slot atomics, the x loads) are paid once for several tokens. Each
- * token's expert slots are claimed first, so the atomics' round trip overlaps the quantization
- * (recipe step 2, into `rows` in shared memory, with ll's quantizer; several blocks' loads in
- * flight per warp); then its row goes once to each rank that owns one of its experts, by one bulk
- * copy (TMA) from shared memory, to dispatch_recv[me][t] there (up to topk times fewer NVLink
- * bytes than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
- * dispatch_meta[le][me][slot] at the expert's owner. */
+/* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
+ * pipelined over two buffers in shared memory: while round j is quantized and sent, round j + 1's
+ * BF16 rows are already on their way in (one bulk copy per row, issued by thread 0 on the
+ * `xfull` barrier of their buffer), and its expert slots are claimed (the atomics issued a round
+ * ahead from ids loaded two rounds ahead, so no warp waits for a claim). Each token's row is
+ * quantized from shared memory (recipe step 2, ll's quantizer, a warp per 128-block) into the
+ * round's wire buffer, then goes once to each rank that owns one of its experts, by one bulk copy
+ * (TMA) from shared memory, to dispatch_recv[me][t] there (up to topk times fewer NVLink bytes
+ * than a row per expert), and each valid k's 16-byte meta {me, t, k, weight} to
+ * dispatch_meta[le][me][slot] at the expert's owner. A wire buffer is refilled two rounds after
+ * its copies were issued: every copy thread commits one bulk group a round (empty or not), so
+ * `wait_group.read 1` means "round j - 2's rows were read". Returns false (after the CTA agreed)
+ * when a row load never came (its wait expired: mm_stage_wait_expired says so). */
+/* the round buffers' span from the stage ring on: the ring, its slack and the staging area after
+ * it (the ring starts within the slack's first 1 KB, so at least this much) */
+#define DISPATCH_SPAN_BYTES (unsigned)(MM_TILE_STAGES * MM_TILE_STAGE_BYTES + STAGING_BYTES)
 #ifndef DISPATCH_GROUP
-#define DISPATCH_GROUP 4 /* tokens per CTA per round; a build may set it (experiments) */
+#define DISPATCH_GROUP 8 /* most tokens a round; a build may set it (experiments) */
 #endif
-#define QUANT_LOADS 8
-__device__ void dispatch_tokens(const mm_fused_args &a, uint8_t *rows, uint64_t epoch)
+__device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t epoch)
 {
     const bool first = counts_first(a); /* the same in every CTA */
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
-    const int hb = a.m.hidden / 128, warp = threadIdx.x / 32;
-    __shared__ int slots[DISPATCH_GROUP][MM_KERNEL_MAX_TOPK], dests[DISPATCH_GROUP][1 + MM_MAX_PEERS];
-    /* as many rows as the stage ring holds (mm_fused_prepare checks one fits) */
-    const int fit = (int)((uint64_t)MM_TILE_STAGES * MM_TILE_STAGE_BYTES / a.x.row_bytes);
-    const int group = fit < DISPATCH_GROUP ? fit : DISPATCH_GROUP;
-    for (int t0 = blockIdx.x; t0 < a.io.tokens; t0 += gridDim.x * group) {
-        /* the previous group's bulk copies have read their rows (their issuers wait, then all
-         * pass the barrier), and its metas are done with slots and dests */
+    const int hb = a.m.hidden / 128, warp = mm_tid() / 32, warps = MM_TILE_THREADS / 32, lane = mm_tid() % 32;
+    const size_t x_bytes = (size_t)a.m.hidden * 2;
+    const int group = mm_fused_dispatch_group((unsigned)a.m.hidden, (unsigned)a.x.row_bytes, DISPATCH_SPAN_BYTES,
+                                              DISPATCH_GROUP); /* >= 1: mm_fused_prepare checked */
+    __shared__ __align__(8) uint64_t xfull[2];
+    __shared__ uint32_t owners[2][DISPATCH_GROUP]; /* per buffer and token: the ranks it goes to */
+    uint8_t *xbuf = span, *wire = span + 2 * (size_t)group * x_bytes;
+    /* the claim threads: one per (token of the round, k) */
+    const bool claimer = mm_tid() < group * topk;
+    const int cg = claimer ? mm_tid() / topk : 0, ck = claimer ? mm_tid() % topk : 0;
+    const bool copier = mm_tid() < group * MM_MAX_PEERS;
+    /* the round's tokens: t = blockIdx.x + (j * group + g) * gridDim.x */
+#define ROUND_TOKEN(j, g) ((int)blockIdx.x + ((j) * group + (g)) * (int)gridDim.x)
+    int e_cur = -1, e_next = -1, e_later = -1, slot_cur = -1, slot_next = -1;
+    float w_cur = 0.0f, w_next = 0.0f, w_later = 0.0f; /* the (token, k)'s top-k weight, loaded with its id */
+    if (claimer) {
+        const int t0 = ROUND_TOKEN(0, cg), t1 = ROUND_TOKEN(1, cg);
+        if (t0 < a.io.tokens) {
+            e_cur = a.io.ids[(size_t)t0 * topk + ck];
+            w_cur = a.io.topk_w[(size_t)t0 * topk + ck];
+        }
+        if (t1 < a.io.tokens) {
+            e_next = a.io.ids[(size_t)t1 * topk + ck];
+            w_next = a.io.topk_w[(size_t)t1 * topk + ck];
+        }
+        if (e_cur >= 0)
+            slot_cur = first ? mm_fused_first_slot(a.io.ids, t0, ck, topk)
+                             : (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e_cur], 1u);
+    }
+    if (mm_tid() < 2 * DISPATCH_GROUP) owners[mm_tid() / DISPATCH_GROUP][mm_tid() % DISPATCH_GROUP] = 0u;
+    if (mm_tid() == 0) {
+        mm_mbar_init(&xfull[0], 1);
+        mm_mbar_init(&xfull[1], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    /* also publishes the kernel's own barrier inits (the caller's comment) */
+    __syncthreads();
+    bool good = true;
+    for (int j = 0; ROUND_TOKEN(j, 0) < a.io.tokens; j++) {
+        const int b = j & 1;
+        /* round 0's loads here, every later round's one round early (below) */
+        if (mm_tid() == 0 && j == 0) {
+            unsigned bytes = 0;
+            for (int g = 0; g < group && ROUND_TOKEN(0, g) < a.io.tokens; g++) bytes += (unsigned)x_bytes;
+            const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[0]);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+            for (int g = 0; g < group && ROUND_TOKEN(0, g) < a.io.tokens; g++)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"((unsigned)__cvta_generic_to_shared(xbuf + (size_t)g * x_bytes)),
+                             "l"(a.io.x + (size_t)ROUND_TOKEN(0, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
+                             : "memory");
+        }
+        /* wire buffer b was last read by round j - 2's copies */
         MM_STEP(0x1001);
-        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        if (copier) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        if (claimer && e_cur >= 0) atomicOr(&owners[b][cg], 1u << (e_cur / el));
         MM_STEP(0x1002);
         __syncthreads();
-        if (threadIdx.x < group * topk) {
-            const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
-            const int e = t < a.io.tokens ? a.io.ids[(size_t)t * topk + k] : -1;
-            int slot = -1;
-            if (e >= 0 && first)
-                slot = mm_fused_first_slot(a.io.ids, t, k, topk);
-            else if (e >= 0)
-                slot = (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e], 1u);
-            slots[g][k] = slot;
-        } else if (warp == (group * topk + 31) / 32 && threadIdx.x % 32 < group) {
-            const int g = threadIdx.x % 32, t = t0 + g * gridDim.x;
-            int n = 0;
-            if (t < a.io.tokens)
-                for (uint32_t mask = mm_token_rank_mask(a.io.ids + (size_t)t * topk, topk, el); mask; mask &= mask - 1)
-                    dests[g][1 + n++] = __ffs(mask) - 1;
-            dests[g][0] = n;
+        /* round j - 1 is done with xbuf[b ^ 1] (quantized before the last barrier) and with
+         * owners[b ^ 1] (read by its copiers): round j + 1 may have them */
+        if (mm_tid() == 0 && ROUND_TOKEN(j + 1, 0) < a.io.tokens) {
+            unsigned bytes = 0;
+            for (int g = 0; g < group && ROUND_TOKEN(j + 1, g) < a.io.tokens; g++) bytes += (unsigned)x_bytes;
+            const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[b ^ 1]);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+            for (int g = 0; g < group && ROUND_TOKEN(j + 1, g) < a.io.tokens; g++)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"((unsigned)__cvta_generic_to_shared(xbuf + ((size_t)(b ^ 1) * group + g) * x_bytes)),
+                             "l"(a.io.x + (size_t)ROUND_TOKEN(j + 1, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
+                             : "memory");
         }
-        /* each warp has QUANT_LOADS blocks' loads in flight before it quantizes the first: one
-         * memory latency per QUANT_LOADS blocks, not one per block */
-        const int warps = blockDim.x / 32, blocks = group * hb;
-        for (int b0 = warp; b0 < blocks; b0 += warps * QUANT_LOADS) {
-            uint2 raw[QUANT_LOADS];
-#pragma unroll
-            for (int u = 0; u < QUANT_LOADS; u++) {
-                const int b = b0 + u * warps, t = t0 + b / hb * gridDim.x;
-                if (b < blocks && t < a.io.tokens) raw[u] = mm_load_block128(a.io.x + (size_t)t * a.m.hidden + (b % hb) * 128);
-            }
-#pragma unroll
-            for (int u = 0; u < QUANT_LOADS; u++) {
-                const int b = b0 + u * warps, t = t0 + b / hb * gridDim.x;
-                uint8_t *row = rows + (size_t)(b / hb) * a.x.row_bytes;
-                if (b < blocks && t < a.io.tokens)
-                    mm_quantize_loaded128(raw[u], row + (b % hb) * 128, (float *)(row + a.m.hidden) + b % hb, a.m.ue8m0);
+        if (mm_tid() >= 32 && mm_tid() < 32 + group) owners[b ^ 1][mm_tid() - 32] = 0u;
+        if (claimer) {
+            /* round j + 1's slots from ids loaded a round ago, round j + 2's ids now: the claim's
+             * round trip and the loads' latency hide behind this round's work */
+            slot_next = -1;
+            if (e_next >= 0)
+                slot_next = first ? mm_fused_first_slot(a.io.ids, ROUND_TOKEN(j + 1, cg), ck, topk)
+                                  : (int)atomicAdd(&mm_xchg_send_slots(a.comm, a.x)[e_next], 1u);
+            const int t2 = ROUND_TOKEN(j + 2, cg);
+            e_later = -1;
+            w_later = 0.0f;
+            if (t2 < a.io.tokens) {
+                e_later = a.io.ids[(size_t)t2 * topk + ck];
+                w_later = a.io.topk_w[(size_t)t2 * topk + ck];
             }
         }
-        /* the quantized rows (generic proxy writes) before the bulk copies (async proxy) read them */
+        /* this round's BF16 rows in, then quantized into its wire rows, a warp per 128-block */
+        const bool loaded = mm_mbar_wait(&xfull[b], (uint32_t)(j >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_TOKEN_ROWS);
+        if (loaded) {
+            const uint8_t *xs = xbuf + (size_t)b * group * x_bytes;
+            uint8_t *ws = wire + (size_t)b * group * a.x.row_bytes;
+            /* the round's tokens: all but in the last round */
+            const int n = min(group, (a.io.tokens - ROUND_TOKEN(j, 0) + (int)gridDim.x - 1) / (int)gridDim.x);
+            for (int blk = warp; blk < n * hb; blk += warps) {
+                const int g = blk / hb, i = blk - g * hb;
+                const uint2 raw = *(const uint2 *)(xs + (size_t)g * x_bytes + (size_t)i * 256 + lane * 8);
+                uint8_t *row = ws + (size_t)g * a.x.row_bytes;
+                mm_quantize_loaded128(raw, row + (size_t)i * 128, (float *)(row + a.m.hidden) + i, a.m.ue8m0);
+            }
+        }
+        /* the wire rows (generic writes) before the bulk copies (async proxy) read them, and the
+         * BF16 rows' reads before the async proxy refills their buffer */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         MM_STEP(0x1003);
-        __syncthreads();
+        if (!__syncthreads_and(loaded)) {
+            good = false;
+            break;
+        }
         /* each (token, destination rank) row by one bulk copy from shared memory (TMA; NVLink for
          * a peer): one instruction per row instead of a 16-byte store per thread and piece */
-        if (threadIdx.x < group * MM_MAX_PEERS) {
-            const int g = threadIdx.x / MM_MAX_PEERS, d = threadIdx.x % MM_MAX_PEERS, t = t0 + g * gridDim.x;
-            if (d < dests[g][0]) {
+        if (copier) {
+            const int copier_g = mm_tid() / MM_MAX_PEERS, copier_d = mm_tid() % MM_MAX_PEERS;
+            const int t = ROUND_TOKEN(j, copier_g);
+            uint32_t mask = t < a.io.tokens ? owners[b][copier_g] : 0u;
+            for (int d = 0; d < copier_d && mask; d++) mask &= mask - 1; /* drop the first copier_d owners */
+            if (mask) {
+                const int dest = __ffs(mask) - 1;
                 const size_t at = ((size_t)me * a.m.max_tokens + t) * a.x.row_bytes;
                 asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                             ::"l"(mm_xchg_at(a.comm, a.x, dests[g][1 + d], a.x.off_recv) + at),
-                             "r"((unsigned)__cvta_generic_to_shared(rows + (size_t)g * a.x.row_bytes)),
+                             ::"l"(mm_xchg_at(a.comm, a.x, dest, a.x.off_recv) + at),
+                             "r"((unsigned)__cvta_generic_to_shared(wire + ((size_t)b * group + copier_g) * a.x.row_bytes)),
                              "r"((unsigned)a.x.row_bytes)
                              : "memory");
-                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             }
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory"); /* one group a round, even empty */
         }
-        if (threadIdx.x < group * topk) {
-            const int g = threadIdx.x / topk, k = threadIdx.x % topk, t = t0 + g * gridDim.x;
-            if (slots[g][k] >= 0) {
-                const int e = a.io.ids[(size_t)t * topk + k], le = e % el;
-                const wire_meta m = {me, t, k, a.io.topk_w[(size_t)t * topk + k]};
-                wire_meta *dst = (wire_meta *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_meta);
-                dst[((size_t)le * ranks + me) * a.m.max_tokens + slots[g][k]] = m;
-            }
+        if (claimer && slot_cur >= 0) {
+            const int t = ROUND_TOKEN(j, cg), le = e_cur % el;
+            const wire_meta m = {me, t, ck, w_cur};
+            wire_meta *dst = (wire_meta *)mm_xchg_at(a.comm, a.x, e_cur / el, a.x.off_meta);
+            dst[((size_t)le * ranks + me) * a.m.max_tokens + slot_cur] = m;
         }
+        e_cur = e_next;
+        w_cur = w_next;
+        slot_cur = slot_next;
+        e_next = e_later;
+        w_next = w_later;
     }
+#undef ROUND_TOKEN
     /* this thread's bulk copies written (not only read), and ordered before the generic
      * fence and release that publish the counts */
     MM_STEP(0x1004);
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");
+    if (!good) return false;
     stamp(a, MM_FUSED_PHASE_STAMPS + 0); /* diagnostic builds only (MM_FUSED_TRACE) */
     if (first) {
         /* every thread's rows written before any ready word (a release after a CTA barrier
-         * covers the CTA's earlier writes); one token per CTA, so group 0 holds it */
+         * covers the CTA's earlier writes); one token per CTA, so round 0's token 0 is it */
         __syncthreads();
-        const int t = blockIdx.x, k = threadIdx.x;
-        if (t < a.io.tokens && k < topk && slots[0][k] >= 0) {
+        const int t = blockIdx.x;
+        const int k = mm_tid();
+        if (t < a.io.tokens && k < topk) {
             const int e = a.io.ids[(size_t)t * topk + k];
-            mm_st_release_sys_u32(ready_word(a, e / el, e % el, me, slots[0][k]), (uint32_t)epoch);
+            if (e >= 0)
+                mm_st_release_sys_u32(ready_word(a, e / el, e % el, me, mm_fused_first_slot(a.io.ids, t, k, topk)),
+                                      (uint32_t)epoch);
         }
-        return; /* the counts went out at the start: no election, no publish */
+        return true; /* the counts went out at the start: no election, no publish */
     }
     MM_STEP(0x1005);
     const bool last = mm_last_cta(&mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH]);
     stamp(a, MM_FUSED_PHASE_STAMPS + 1);
     if (last) {
         uint64_t epoch = *mm_xchg_epoch(a.comm, a.x) + 1;
-        for (int e = threadIdx.x; e < a.m.experts; e += blockDim.x) {
+        for (int e = mm_tid(); e < a.m.experts; e += blockDim.x) {
             uint32_t n = mm_ld_volatile_u32(&mm_xchg_send_slots(a.comm, a.x)[e]);
             uint64_t *slot_p = (uint64_t *)mm_xchg_at(a.comm, a.x, e / el, a.x.off_counts) + (size_t)(e % el) * a.comm.peers.ranks + me;
             mm_st_release_sys(slot_p, (epoch << 32) | n);
             mm_xchg_send_slots(a.comm, a.x)[e] = 0;
         }
-        if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH] = 0;
+        if (mm_tid() == 0) mm_xchg_counters(a.comm, a.x)[DONE_DISPATCH] = 0;
         stamp(a, MM_FUSED_PHASE_STAMPS + 2);
     }
+    return true;
 }
 
 /* A GEMM item as the producer hands it to the math warpgroups (one slot of the item ring). */
@@ -912,8 +989,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 1: dispatch (the stages hold the row being sent; the first __syncthreads in it also
      * publishes the barrier inits) */
-    dispatch_tokens(a, stages, epoch0);
-    /* the row buffer's generic writes are ordered before the TMA (async proxy) refills it */
+    if (!dispatch_tokens(a, stages, epoch0)) {
+        record_pipeline_failure(a.comm);
+        return steps_gone();
+    }
+    /* the row buffers' generic accesses are ordered before the TMA (async proxy) refills them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     stamp(a, 1);
 
@@ -1071,7 +1151,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
-    (void)hidden; /* the dispatch row (H + H/32 bytes, padded) lives in the stages: checked below */
+    (void)hidden; /* the dispatch's round buffers live in the stages and the staging area: checked below */
     return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + (size_t)experts * 4 +
            ((size_t)experts / ranks + 4) * 4;
 }
@@ -1080,7 +1160,12 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
 {
     *max_ctas = 0;
     size_t wire = (size_t)hidden + ((size_t)hidden / 128 * 4 + 15) / 16 * 16; /* mm_fused_row_bytes */
-    if (wire > MM_TILE_STAGES * MM_TILE_STAGE_BYTES || ranks < 1 || experts % ranks) return cudaErrorInvalidValue;
+    /* the dispatch's two round buffers: the stage ring and the staging area (at least; the ring
+     * starts within the first 1 KB of shared memory) */
+    if (hidden < 1 || hidden > (1 << 20) ||
+        mm_fused_dispatch_group((unsigned)hidden, (unsigned)wire, DISPATCH_SPAN_BYTES, 1) < 1 ||
+        ranks < 1 || experts % ranks)
+        return cudaErrorInvalidValue;
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
     cudaError_t e = cudaSuccess;
     int per_sm = 0, dev = 0, sms = 0;
@@ -1163,6 +1248,7 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
     }
     memset(steps_host, 0, (size_t)steps_words * 4);
 #endif
+    if ((uintptr_t)a.io.x % 16) return cudaErrorMisalignedAddress; /* the dispatch loads x rows by bulk copies */
     if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
         fused_moe_kernel<true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     else

@@ -268,6 +268,17 @@ MM_HD int mm_fused_first_slot(const int32_t *ids, int t, int k, int topk)
     return slot;
 }
 
+/* fused's dispatch rounds (fused.cu dispatch_tokens): each round's tokens come into shared memory
+ * as BF16 rows (2 * hidden bytes) and leave as wire rows (row_bytes), both double-buffered so the
+ * next round's loads and this round's sends overlap. Tokens a round can hold in `span` bytes, at
+ * most `most`; 0 when not even one fits (the host refuses such a hidden size). */
+MM_HD int mm_fused_dispatch_group(unsigned hidden, unsigned row_bytes, unsigned span, int most)
+{
+    const unsigned per_token = 2u * (2u * hidden + row_bytes); /* hidden <= 65536 (config.c): no overflow */
+    const unsigned fit = per_token ? span / per_token : 0u;
+    return fit < (unsigned)most ? (int)fit : most;
+}
+
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
 MM_HD int mm_fused_gemm2_tile(int g, int h_items)
 {

@@ -28,7 +28,8 @@ const char *pipe_wait_name(uint64_t wait)
     static const char *const names[] = {"none", "stage full (math waiting for operands)",
                                         "stage empty (producer waiting for the math)",
                                         "item slot free (producer waiting for the math)",
-                                        "item ready (math waiting for the producer)"};
+                                        "item ready (math waiting for the producer)",
+                                        "token rows (the dispatch waiting for its BF16 rows' bulk loads)"};
     _Static_assert(sizeof names / sizeof names[0] == MM_PIPE_WAIT_COUNT, "a name per mm_pipe_wait");
     return wait < MM_PIPE_WAIT_COUNT ? names[wait] : "unknown";
 }

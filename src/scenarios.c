@@ -66,6 +66,9 @@ static const mm_scenario scenarios[] = {
     {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    /* fused's dispatch runs its tokens in rounds of up to 8 a CTA over two buffers: here 4 rounds
+     * (132 CTAs), so each buffer is refilled; past ll's cap (ll skips it) */
+    {"tokens-4096", SMALL, 4096, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     /* fused folds 1..8 rows past a full tile into it (swapped MMAs, gemm_schedule.h
      * mm_fused_extra_rows; its folding form runs near 128 rows an expert, mm_fused_fold_kernel):
      * balanced routing over 4 experts gives every expert 132 or 129 rows at EP1 (4 and 1 extra),

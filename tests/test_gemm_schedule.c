@@ -350,6 +350,26 @@ static void fused_first_slots(void **state)
     assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
 }
 
+/* fused's dispatch rounds: both buffers of every token of a round fit the span, one more would
+ * not (unless the cap binds), and a hidden size whose round cannot hold one token gets 0. */
+static void fused_dispatch_group(void **state)
+{
+    (void)state;
+    const long long span = 4 * 34816 + 67584; /* the stage ring and the staging area (fused.cu) */
+    const long long hiddens[] = {128, 2048, 4096, 7168, 16384, 34048, 40960};
+    for (size_t i = 0; i < sizeof hiddens / sizeof hiddens[0]; i++) {
+        const long long h = hiddens[i], wire = h + (h / 128 * 4 + 15) / 16 * 16, per = 2 * (2 * h + wire);
+        const int g = mm_fused_dispatch_group(h, wire, span, 8);
+        assert_true(g >= 0 && g <= 8);
+        assert_true((long long)g * per <= span);
+        if (g < 8) assert_true((long long)(g + 1) * per > span);
+    }
+    assert_int_equal(mm_fused_dispatch_group(4096, 4224, span, 8), 8);   /* Flash: 12416 B a token */
+    assert_int_equal(mm_fused_dispatch_group(7168, 7392, span, 8), 4);   /* Pro, V3: 21728 B */
+    assert_int_equal(mm_fused_dispatch_group(40960, 42240, span, 8), 0); /* no room: refused */
+    assert_int_equal(mm_fused_dispatch_group(4096, 4224, span, 2), 2);
+}
+
 /* The tensor-copy epilogue's box layout: the per-thread base plus per-pair step the kernel adds
  * lands every fragment pair where the 128-byte-swizzled map expects (row, col); every (row, col
  * pair) of the two boxes is written exactly once; and each warp-wide store (one pair i of 32 lanes)
@@ -425,6 +445,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_extra_rows),
         cmocka_unit_test(fused_first_slots),
+        cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(out_box_layout),
         cmocka_unit_test(out_tile_swizzle),
     };
