@@ -270,6 +270,9 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
 #ifndef DISPATCH_GROUP
 #define DISPATCH_GROUP 8 /* most tokens a round; a build may set it (experiments) */
 #endif
+#ifndef QUANT_ILP
+#define QUANT_ILP 4
+#endif
 __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t epoch)
 {
     const bool first = counts_first(a); /* the same in every CTA */
@@ -368,11 +371,29 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
             uint8_t *ws = wire + (size_t)b * group * a.x.row_bytes;
             /* the round's tokens: all but in the last round */
             const int n = min(group, (a.io.tokens - ROUND_TOKEN(j, 0) + (int)gridDim.x - 1) / (int)gridDim.x);
-            for (int blk = warp; blk < n * hb; blk += warps) {
-                const int g = blk / hb, i = blk - g * hb;
-                const uint2 raw = *(const uint2 *)(xs + (size_t)g * x_bytes + (size_t)i * 256 + lane * 8);
-                uint8_t *row = ws + (size_t)g * a.x.row_bytes;
-                mm_quantize_loaded128(raw, row + (size_t)i * 128, (float *)(row + a.m.hidden) + i, a.m.ue8m0);
+            /* QUANT_ILP blocks a warp at once: each block's amax shuffles, scale division and
+             * conversions are one dependent chain; several chains interleave */
+            for (int blk0 = warp; blk0 < n * hb; blk0 += warps * QUANT_ILP) {
+                uint2 raw[QUANT_ILP];
+                uint32_t q[QUANT_ILP];
+                float sc[QUANT_ILP];
+#pragma unroll
+                for (int u = 0; u < QUANT_ILP; u++) {
+                    const int blk = min(blk0 + u * warps, n * hb - 1), g = blk / hb, i = blk - g * hb;
+                    raw[u] = *(const uint2 *)(xs + (size_t)g * x_bytes + (size_t)i * 256 + lane * 8);
+                }
+                /* all QUANT_ILP at once, so their chains interleave (a block past the round's end
+                 * repeats its last one and is not stored) */
+                mm_quantize_held128<QUANT_ILP>(raw, a.m.ue8m0, q, sc);
+#pragma unroll
+                for (int u = 0; u < QUANT_ILP; u++) {
+                    const int blk = blk0 + u * warps, g = blk / hb, i = blk - g * hb;
+                    uint8_t *row = ws + (size_t)g * a.x.row_bytes;
+                    if (blk < n * hb) {
+                        *(uint32_t *)(row + (size_t)i * 128 + lane * 4) = q[u];
+                        if (lane == 0) ((float *)(row + a.m.hidden))[i] = sc[u];
+                    }
+                }
             }
         }
         /* the wire rows (generic writes) before the bulk copies (async proxy) read them, and the

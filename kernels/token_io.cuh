@@ -33,21 +33,47 @@ typedef struct {
     int max_tokens, local_experts;
 } mm_dispatch_dest;
 
-/* One warp quantizes 128 BF16 values (recipe step 2): the block's amax over the warp, its scale
- * (lane 0 stores it), each lane 4 FP8 values. Shared by the dispatch below and normal's quantize
- * stage, so every mode quantizes x with the same instructions. */
+/* One warp quantizes U blocks of 128 BF16 values (recipe step 2): each block's amax over the
+ * warp, its scale, each lane 4 FP8 values per block (returned packed; the caller stores them).
+ * The U blocks' chains (shuffles, the scale's division, the conversions) are written interleaved,
+ * step by step across the blocks, so a warp with several blocks does not wait out one chain
+ * after another. Every mode's quantization comes here (below, normal's quantize stage, fused's
+ * dispatch), so all quantize x with the same instructions. */
+template <int U>
+__device__ __forceinline__ void mm_quantize_held128(const uint2 raw[U], int ue8m0, uint32_t q[U], float scale[U])
+{
+    float v[U][4], amax[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        v[u][0] = mm_bf16_decode((uint16_t)(raw[u].x & 0xffff));
+        v[u][1] = mm_bf16_decode((uint16_t)(raw[u].x >> 16));
+        v[u][2] = mm_bf16_decode((uint16_t)(raw[u].y & 0xffff));
+        v[u][3] = mm_bf16_decode((uint16_t)(raw[u].y >> 16));
+        amax[u] = fmaxf(fmaxf(mm_fabs(v[u][0]), mm_fabs(v[u][1])), fmaxf(mm_fabs(v[u][2]), mm_fabs(v[u][3])));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < U; u++) amax[u] = fmaxf(amax[u], __shfl_xor_sync(0xffffffffu, amax[u], o));
+#pragma unroll
+    for (int u = 0; u < U; u++) scale[u] = mm_block_scale(amax[u], ue8m0);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        q[u] = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[u] |= (uint32_t)mm_quantize(v[u][i], scale[u]) << (8 * i);
+    }
+}
+
+/* The same, stored: lane l's 4 FP8 values at dst + 4 l, the scale by lane 0. */
 __device__ __forceinline__ void mm_quantize_loaded128(uint2 raw, uint8_t *dst, float *scale_out, int ue8m0)
 {
     const int lane = threadIdx.x % 32;
-    float v[4] = {mm_bf16_decode((uint16_t)(raw.x & 0xffff)), mm_bf16_decode((uint16_t)(raw.x >> 16)),
-                  mm_bf16_decode((uint16_t)(raw.y & 0xffff)), mm_bf16_decode((uint16_t)(raw.y >> 16))};
-    float amax = fmaxf(fmaxf(mm_fabs(v[0]), mm_fabs(v[1])), fmaxf(mm_fabs(v[2]), mm_fabs(v[3])));
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    float s = mm_block_scale(amax, ue8m0);
-    uint32_t q = 0;
-    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(v[i], s) << (8 * i);
-    *(uint32_t *)(dst + lane * 4) = q;
-    if (lane == 0) *scale_out = s;
+    float s[1];
+    uint32_t q[1];
+    mm_quantize_held128<1>(&raw, ue8m0, q, s);
+    *(uint32_t *)(dst + lane * 4) = q[0];
+    if (lane == 0) *scale_out = s[0];
 }
 
 /* The block's 128 BF16 values as mm_quantize_loaded128 takes them: lane l's 4 (8 bytes). Split
