@@ -251,6 +251,32 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
     __syncwarp();
 }
 
+/* A warp's U blocks blk, blk + warps, ... of a round: BF16 from the round's x buffer `xs` (rows of
+ * x_bytes), FP8 and scales into its wire rows `ws` (rows of row_bytes: hidden FP8 bytes, then the
+ * scales), the U chains interleaved (mm_quantize_held128). */
+template <int U>
+__device__ __forceinline__ void quantize_blocks(const uint8_t *xs, uint8_t *ws, int blk, int warps, int hb,
+                                                size_t x_bytes, size_t row_bytes, int hidden, int ue8m0)
+{
+    const int lane = mm_tid() % 32;
+    uint2 raw[U];
+    uint32_t q[U];
+    float sc[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int g = (blk + u * warps) / hb, i = blk + u * warps - g * hb;
+        raw[u] = *(const uint2 *)(xs + (size_t)g * x_bytes + (size_t)i * 256 + lane * 8);
+    }
+    mm_quantize_held128<U>(raw, ue8m0, q, sc);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int g = (blk + u * warps) / hb, i = blk + u * warps - g * hb;
+        uint8_t *row = ws + (size_t)g * row_bytes;
+        *(uint32_t *)(row + (size_t)i * 128 + lane * 4) = q[u];
+        if (lane == 0) ((float *)(row + hidden))[i] = sc[u];
+    }
+}
+
 /* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
  * pipelined over two buffers in shared memory: while round j is quantized and sent, round j + 1's
  * BF16 rows are already on their way in (one bulk copy per row, issued by thread 0 on the
@@ -277,7 +303,7 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
 {
     const bool first = counts_first(a); /* the same in every CTA */
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank, topk = a.m.topk;
-    const int hb = a.m.hidden / 128, warp = mm_tid() / 32, warps = MM_TILE_THREADS / 32, lane = mm_tid() % 32;
+    const int hb = a.m.hidden / 128, warp = mm_tid() / 32, warps = MM_TILE_THREADS / 32;
     const size_t x_bytes = (size_t)a.m.hidden * 2;
     const int group = mm_fused_dispatch_group((unsigned)a.m.hidden, (unsigned)a.x.row_bytes, DISPATCH_SPAN_BYTES,
                                               DISPATCH_GROUP); /* >= 1: mm_fused_prepare checked */
@@ -371,30 +397,14 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
             uint8_t *ws = wire + (size_t)b * group * a.x.row_bytes;
             /* the round's tokens: all but in the last round */
             const int n = min(group, (a.io.tokens - ROUND_TOKEN(j, 0) + (int)gridDim.x - 1) / (int)gridDim.x);
-            /* QUANT_ILP blocks a warp at once: each block's amax shuffles, scale division and
-             * conversions are one dependent chain; several chains interleave */
-            for (int blk0 = warp; blk0 < n * hb; blk0 += warps * QUANT_ILP) {
-                uint2 raw[QUANT_ILP];
-                uint32_t q[QUANT_ILP];
-                float sc[QUANT_ILP];
-#pragma unroll
-                for (int u = 0; u < QUANT_ILP; u++) {
-                    const int blk = min(blk0 + u * warps, n * hb - 1), g = blk / hb, i = blk - g * hb;
-                    raw[u] = *(const uint2 *)(xs + (size_t)g * x_bytes + (size_t)i * 256 + lane * 8);
-                }
-                /* all QUANT_ILP at once, so their chains interleave (a block past the round's end
-                 * repeats its last one and is not stored) */
-                mm_quantize_held128<QUANT_ILP>(raw, a.m.ue8m0, q, sc);
-#pragma unroll
-                for (int u = 0; u < QUANT_ILP; u++) {
-                    const int blk = blk0 + u * warps, g = blk / hb, i = blk - g * hb;
-                    uint8_t *row = ws + (size_t)g * a.x.row_bytes;
-                    if (blk < n * hb) {
-                        *(uint32_t *)(row + (size_t)i * 128 + lane * 4) = q[u];
-                        if (lane == 0) ((float *)(row + a.m.hidden))[i] = sc[u];
-                    }
-                }
-            }
+            /* QUANT_ILP blocks a warp at once while it has that many left (their chains
+             * interleave), then one at a time: a warp with a few blocks (decode) keeps the short
+             * single chains */
+            int blk = warp;
+            for (; blk + (QUANT_ILP - 1) * warps < n * hb; blk += QUANT_ILP * warps)
+                quantize_blocks<QUANT_ILP>(xs, ws, blk, warps, hb, x_bytes, a.x.row_bytes, a.m.hidden, a.m.ue8m0);
+            for (; blk < n * hb; blk += warps)
+                quantize_blocks<1>(xs, ws, blk, warps, hb, x_bytes, a.x.row_bytes, a.m.hidden, a.m.ue8m0);
         }
         /* the wire rows (generic writes) before the bulk copies (async proxy) read them, and the
          * BF16 rows' reads before the async proxy refills their buffer */

@@ -52,7 +52,9 @@ if command -v compute-sanitizer >/dev/null; then
     # tokens-uneven is 3 tokens), where every tile is tiny: the small-tile path before compact
     # items raced there (perf-notes, eleventh session). Not tokens-37: under racecheck that run
     # finished in 17 s once and not within 100-200 s twice (cause not found; it passes unsanitized).
-    for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused; do
+    # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers
+    for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused \
+               racecheck-dispatch:tokens-4096:fused; do
         name=${run%%:*} tool=${name%%-*} filter=${run#*:}; modes=${filter#*:} filter=${filter%%:*}
         expect_rc 0 sanitizer-$name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
             --report-api-errors no build/megamoe check --filter $filter --modes $modes --timeout-ms 60000
