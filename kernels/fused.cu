@@ -6,10 +6,13 @@
  * threads work alike. Every CTA goes through the same phases; the hand-offs between them are
  * counters, not grid barriers, so a CTA starts a phase's work as soon as what that work needs is
  * there:
- *   1 dispatch      CTAs stride over tokens, 4 at a time: claim a slot per valid k (local
- *                   atomics per expert), quantize the row (recipe step 2, token_io.cuh's
- *                   mm_quantize_block128, as ll does) in shared memory, then send FP8 row +
- *                   scales ONCE per destination rank (one bulk copy from shared memory) to its
+ *   1 dispatch      CTAs stride over tokens in rounds of up to 8, pipelined over two buffers in
+ *                   the stage ring and staging area (the next round's BF16 rows come in by bulk
+ *                   copies on an `xfull` mbarrier while this one is sent): claim a slot per
+ *                   valid k (local atomics per expert, a round ahead), quantize the rows
+ *                   (recipe step 2, token_io.cuh's quantizer, as ll does) from shared memory
+ *                   into wire rows, then send FP8 row + scales ONCE per destination rank (one
+ *                   bulk copy from shared memory) to its
  *                   dispatch_recv[me][t] and a 16-byte meta {src rank, token, k, weight} per
  *                   valid k to dispatch_meta[le][me][slot] (NVLink). Each CTA waits for its bulk
  *                   copies' writes; the last CTA out publishes (epoch << 32) | count to each
