@@ -318,7 +318,7 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
     const int cg = claimer ? mm_tid() / topk : 0, ck = claimer ? mm_tid() % topk : 0;
     const bool copier = mm_tid() < group * MM_MAX_PEERS;
     /* the round's tokens: t = blockIdx.x + (j * group + g) * gridDim.x */
-#define ROUND_TOKEN(j, g) ((int)blockIdx.x + ((j) * group + (g)) * (int)gridDim.x)
+#define ROUND_TOKEN(j, g) mm_fused_round_token((int)blockIdx.x, (int)gridDim.x, group, (j), (g))
     int e_cur = -1, e_next = -1, e_later = -1, slot_cur = -1, slot_next = -1;
     float w_cur = 0.0f, w_next = 0.0f, w_later = 0.0f; /* the (token, k)'s top-k weight, loaded with its id */
     if (claimer) {
@@ -344,15 +344,14 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
     /* also publishes the kernel's own barrier inits (the caller's comment) */
     __syncthreads();
     bool good = true;
-    for (int j = 0; ROUND_TOKEN(j, 0) < a.io.tokens; j++) {
+    for (int j = 0; mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j) > 0; j++) {
         const int b = j & 1;
         /* round 0's loads here, every later round's one round early (below) */
         if (mm_tid() == 0 && j == 0) {
-            unsigned bytes = 0;
-            for (int g = 0; g < group && ROUND_TOKEN(0, g) < a.io.tokens; g++) bytes += (unsigned)x_bytes;
+            const int n0 = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, 0);
             const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[0]);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-            for (int g = 0; g < group && ROUND_TOKEN(0, g) < a.io.tokens; g++)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)(n0 * x_bytes)) : "memory");
+            for (int g = 0; g < n0; g++)
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                              ::"r"((unsigned)__cvta_generic_to_shared(xbuf + (size_t)g * x_bytes)),
                              "l"(a.io.x + (size_t)ROUND_TOKEN(0, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
@@ -366,12 +365,11 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
         __syncthreads();
         /* round j - 1 is done with xbuf[b ^ 1] (quantized before the last barrier) and with
          * owners[b ^ 1] (read by its copiers): round j + 1 may have them */
-        if (mm_tid() == 0 && ROUND_TOKEN(j + 1, 0) < a.io.tokens) {
-            unsigned bytes = 0;
-            for (int g = 0; g < group && ROUND_TOKEN(j + 1, g) < a.io.tokens; g++) bytes += (unsigned)x_bytes;
+        const int n_next = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j + 1);
+        if (mm_tid() == 0 && n_next) {
             const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[b ^ 1]);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-            for (int g = 0; g < group && ROUND_TOKEN(j + 1, g) < a.io.tokens; g++)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)(n_next * x_bytes)) : "memory");
+            for (int g = 0; g < n_next; g++)
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                              ::"r"((unsigned)__cvta_generic_to_shared(xbuf + ((size_t)(b ^ 1) * group + g) * x_bytes)),
                              "l"(a.io.x + (size_t)ROUND_TOKEN(j + 1, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
@@ -398,8 +396,7 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
         if (loaded) {
             const uint8_t *xs = xbuf + (size_t)b * group * x_bytes;
             uint8_t *ws = wire + (size_t)b * group * a.x.row_bytes;
-            /* the round's tokens: all but in the last round */
-            const int n = min(group, (a.io.tokens - ROUND_TOKEN(j, 0) + (int)gridDim.x - 1) / (int)gridDim.x);
+            const int n = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j);
             /* QUANT_ILP blocks a warp at once while it has that many left (their chains
              * interleave), then one at a time: a warp with a few blocks (decode) keeps the short
              * single chains */

@@ -279,6 +279,22 @@ MM_HD int mm_fused_dispatch_group(unsigned hidden, unsigned row_bytes, unsigned 
     return fit < (unsigned)most ? (int)fit : most;
 }
 
+/* The dispatch's rounds: CTA `cta` of `ctas` takes tokens cta, cta + ctas, ... in rounds of `group`;
+ * token g of its round j, and how many of round j's tokens exist (0: the CTA is done; a round
+ * short of `group` is its last). */
+MM_HD int mm_fused_round_token(int cta, int ctas, int group, int j, int g)
+{
+    return cta + (j * group + g) * ctas;
+}
+
+MM_HD int mm_fused_round_tokens(int tokens, int cta, int ctas, int group, int j)
+{
+    const int first = mm_fused_round_token(cta, ctas, group, j, 0);
+    if (first >= tokens) return 0;
+    const int n = (tokens - first + ctas - 1) / ctas;
+    return n < group ? n : group;
+}
+
 /* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
 MM_HD int mm_fused_gemm2_tile(int g, int h_items)
 {

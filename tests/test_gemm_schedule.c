@@ -370,6 +370,36 @@ static void fused_dispatch_group(void **state)
     assert_int_equal(mm_fused_dispatch_group(4096, 4224, span, 2), 2);
 }
 
+/* fused's dispatch rounds cover every token exactly once: CTA c's rounds j = 0, 1, ... while
+ * mm_fused_round_tokens > 0, tokens g < that count; a round short of `group` is the CTA's last,
+ * and the count is exactly how many of the round's `group` slots hold a token. */
+static void fused_dispatch_rounds(void **state)
+{
+    (void)state;
+    const int cases[][3] = {{0, 132, 8}, {1, 132, 8}, {31, 132, 8}, {132, 132, 8}, {133, 132, 4},
+                            {1000, 132, 8}, {1056, 132, 8}, {4096, 132, 8}, {8192, 132, 4},
+                            {8192, 78, 8}, {37, 5, 3}, {7, 1, 8}};
+    static int seen[8192];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int tokens = cases[c][0], ctas = cases[c][1], group = cases[c][2];
+        memset(seen, 0, sizeof seen);
+        for (int cta = 0; cta < ctas; cta++) {
+            int j = 0, n;
+            for (; (n = mm_fused_round_tokens(tokens, cta, ctas, group, j)) > 0; j++) {
+                assert_true(n <= group);
+                for (int g = 0; g < group; g++) {
+                    const int t = mm_fused_round_token(cta, ctas, group, j, g);
+                    assert_int_equal(g < n, t < tokens);
+                    if (g < n) seen[t]++;
+                }
+                if (n < group) assert_int_equal(mm_fused_round_tokens(tokens, cta, ctas, group, j + 1), 0);
+            }
+            assert_true(j <= (tokens + ctas * group - 1) / (ctas * group) + 1);
+        }
+        for (int t = 0; t < tokens; t++) assert_int_equal(seen[t], 1);
+    }
+}
+
 /* The tensor-copy epilogue's box layout: the per-thread base plus per-pair step the kernel adds
  * lands every fragment pair where the 128-byte-swizzled map expects (row, col); every (row, col
  * pair) of the two boxes is written exactly once; and each warp-wide store (one pair i of 32 lanes)
@@ -446,6 +476,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_extra_rows),
         cmocka_unit_test(fused_first_slots),
         cmocka_unit_test(fused_dispatch_group),
+        cmocka_unit_test(fused_dispatch_rounds),
         cmocka_unit_test(out_box_layout),
         cmocka_unit_test(out_tile_swizzle),
     };
