@@ -25,9 +25,7 @@ __device__ __forceinline__ void act_row_block(const mm_act_args &a, size_t row, 
     float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     float s = mm_block_scale(amax, a.ue8m0);
-    uint32_t q = 0;
-    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_quantize(hv[i], s) << (8 * i);
-    *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = q;
+    *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = mm_quantize4(hv, s);
     if (lane == 0) a.act_scales[row * blocks + b] = s;
 }
 

@@ -753,10 +753,22 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         scale[hi] = mm_block_scale(amax[hi], a.m.ue8m0);
     }
     uint32_t pairs[2][16]; /* [row][chunk j]: this thread's 2 bytes of 8-byte chunk j */
+    /* mm_quantize's multiply-or-divide decided once for both rows, not per element (as
+     * mm_quantize4 does for a block's 4 values): the same bytes; UE8M0 scales always multiply */
+    const float inv[2] = {mm_scale_inverse(scale[0]), mm_scale_inverse(scale[1])};
+    if (inv[0] != 0.0f && inv[1] != 0.0f) {
 #pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        const int hi = (i >> 1) & 1;
-        pairs[hi][i >> 2] = (uint32_t)mm_quantize(acc[i], scale[hi]) | (uint32_t)mm_quantize(acc[i + 1], scale[hi]) << 8;
+        for (int i = 0; i < MM_TILE_ACC; i += 2) {
+            const int hi = (i >> 1) & 1;
+            pairs[hi][i >> 2] = (uint32_t)mm_fp8_encode(MM_MUL(acc[i], inv[hi])) |
+                                (uint32_t)mm_fp8_encode(MM_MUL(acc[i + 1], inv[hi])) << 8;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC; i += 2) {
+            const int hi = (i >> 1) & 1;
+            pairs[hi][i >> 2] = (uint32_t)mm_quantize(acc[i], scale[hi]) | (uint32_t)mm_quantize(acc[i + 1], scale[hi]) << 8;
+        }
     }
     store_row_fp8(a.act + (act_row0 + r_lo) * a.m.inter + block * 128, pairs[0], ok_lo);
     store_row_fp8(a.act + (act_row0 + r_hi) * a.m.inter + block * 128, pairs[1], ok_hi);
@@ -820,10 +832,8 @@ __device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const 
         float amax = fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3])));
         for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
         const float scale = mm_block_scale(amax, a.m.ue8m0);
-        uint32_t q = 0;
-        for (int j = 0; j < 4; j++) q |= (uint32_t)mm_quantize(h[j], scale) << (8 * j);
         const size_t row = act_row0 + r;
-        *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = q;
+        *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = mm_quantize4(h, scale);
         if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
     }
 }

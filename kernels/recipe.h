@@ -158,6 +158,20 @@ MM_HD uint8_t mm_quantize(float x, float scale)
     return mm_fp8_encode(inv != 0.0f ? MM_MUL(x, inv) : MM_DIV(x, scale));
 }
 
+/* Four values of one block in FP8, value i in byte i: mm_quantize of each, its multiply-or-divide
+ * decided once for the four (they share the block's scale), so a GPU warp takes one branch per
+ * block instead of one per value (UE8M0 scales always multiply). */
+MM_HD uint32_t mm_quantize4(const float v[4], float scale)
+{
+    const float inv = mm_scale_inverse(scale);
+    uint32_t q = 0;
+    if (inv != 0.0f)
+        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_MUL(v[i], inv)) << (8 * i);
+    else
+        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_DIV(v[i], scale)) << (8 * i);
+    return q;
+}
+
 /* Recipe step 4 in FP32: g = min(gate, L), u = clamp(up, -L, L), h = g / (1 + exp(-g)) * u * w.
  * In two halves, so a kernel can work out the gate's half (the exp and the division) while the up
  * block is still being computed; mm_swiglu is the two in a row. Every GPU path calls these, so

@@ -55,31 +55,10 @@ __device__ __forceinline__ void mm_quantize_held128(const uint2 raw[U], int ue8m
     for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
         for (int u = 0; u < U; u++) amax[u] = fmaxf(amax[u], __shfl_xor_sync(0xffffffffu, amax[u], o));
-    bool all_exact = true; /* every block's scale a power of two: 1 / scale is exact (mm_quantize) */
-    float inv[U];
 #pragma unroll
     for (int u = 0; u < U; u++) {
         scale[u] = mm_block_scale(amax[u], ue8m0);
-        inv[u] = mm_scale_inverse(scale[u]);
-        all_exact = all_exact && inv[u] != 0.0f;
-    }
-    /* mm_quantize decides multiply-or-divide per element; the scale is the block's (warp-uniform
-     * after the reduction), so deciding it once for all U blocks gives the same bytes without a
-     * branch per element (UE8M0 scales always take the first path) */
-    if (all_exact) {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            q[u] = 0;
-#pragma unroll
-            for (int i = 0; i < 4; i++) q[u] |= (uint32_t)mm_fp8_encode(MM_MUL(v[u][i], inv[u])) << (8 * i);
-        }
-    } else {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            q[u] = 0;
-#pragma unroll
-            for (int i = 0; i < 4; i++) q[u] |= (uint32_t)mm_quantize(v[u][i], scale[u]) << (8 * i);
-        }
+        q[u] = mm_quantize4(v[u], scale[u]);
     }
 }
 

@@ -159,6 +159,52 @@ static void shortcuts_are_exact(void **state)
     }
 }
 
+/* mm_quantize4 gives the bytes of four mm_quantize calls, value i in byte i, for power-of-two
+ * scales (one multiply each), any other scale (divisions), and values that saturate, round to
+ * zero or are not finite. */
+static void quantize4_is_quantize(void **state)
+{
+    (void)state;
+    uint64_t rng = 11;
+    for (int n = 0; n < 200000; n++) {
+        float v[4], scale;
+        for (int i = 0; i < 4; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            v[i] = mm_bits_f32((uint32_t)(rng >> 32));
+        }
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        const int kind = (int)((rng >> 20) % 4), k = (int)((rng >> 8) % 252) - 125;
+        if (kind == 0) scale = ldexpf(1.0f, k);                                   /* UE8M0 */
+        else if (kind == 1) scale = mm_block_scale(fabsf(v[(rng >> 40) % 4]), 0); /* FP32 amax / 448 */
+        else if (kind == 2) scale = mm_block_scale(fabsf(v[0]) + 1.0f, 1);
+        else scale = (float)((rng >> 33) % 1000 + 1) * 1e-3f;
+        if (!(scale > 0.0f) || isinf(scale)) continue;
+        const uint32_t q = mm_quantize4(v, scale);
+        for (int i = 0; i < 4; i++) {
+            const uint8_t want = mm_quantize(v[i], scale), got = (uint8_t)(q >> (8 * i));
+            if (got != want) fail_msg("v %a scale %a: byte %d %#x vs %#x", (double)v[i], (double)scale, i, got, want);
+        }
+    }
+    /* values whose quotient lies at an FP8 rounding midpoint, where a multiply by a rounded
+     * inverse and the division can round apart */
+    const float scales[] = {3.0f, 0.1f, 1.7f, 1e-3f, 37.0f};
+    for (int c = 0; c < 126; c++)
+        for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+            const float mid = 0.5f * (mm_fp8_decode((uint8_t)c) + mm_fp8_decode((uint8_t)(c + 1)));
+            const float x = mid * scales[si];
+            float v[4] = {x, nextafterf(x, INFINITY), nextafterf(x, -INFINITY), -x};
+            const uint32_t q = mm_quantize4(v, scales[si]);
+            for (int i = 0; i < 4; i++)
+                assert_int_equal((q >> (8 * i)) & 0xff, mm_quantize(v[i], scales[si]));
+        }
+    const float big[4] = {1e30f, -1e30f, 0.0f, -0.0f};
+    const uint32_t q = mm_quantize4(big, 1.0f);
+    assert_int_equal(q & 0xff, 0x7e);         /* saturates to 448 */
+    assert_int_equal((q >> 8) & 0xff, 0xfe);  /* and to -448 */
+    assert_int_equal((q >> 16) & 0xff, 0x00); /* zero */
+    assert_int_equal((q >> 24) & 0xff, 0x80); /* negative zero */
+}
+
 int run_recipe_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +214,7 @@ int run_recipe_tests(void)
         cmocka_unit_test(hardware_table),
         cmocka_unit_test(swiglu_against_double),
         cmocka_unit_test(shortcuts_are_exact),
+        cmocka_unit_test(quantize4_is_quantize),
     };
     return cmocka_run_group_tests_name("recipe", tests, NULL, NULL);
 }
