@@ -280,6 +280,22 @@ __device__ __forceinline__ void quantize_blocks(const uint8_t *xs, uint8_t *ws, 
     }
 }
 
+/* Thread 0: round j's n BF16 rows of this CTA into the x buffer `dst`, one bulk copy each, all
+ * completing on `bar` (armed here with their bytes). */
+__device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t *dst, uint64_t *bar, int group, int j,
+                                                int n)
+{
+    const unsigned row = (unsigned)a.m.hidden * 2, b = (unsigned)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(n * row) : "memory");
+    for (int g = 0; g < n; g++) {
+        const int t = mm_fused_round_token((int)blockIdx.x, (int)gridDim.x, group, j, g);
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"((unsigned)__cvta_generic_to_shared(dst + (size_t)g * row)),
+                     "l"(a.io.x + (size_t)t * a.m.hidden), "r"(row), "r"(b)
+                     : "memory");
+    }
+}
+
 /* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
  * pipelined over two buffers in shared memory: while round j is quantized and sent, round j + 1's
  * BF16 rows are already on their way in (one bulk copy per row, issued by thread 0 on the
@@ -347,16 +363,9 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
     for (int j = 0; mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j) > 0; j++) {
         const int b = j & 1;
         /* round 0's loads here, every later round's one round early (below) */
-        if (mm_tid() == 0 && j == 0) {
-            const int n0 = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, 0);
-            const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[0]);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)(n0 * x_bytes)) : "memory");
-            for (int g = 0; g < n0; g++)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"((unsigned)__cvta_generic_to_shared(xbuf + (size_t)g * x_bytes)),
-                             "l"(a.io.x + (size_t)ROUND_TOKEN(0, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
-                             : "memory");
-        }
+        if (mm_tid() == 0 && j == 0)
+            load_round_rows(a, xbuf, &xfull[0], group, 0,
+                            mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, 0));
         /* wire buffer b was last read by round j - 2's copies */
         MM_STEP(0x1001);
         if (copier) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
@@ -366,15 +375,8 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
         /* round j - 1 is done with xbuf[b ^ 1] (quantized before the last barrier) and with
          * owners[b ^ 1] (read by its copiers): round j + 1 may have them */
         const int n_next = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j + 1);
-        if (mm_tid() == 0 && n_next) {
-            const unsigned bar = (unsigned)__cvta_generic_to_shared(&xfull[b ^ 1]);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)(n_next * x_bytes)) : "memory");
-            for (int g = 0; g < n_next; g++)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"((unsigned)__cvta_generic_to_shared(xbuf + ((size_t)(b ^ 1) * group + g) * x_bytes)),
-                             "l"(a.io.x + (size_t)ROUND_TOKEN(j + 1, g) * a.m.hidden), "r"((unsigned)x_bytes), "r"(bar)
-                             : "memory");
-        }
+        if (mm_tid() == 0 && n_next)
+            load_round_rows(a, xbuf + (size_t)(b ^ 1) * group * x_bytes, &xfull[b ^ 1], group, j + 1, n_next);
         if (mm_tid() >= 32 && mm_tid() < 32 + group) owners[b ^ 1][mm_tid() - 32] = 0u;
         if (claimer) {
             /* round j + 1's slots from ids loaded a round ago, round j + 2's ids now: the claim's
