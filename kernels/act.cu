@@ -22,8 +22,7 @@ __device__ __forceinline__ void act_row_block(const mm_act_args &a, size_t row, 
     const int blocks = a.inter / 128;
     float hv[4] = {mm_swiglu(gate.x, up.x, weight, a.has_limit, a.limit), mm_swiglu(gate.y, up.y, weight, a.has_limit, a.limit),
                    mm_swiglu(gate.z, up.z, weight, a.has_limit, a.limit), mm_swiglu(gate.w, up.w, weight, a.has_limit, a.limit)};
-    float amax = fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3])));
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float amax = mm_warp_amax(fmaxf(fmaxf(mm_fabs(hv[0]), mm_fabs(hv[1])), fmaxf(mm_fabs(hv[2]), mm_fabs(hv[3]))));
     float s = mm_block_scale(amax, a.ue8m0);
     *(uint32_t *)(a.act + row * a.inter + b * 128 + lane * 4) = mm_quantize4(hv, s);
     if (lane == 0) a.act_scales[row * blocks + b] = s;

@@ -831,8 +831,7 @@ __device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const 
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
         float h[4] = {mm_swiglu(g.x, u.x, w, a.m.has_limit, a.m.limit), mm_swiglu(g.y, u.y, w, a.m.has_limit, a.m.limit),
                       mm_swiglu(g.z, u.z, w, a.m.has_limit, a.m.limit), mm_swiglu(g.w, u.w, w, a.m.has_limit, a.m.limit)};
-        float amax = fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3])));
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float amax = mm_warp_amax(fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3]))));
         const float scale = mm_block_scale(amax, a.m.ue8m0);
         const size_t row = act_row0 + r;
         *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = mm_quantize4(h, scale);

@@ -158,6 +158,16 @@ MM_HD uint8_t mm_quantize(float x, float scale)
     return mm_fp8_encode(inv != 0.0f ? MM_MUL(x, inv) : MM_DIV(x, scale));
 }
 
+/* An absolute value (sign bit clear) as an unsigned key ordered as the floats are, NaN as 0: the
+ * max of the keys is the value fmaxf's max gives (fmaxf ignores a NaN), so a warp's amax is one
+ * integer reduction (redux.sync) instead of five shuffle-and-max steps. A block of NaNs only
+ * reads 0 instead of NaN, and both give mm_block_scale's floor. */
+MM_HD uint32_t mm_amax_key(float abs_value)
+{
+    const uint32_t b = mm_f32_bits(abs_value);
+    return b > 0x7f800000u ? 0u : b;
+}
+
 /* Four values of one block in FP8, value i in byte i: mm_quantize of each, its multiply-or-divide
  * decided once for the four (they share the block's scale), so a GPU warp takes one branch per
  * block instead of one per value (UE8M0 scales always multiply). */

@@ -33,6 +33,13 @@ typedef struct {
     int max_tokens, local_experts;
 } mm_dispatch_dest;
 
+/* The max over the warp of each lane's absolute value (NaN ignored, as fmaxf does): one integer
+ * reduction of mm_amax_key, the same float a butterfly of fmaxf shuffles gives. */
+__device__ __forceinline__ float mm_warp_amax(float lane_amax)
+{
+    return mm_bits_f32(__reduce_max_sync(0xffffffffu, mm_amax_key(lane_amax)));
+}
+
 /* One warp quantizes U blocks of 128 BF16 values (recipe step 2): each block's amax over the
  * warp, its scale, each lane 4 FP8 values per block (returned packed; the caller stores them).
  * The U blocks' chains (shuffles, the scale's division, the conversions) are written interleaved,
@@ -52,9 +59,7 @@ __device__ __forceinline__ void mm_quantize_held128(const uint2 raw[U], int ue8m
         amax[u] = fmaxf(fmaxf(mm_fabs(v[u][0]), mm_fabs(v[u][1])), fmaxf(mm_fabs(v[u][2]), mm_fabs(v[u][3])));
     }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int u = 0; u < U; u++) amax[u] = fmaxf(amax[u], __shfl_xor_sync(0xffffffffu, amax[u], o));
+    for (int u = 0; u < U; u++) amax[u] = mm_warp_amax(amax[u]);
 #pragma unroll
     for (int u = 0; u < U; u++) {
         scale[u] = mm_block_scale(amax[u], ue8m0);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../kernels/recipe.h"
 #include "reference.h"
@@ -205,6 +206,49 @@ static void quantize4_is_quantize(void **state)
     assert_int_equal((q >> 24) & 0xff, 0x80); /* negative zero */
 }
 
+/* The GPU's fmaxf (FMNMX, PTX max.f32): a NaN operand, quiet or signaling, gives the other one.
+ * (The host's fmaxf turns a signaling NaN into a NaN result, as IEEE 754-2008 maxNum says.) */
+static float gpu_fmaxf(float a, float b)
+{
+    return isnan(a) ? b : isnan(b) ? a : fmaxf(a, b);
+}
+
+/* A warp's amax as the max of mm_amax_key over its lanes' maxima gives the scale a butterfly of
+ * the GPU's fmaxf gives (the kernels' old reduction), over blocks with zeros, subnormals,
+ * infinities and NaNs (the max ignores a NaN; the keys read it as 0; a block of NaNs reads NaN
+ * one way and 0 the other, and both get the floor scale). */
+static void amax_key_is_fmaxf(void **state)
+{
+    (void)state;
+    uint64_t rng = 5;
+    for (int n = 0; n < 20000; n++) {
+        float lane[32];
+        const int kind = n % 5;
+        for (int l = 0; l < 32; l++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t bits = (uint32_t)(rng >> 32);
+            if (kind == 1) bits &= 0x807fffffu;                                      /* subnormals, zeros */
+            if (kind == 2 && (rng >> 20) % 7 == 0) bits = 0x7f800000u | (bits >> 31 << 31); /* infinities */
+            if (kind == 3 && (rng >> 20) % 3 == 0) bits = 0x7fc00000u | (bits & 0x803fffffu); /* NaNs */
+            if (kind == 4) bits = 0x7fc00001u;                                         /* all NaN */
+            lane[l] = mm_fabs(mm_bits_f32(bits));
+        }
+        float butterfly[32];
+        memcpy(butterfly, lane, sizeof lane);
+        for (int o = 16; o > 0; o >>= 1) {
+            float next[32];
+            for (int l = 0; l < 32; l++) next[l] = gpu_fmaxf(butterfly[l], butterfly[l ^ o]);
+            memcpy(butterfly, next, sizeof next);
+        }
+        uint32_t key = 0;
+        for (int l = 0; l < 32; l++) key = mm_amax_key(lane[l]) > key ? mm_amax_key(lane[l]) : key;
+        const float by_key = mm_bits_f32(key);
+        if (!isnan(butterfly[0])) assert_int_equal(mm_f32_bits(by_key), mm_f32_bits(butterfly[0]));
+        for (int ue8m0 = 0; ue8m0 < 2; ue8m0++)
+            assert_int_equal(mm_f32_bits(mm_block_scale(by_key, ue8m0)), mm_f32_bits(mm_block_scale(butterfly[0], ue8m0)));
+    }
+}
+
 int run_recipe_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +259,7 @@ int run_recipe_tests(void)
         cmocka_unit_test(swiglu_against_double),
         cmocka_unit_test(shortcuts_are_exact),
         cmocka_unit_test(quantize4_is_quantize),
+        cmocka_unit_test(amax_key_is_fmaxf),
     };
     return cmocka_run_group_tests_name("recipe", tests, NULL, NULL);
 }
