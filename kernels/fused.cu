@@ -360,12 +360,13 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
     /* also publishes the kernel's own barrier inits (the caller's comment) */
     __syncthreads();
     bool good = true;
-    for (int j = 0; mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j) > 0; j++) {
+    /* n: this round's tokens, carried over from the previous round's n_next */
+    for (int j = 0, n = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, 0), n_next; n > 0;
+         j++, n = n_next) {
         const int b = j & 1;
         /* round 0's loads here, every later round's one round early (below) */
         if (mm_tid() == 0 && j == 0)
-            load_round_rows(a, xbuf, &xfull[0], group, 0,
-                            mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, 0));
+            load_round_rows(a, xbuf, &xfull[0], group, 0, n);
         /* wire buffer b was last read by round j - 2's copies */
         MM_STEP(0x1001);
         if (copier) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
@@ -374,7 +375,7 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
         __syncthreads();
         /* round j - 1 is done with xbuf[b ^ 1] (quantized before the last barrier) and with
          * owners[b ^ 1] (read by its copiers): round j + 1 may have them */
-        const int n_next = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j + 1);
+        n_next = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j + 1);
         if (mm_tid() == 0 && n_next)
             load_round_rows(a, xbuf + (size_t)(b ^ 1) * group * x_bytes, &xfull[b ^ 1], group, j + 1, n_next);
         if (mm_tid() >= 32 && mm_tid() < 32 + group) owners[b ^ 1][mm_tid() - 32] = 0u;
@@ -398,7 +399,6 @@ __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t 
         if (loaded) {
             const uint8_t *xs = xbuf + (size_t)b * group * x_bytes;
             uint8_t *ws = wire + (size_t)b * group * a.x.row_bytes;
-            const int n = mm_fused_round_tokens(a.io.tokens, (int)blockIdx.x, (int)gridDim.x, group, j);
             /* QUANT_ILP blocks a warp at once while it has that many left (their chains
              * interleave), then one at a time: a warp with a few blocks (decode) keeps the short
              * single chains */
