@@ -4,7 +4,8 @@
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
-#      scenarios under compute-sanitizer memcheck, the smoke one under racecheck
+#      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
+#      tokens-uneven, tokens-4096 and fold-extra-rows
 #   4. gemm (the GEMM core alone: tiny skewed and by routing, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
@@ -52,9 +53,11 @@ if command -v compute-sanitizer >/dev/null; then
     # tokens-uneven is 3 tokens), where every tile is tiny: the small-tile path before compact
     # items raced there (perf-notes, eleventh session). Not tokens-37: under racecheck that run
     # finished in 17 s once and not within 100-200 s twice (cause not found; it passes unsanitized).
-    # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers
+    # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers,
+    # and on the fold-extra-rows scenarios, the only ones that run the folding form (its extra
+    # rows' scales and tiny area in the stages)
     for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused \
-               racecheck-dispatch:tokens-4096:fused; do
+               racecheck-dispatch:tokens-4096:fused racecheck-fold:fold-extra-rows:fused; do
         name=${run%%:*} tool=${name%%-*} filter=${run#*:}; modes=${filter#*:} filter=${filter%%:*}
         expect_rc 0 sanitizer-$name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
             --report-api-errors no build/megamoe check --filter $filter --modes $modes --timeout-ms 60000
