@@ -85,6 +85,16 @@ mm_verdict gate_compare(const mm_spread *old_run, const mm_spread *new_run,
 
 /* ---- files ---------------------------------------------------------------------------- */
 
+/* A row's `--breakdown` stages as the file has them (the first GATE_MAX_STAGES), shown next to
+ * a changed row so a reader sees where the change sits; never judged: each is the median of a few
+ * instrumented calls, not a timed spread. */
+#define GATE_MAX_STAGES 12
+
+typedef struct {
+    char name[24];
+    double us;
+} gate_stage;
+
 typedef struct {
     char mode[16];
     int batch;
@@ -94,6 +104,8 @@ typedef struct {
     double *samples; /* iter_us (NULL when the file has none) */
     int n_samples;
     char note[192];
+    int n_stages;
+    gate_stage stages[GATE_MAX_STAGES];
 } gate_row;
 
 typedef struct {
@@ -193,6 +205,14 @@ static mm_status load(const char *path, gate_file *g)
                 gr->samples = samples; /* kept for --relative-to */
                 gr->n_samples = samples ? k : 0;
             }
+            const cJSON *stages = cJSON_GetObjectItemCaseSensitive(r, "stages"), *st;
+            if (cJSON_IsArray(stages)) cJSON_ArrayForEach(st, stages)
+            {
+                const cJSON *us = cJSON_GetObjectItemCaseSensitive(st, "us");
+                if (gr->n_stages == GATE_MAX_STAGES || !str_item(st, "name")[0] || !cJSON_IsNumber(us)) continue;
+                mm_fmt(gr->stages[gr->n_stages].name, sizeof gr->stages[0].name, "%s", str_item(st, "name"));
+                gr->stages[gr->n_stages++].us = us->valuedouble;
+            }
             g->n++;
         }
     }
@@ -223,6 +243,25 @@ typedef struct {
     double old_ratio, new_ratio;
     int reference;           /* a row of the reference mode itself */
 } gate_line;
+
+/* "name old -> new (+x%), ..." over the stages both rows have, in the current row's order. */
+static void stage_changes(const gate_row *old_row, const gate_row *new_row, char *out, size_t cap)
+{
+    out[0] = 0;
+    size_t u = 0;
+    for (int j = 0; j < new_row->n_stages && u + 1 < cap; j++) {
+        const gate_stage *nw = &new_row->stages[j];
+        for (int i = 0; i < old_row->n_stages; i++) {
+            const gate_stage *o = &old_row->stages[i];
+            if (strcmp(o->name, nw->name) != 0) continue;
+            char change[24] = "";
+            if (o->us > 0) mm_fmt(change, sizeof change, " (%+.1f%%)", (nw->us - o->us) / o->us * 100.0);
+            mm_fmt(out + u, cap - u, "%s%s %.1f -> %.1f%s", u ? ", " : "", nw->name, o->us, nw->us, change);
+            u = strlen(out);
+            break;
+        }
+    }
+}
 
 static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
                         int n, int markdown, const char *summary)
@@ -257,8 +296,16 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
             mm_fmt(verdict + u, sizeof verdict - u, ": %s %s", row_status_name(l->new_row->status),
                    l->new_row->note);
         }
-        if (markdown) fprintf(f, "| %s | %s | %s | %s | %s |\n", row, o, nw, ch, verdict);
-        else fprintf(f, "%-18s %10s %10s %8s  %s\n", row, o, nw, ch, verdict);
+        /* where a changed row's time went, when both runs have its stages */
+        char stages[640] = "";
+        if (l->old_row && l->new_row && l->verdict != VERDICT_SAME && l->verdict != VERDICT_MISSING)
+            stage_changes(l->old_row, l->new_row, stages, sizeof stages);
+        if (markdown)
+            fprintf(f, "| %s | %s | %s | %s | %s%s%s |\n", row, o, nw, ch, verdict, stages[0] ? "<br>stages: " : "", stages);
+        else {
+            fprintf(f, "%-18s %10s %10s %8s  %s\n", row, o, nw, ch, verdict);
+            if (stages[0]) fprintf(f, "%-18s stages (us, not judged): %s\n", "", stages);
+        }
     }
     fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);
 }

@@ -38,6 +38,10 @@ check relative-unpaired 0 "gate: PASS: 7 rows: 4 same, 0 faster, 3 slower.*relat
 check relative-no-ref 2 "has no timed ll row" -- --baseline $g/base.json --current $g/base.json --relative-to ll
 check relative-bad-mode 2 "unknown mode 'turbo'" -- --baseline $g/base.json --current $g/base.json --relative-to turbo
 check relative-list 2 "one mode, not a list" -- --baseline $g/base.json --current $g/base.json --relative-to fused,normal
+# a changed row shows its stages (both runs have them), a SAME row does not
+check stages 1 "^ +stages \(us, not judged\): dispatch 40\.0 -> 40\.0 \(\+0\.0%\), gemm1 600\.0 -> 720\.0 \(\+20\.0%\), gemm2 300\.0 -> 300\.0" -- --baseline $g/stages-base.json --current $g/stages-slower.json
+"$bin" gate --baseline $g/stages-base.json --current $g/stages-base.json >"$tmp/out" 2>&1
+grep -q "stages" "$tmp/out" && { echo "FAIL: stages shown on SAME rows"; fail=$((fail + 1)); } || pass=$((pass + 1))
 check other-schema 2 "schema 'megamoe.results/0'" -- --baseline $g/base.json --current $g/other-schema.json
 check no-file 2 "cannot read" -- --baseline $g/nope.json --current $g/base.json
 check not-json 2 "not valid JSON" -- --baseline tests/configs/not-json.json --current $g/base.json
@@ -45,5 +49,8 @@ check needs-both 2 "both required" -- --baseline $g/base.json
 "$bin" gate --baseline $g/base.json --current $g/slower10.json --markdown "$tmp/gate.md" >/dev/null 2>&1
 grep -q "| fused/1 | " "$tmp/gate.md" && grep -q "SLOWER (fails)" "$tmp/gate.md" \
     && pass=$((pass + 1)) || { echo "FAIL: markdown"; fail=$((fail + 1)); }
+"$bin" gate --baseline $g/stages-base.json --current $g/stages-slower.json --markdown "$tmp/stages.md" >/dev/null 2>&1
+grep -q "SLOWER (fails)<br>stages: dispatch 40.0 -> 40.0" "$tmp/stages.md" \
+    && pass=$((pass + 1)) || { echo "FAIL: markdown stages"; fail=$((fail + 1)); }
 echo "test_gate.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -81,3 +81,16 @@ def rounds(scale=1.0, fused_scale=1.0, seed=10, interleave=True):
 write("rounds-base.json", rounds())
 write("rounds-drift4.json", rounds(scale=1.04, seed=11))
 write("rounds-fused8.json", rounds(scale=1.04, fused_scale=1.08, seed=12))
+
+
+def with_stages(doc, gemm1_scale=1.0):
+    """fused rows carry `--breakdown` stages (the gate shows them next to a changed row)."""
+    for r in doc["results"]:
+        if r["mode"] == "fused" and r["status"] == "OK":
+            r["stages"] = [{"name": name, "us": us, "by_rank": [us, us]}
+                           for name, us in (("dispatch", 40.0), ("gemm1", 600.0 * gemm1_scale), ("gemm2", 300.0))]
+    return doc
+
+
+write("stages-base.json", with_stages(run(seed=13)))
+write("stages-slower.json", with_stages(run(scale=1.10, seed=14), gemm1_scale=1.2))
