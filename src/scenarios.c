@@ -76,6 +76,11 @@ static const mm_scenario scenarios[] = {
     {"fold-extra-rows", 256, 128, 4, 0, 2, 10.0, 0, 264, TOKENS_SAME, "balanced", X_NORMAL, NULL},
     {"fold-extra-rows-1", 512, 256, 4, 0, 2, 10.0, 0, 258, TOKENS_SAME, "balanced", X_NORMAL, NULL},
     {"fold-extra-rows-ep2", 256, 256, 4, 0, 2, 10.0, 0, 132, TOKENS_SAME, "balanced", X_NORMAL, NULL},
+    /* fused's tiles of 33-64 rows, past what its small tiles' park holds side by side at 32 rows
+     * a side (branch exp/fused-ring-5): 48 rows an expert at EP1 (a call that is not large: the
+     * gate pass, then the up pass), and 176 (large: a full tile and a split one of 48) */
+    {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL},
+    {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL},
     /* numerics */
     {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
     {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
