@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all inject steps trace deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all inject steps trace audit audit-break deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -108,6 +108,17 @@ steps:
 # each CTA's first items' times to $$MM_TRACE_ITEMS_FILE.<rank> (kernels/megamoe_kernels.h).
 trace:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/trace NVEXTRA=-DMM_FUSED_TRACE $(BUILD)/trace/megamoe
+
+# A diagnostic build whose stage rings check their own protocol as they run: a refill of a stage
+# some math warp still reads prints "ring audit: ..." (kernels/gemm_tile.cuh MM_RING_AUDIT).
+audit:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/audit NVEXTRA=-DMM_RING_AUDIT $(BUILD)/audit/megamoe
+
+# The audit's own test: the same build with one math warp arriving twice on `empty`; its runs must
+# print "ring audit: ..." (gpu-check), or the audit could not see a broken ring.
+audit-break:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/audit-break NVEXTRA="-DMM_RING_AUDIT -DMM_RING_AUDIT_BREAK" \
+	  $(BUILD)/audit-break/megamoe
 
 deps:
 	scripts/install-deps.sh

@@ -1198,6 +1198,27 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
            ((size_t)experts / ranks + 4) * 4;
 }
 
+/* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
+ * larger static share of the two forms (the expiry flag). A shape whose mm_fused_smem_bytes exceeds
+ * it cannot launch at all: too many experts (4 bytes each, beside the ring and staging area). */
+extern "C" cudaError_t mm_fused_smem_room(size_t *room)
+{
+    *room = 0;
+    int dev = 0, optin = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess) return e;
+    size_t static_max = 0;
+    const void *forms[2] = {(const void *)fused_moe_kernel<false>, (const void *)fused_moe_kernel<true>};
+    for (int f = 0; f < 2; f++) {
+        cudaFuncAttributes fa;
+        if ((e = cudaFuncGetAttributes(&fa, forms[f])) != cudaSuccess) return e;
+        if (fa.sharedSizeBytes > static_max) static_max = fa.sharedSizeBytes;
+    }
+    *room = (size_t)optin > static_max ? (size_t)optin - static_max : 0;
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas)
 {
     *max_ctas = 0;

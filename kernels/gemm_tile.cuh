@@ -324,6 +324,48 @@ __device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
  * i.e. a hang). The fused kernel and the grouped GEMM read it at their end and report it. */
 static __shared__ uint32_t mm_stage_wait_expired;
 
+/* Diagnostic build (nvcc -DMM_RING_AUDIT, `make audit`): the stage ring's protocol checked as it
+ * runs. A math warp counts itself into a stage once it passed the stage's `full`, and out just
+ * before it frees it; a producer thread that passed a stage's `empty` must find no math warp in
+ * it, or its refill would overwrite what a warp still reads. Each such refill is counted
+ * (mm_ring_audit_faults) and the first 8 are printed ("ring audit: ..."; none: the ring held).
+ * A check of the barriers' ordering on the hardware itself, where racecheck models it (in a
+ * 2-CTA pair, of this CTA's warps; the other CTA's producer checks its own). */
+#ifdef MM_RING_AUDIT
+#include <stdio.h>
+#ifndef MM_TILE_STAGES_MAX
+#define MM_TILE_STAGES_MAX 8
+#endif
+static __shared__ int mm_ring_readers[MM_TILE_STAGES_MAX];
+__device__ unsigned int mm_ring_audit_faults;
+__device__ __forceinline__ void mm_audit_enter(int s)
+{
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) atomicAdd(&mm_ring_readers[s], 1);
+    __syncwarp();
+}
+/* lane 0, after the warp's __syncwarp and before its arrival on `empty` */
+__device__ __forceinline__ void mm_audit_leave(int s)
+{
+    atomicSub(&mm_ring_readers[s], 1);
+}
+__device__ __forceinline__ void mm_audit_refill(int s)
+{
+    const int n = *(volatile int *)&mm_ring_readers[s];
+    if (n != 0) {
+        const unsigned f = atomicAdd(&mm_ring_audit_faults, 1u);
+        if (f < 8)
+            printf("ring audit: CTA %d producer thread %d refills stage %d while %d math warps read it\n",
+                   (int)blockIdx.x, (int)threadIdx.x, s, n);
+    }
+}
+#define MM_AUDIT_ENTER(s) mm_audit_enter(s)
+#define MM_AUDIT_REFILL(s) mm_audit_refill(s)
+#else
+#define MM_AUDIT_ENTER(s) ((void)0)
+#define MM_AUDIT_REFILL(s) ((void)0)
+#endif
+
 /* Waits until the barrier's phase with this parity completed; false after `limit_ns`, or soon
  * after another wait of the CTA expired. `what` (an mm_pipe_wait) names the wait in the report.
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
@@ -375,6 +417,9 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
 __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 {
     mm_stage_wait_expired = 0u;
+#ifdef MM_RING_AUDIT
+    for (int s = 0; s < MM_TILE_STAGES_MAX; s++) mm_ring_readers[s] = 0;
+#endif
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
         mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS * cluster);
@@ -516,6 +561,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * form, which a decode tile's latency-bound stream lacks */
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
+        MM_AUDIT_REFILL(s);
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
@@ -603,6 +649,7 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
                                                       bool a_gathered)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    MM_AUDIT_ENTER(r.stage);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
     const float sw = sc[MM_GEMM_BM];
@@ -647,9 +694,22 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
  * producer multicasts into this CTA's stage too). */
 __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
 {
+#ifdef MM_RING_AUDIT
+    /* a quarter of the releases 1-2 us late, so a refill that did not wait for every warp finds one */
+    if (threadIdx.x % 32 == 0) {
+        const uint32_t t = (uint32_t)clock();
+        if (((t >> 4) & 3u) == 0u) __nanosleep(1000u + (t & 1023u));
+    }
+#endif
     __syncwarp();
     if (threadIdx.x % 32 == 0) {
+#ifdef MM_RING_AUDIT
+        mm_audit_leave(stage);
+#endif
         mm_mbar_arrive(&p->empty[stage]);
+#ifdef MM_RING_AUDIT_BREAK /* the audit's own test (`make audit-break`): math warp 0 arrives twice, so `empty` completes early */
+        if (threadIdx.x == MM_PRODUCER_THREADS) mm_mbar_arrive(&p->empty[stage]);
+#endif
         if (pair) mm_mbar_arrive_peer(&p->empty[stage]);
     }
 }
@@ -744,6 +804,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
     float *sc = (float *)(sb + MM_TILE_B_STAGE);
     mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
+    MM_AUDIT_REFILL(s);
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
@@ -780,6 +841,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
     for (int kb = 0; kb < kblocks; kb++) {
         const int s = ring.stage;
         mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        MM_AUDIT_ENTER(s);
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
@@ -809,9 +871,11 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
     for (int kb = 0; kb < kblocks; kb++) {
         const int s0 = ring.stage;
         mm_mbar_wait(&p->full[s0], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        MM_AUDIT_ENTER(s0);
         mm_ring_advance(ring);
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        MM_AUDIT_ENTER(s1);
         mm_ring_advance(ring);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
@@ -893,6 +957,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
          * scales are the first stage's */
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        MM_AUDIT_ENTER(s1);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
         const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;

@@ -359,6 +359,8 @@ int mm_fused_stamps_per_cta(void);
  * how many CTAs can be resident at once (all must be: the kernel waits across CTAs). */
 size_t mm_fused_smem_bytes(int hidden, int experts, int ranks);
 cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int *max_ctas);
+/* The most dynamic shared memory a fused launch can take on the current GPU. */
+cudaError_t mm_fused_smem_room(size_t *room);
 cudaError_t mm_launch_fused(mm_fused_args args, int ctas, cudaStream_t stream);
 
 /* NaN pattern over an output, so an unwritten element fails every check. */

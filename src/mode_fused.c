@@ -28,6 +28,16 @@ uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
     return mm_layout_fused_sym(&s).total;
 }
 
+/* The most experts (a multiple of the ranks) whose counts fit beside the rest: each takes 4 bytes,
+ * and each local one 4 more (mm_fused_smem_bytes). */
+static int fused_max_experts(size_t room, size_t need, int experts, int ranks)
+{
+    size_t fixed = need - (size_t)experts * 4 - (size_t)(experts / ranks) * 4;
+    if (room <= fixed) return 0;
+    size_t per_group = (size_t)ranks * 4 + 4; /* one expert on every rank */
+    return (int)((room - fixed) / per_group) * ranks;
+}
+
 /* This rank's part of the setup; fused_setup makes the ranks agree on it. */
 static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
                              uint64_t sym_offset, const mm_local_weights *w)
@@ -37,6 +47,17 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     mm_layout sym = mm_layout_fused_sym(&shape), loc = mm_layout_fused_local(&shape);
     MM_TRY(modes_check_region("fused", rt, sym_offset, sym.total));
     MM_TRY(runtime_check_fit(rt, "fused mode workspace", loc.total));
+    /* before mm_fused_prepare: past the GPU's limit its attribute call fails with the same
+     * cudaErrorInvalidValue as a hidden size the kernel cannot take */
+    size_t room = 0, need = mm_fused_smem_bytes(cfg->hidden, cfg->experts, rt->world);
+    CUDA_TRY(mm_fused_smem_room(&room));
+    if (need > room) {
+        mm_error("fused: %d experts (%d a rank) need %zu bytes of shared memory, this GPU allows %zu "
+                 "(at most %d experts at EP%d)",
+                 cfg->experts, cfg->experts / rt->world, need, room,
+                 fused_max_experts(room, need, cfg->experts, rt->world), rt->world);
+        return MM_USAGE;
+    }
     int max_ctas = 0;
     cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas);
     if (ce == cudaErrorInvalidValue) {
