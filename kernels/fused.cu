@@ -124,11 +124,17 @@ static_assert(MM_FUSED_ACT_EXTRA_ROWS == MM_FUSED_EXTRA_ROWS && MM_FUSED_EXTRA_R
  * stores of 8 rows hit different banks). */
 #define SMALL_ROWS MM_FUSED_SMALL_ROWS
 #define SMALL_STRIDE (MM_GEMM_BN + 4)
-#define SMALL_PARK_FLOATS (SMALL_ROWS * SMALL_STRIDE)
-/* gate and up of a small tile, or two 128 x 128 BF16 out tiles, or one 128 x 256 (a dual GEMM2
- * item: two weight blocks over one pass of A; which items are dual: mm_fused_dual) */
-#define STAGING_BYTES (2 * SMALL_PARK_FLOATS * 4)
-static_assert(2 * MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tiles fit the staging area");
+/* The staging area is sized for a fifth stage in the ring (33 KB, not 67.6: Pro at EP1 then takes
+ * 220 KB of shared memory): a park holds PARK_ROWS rows of one block, gate and up side by side
+ * fill it, and so does a non-dual tile's whole gate block; GEMM2 stages one 128 x 128 BF16 out
+ * tile at a time (a dual item's two H blocks one after the other), or a split item's 64 x 256. */
+#define PARK_ROWS 32
+#define PARK_FLOATS (PARK_ROWS * SMALL_STRIDE)
+#define STAGING_BYTES (2 * PARK_FLOATS * 4)
+static_assert(SMALL_ROWS * SMALL_STRIDE <= 2 * PARK_FLOATS, "a non-dual tile's gate block fits the staging area");
+static_assert(MM_GEMM_BM * MM_GEMM_BN * 2 <= STAGING_BYTES, "GEMM2's out tile fits the staging area");
+static_assert(SMALL_ROWS * 2 * MM_GEMM_BN * 2 <= STAGING_BYTES, "a split GEMM2 item's tile fits the staging area");
+static_assert(MM_FUSED_EXTRA_ROWS <= PARK_ROWS, "a tile's extra rows fit a park");
 
 typedef mm_wire_meta wire_meta;
 
@@ -785,11 +791,11 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
             const int col = 64 * g + mm_frag_row(w, lane, i), r = mm_frag_col(lane, i) + (i & 1);
             if (r < extra) {
                 staging[r * SMALL_STRIDE + col] = xacc[i * MM_CONSUMER_THREADS + mm_math_thread()];
-                staging[SMALL_PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS + mm_math_thread()];
+                staging[PARK_FLOATS + r * SMALL_STRIDE + col] = xacc[(4 + i) * MM_CONSUMER_THREADS + mm_math_thread()];
             }
         }
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-        swiglu_quant_rows(a, sc, block, staging, staging + SMALL_PARK_FLOATS, extra, it->meta + MM_GEMM_BM,
+        swiglu_quant_rows(a, sc, block, staging, staging + PARK_FLOATS, extra, it->meta + MM_GEMM_BM,
                           it->extra_row0);
     }
     /* every math thread's act stores, then one release by one thread (the barrier orders them
@@ -802,15 +808,16 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
     }
 }
 
-/* Parks this thread's valid rows of a small tile's block row-major at `park`; row_off: 0 when
- * only math warpgroup 0 holds the tile's rows (a pass), 64 g when warpgroup g computed half g of
- * rows 0..63 (a split dual pass). */
-__device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_ACC], int rows, int row_off)
+/* Parks this thread's rows r0 .. r0 + rows - 1 of a small tile's block row-major at `park` (row
+ * r0 first); row_off: 0 when only math warpgroup 0 holds the tile's rows (a pass), 64 g when
+ * warpgroup g computed half g of rows 0..63 (a split dual pass). */
+__device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_ACC], int r0, int rows, int row_off)
 {
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        int r = mm_acc_row(i) - row_off;
-        if (r < rows) *(float2 *)(park + r * SMALL_STRIDE + mm_acc_col(i)) = make_float2(acc[i], acc[i + 1]);
+        const int r = mm_acc_row(i) - row_off - r0;
+        if ((unsigned)r < (unsigned)rows)
+            *(float2 *)(park + r * SMALL_STRIDE + mm_acc_col(i)) = make_float2(acc[i], acc[i + 1]);
     }
 }
 
@@ -854,55 +861,106 @@ __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, con
     }
 }
 
+/* GEMM1 epilogue of a split dual tile (rows <= SMALL_ROWS; warpgroup g holds half g, gate or
+ * up, of rows 0..63): gate and up parked side by side PARK_ROWS rows at a time, each pass's rows
+ * through swiglu_quant_rows (one pass for up to PARK_ROWS rows, as gemm1_epilogue_small). */
+__device__ __forceinline__ void gemm1_epilogue_split(const mm_fused_args &a, const fused_schedule &sc,
+                                                     const fused_item *it, const float acc[MM_TILE_ACC], float *staging)
+{
+    const int g = mm_warpgroup() - 1, rows = it->rows;
+    for (int r0 = 0; r0 < rows; r0 += PARK_ROWS) {
+        const int n = rows - r0 < PARK_ROWS ? rows - r0 : PARK_ROWS;
+        if (r0 > 0) mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* the last pass's rows read */
+        park_small(staging + g * PARK_FLOATS, acc, r0, n, 64 * g);
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
+        swiglu_quant_rows(a, sc, it->block, staging, staging + PARK_FLOATS, n, it->meta + r0, it->act_row0 + r0);
+    }
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
+    if (mm_math_thread() == 0) {
+        asm volatile("fence.proxy.async.global;" ::: "memory"); /* GEMM2's TMA reads act */
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
+    }
+}
+
+/* GEMM1 epilogue of a non-dual tile of more than PARK_ROWS rows: its gate block parked whole
+ * (park_small after the gate pass), its up block in math warpgroup 0's registers (warpgroup 1
+ * holds no rows). Each thread reads back the gate values it parked itself (no barrier needed)
+ * and runs the register epilogue, the same functions per element as every other path. */
+__device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, const fused_schedule &sc,
+                                                      const fused_item *it, float acc[MM_TILE_ACC], float *staging)
+{
+    float silu[MM_TILE_ACC];
+    const bool holds = mm_warpgroup() == 1; /* rows 0..63 */
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const float2 v = holds ? *(const float2 *)(staging + mm_acc_row(i) * SMALL_STRIDE + mm_acc_col(i))
+                               : make_float2(0.0f, 0.0f);
+        silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
+        silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
+    }
+    gemm1_epilogue(a, sc, it, silu, acc, staging, 0, NULL);
+}
+
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
  * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token);
  * row r's meta is meta[r]. */
 __device__ __forceinline__ void store_out_rows(const mm_fused_args &a, int block, const wire_meta *meta, int rows,
                                                const __nv_bfloat16 *out_tile, int width)
 {
-    const int lane = threadIdx.x % 32;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
-        if (lane >= width * 2 / 16) continue;
+    /* 16-byte pieces a row: 16 at 128 columns (two rows a warp, 16 lanes each), 32 at 256; the
+     * thread's place read again here (mm_tid): held across the item loop it costs registers */
+    const int lane = mm_tid() % 32, per_row = width * 2 / 16, piece = lane % per_row;
+    const int rows_a_warp = 32 / per_row;
+    for (int r = mm_math_warp() * rows_a_warp + lane / per_row; r < rows; r += MM_CONSUMER_WARPS * rows_a_warp) {
         wire_meta m = meta[r];
         uint4 *dst = (uint4 *)(mm_xchg_at(a.comm, a.x, m.src_rank, a.x.off_combine) +
                                (((size_t)m.token * a.m.topk + m.k) * a.m.hidden + block * 128) * 2u);
-        dst[lane] = ((const uint4 *)(out_tile + r * width))[lane ^ (r & 7)]; /* mm_out_tile_at's swizzle */
+        dst[piece] = ((const uint4 *)(out_tile + r * width))[piece ^ (r & 7)]; /* mm_out_tile_at's swizzle */
     }
 }
 
+/* Writes this math thread's accumulators as BF16 into an out tile of `width` columns (swizzled:
+ * mm_out_tile_at), at rows mm_acc_row(i) - row_off and columns col_off + mm_acc_col(i). The
+ * thread's place is read again here (mm_tid): with one out tile at a fixed address ptxas hoisted
+ * the 32 store offsets out of the item loop, and spilled. */
+__device__ __forceinline__ void stage_out_tile(__nv_bfloat16 *out_tile, const float acc[MM_TILE_ACC], int row_off,
+                                               int col_off, int width)
+{
+    const int t = mm_tid() - MM_PRODUCER_THREADS, lane = t % 32;
+    const int row0 = 64 * (t / 128) - row_off;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2)
+        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(row0 + mm_frag_row((t / 32) % 4, lane, i),
+                                                      col_off + mm_frag_col(lane, i), width)) =
+            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+}
+
 /* GEMM2 epilogue (math threads): stage the BF16 tile, then each row's 256 bytes go home to its
- * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). Items
- * alternate between two out tiles, so one barrier per item suffices: a thread writing item n's
- * tile has passed item n - 1's barrier, which every thread reached only after reading item
- * n - 2's tile, the one being overwritten. */
+ * token's rank in 16-byte stores (combine_recv[token][k], NVLink for a remote token). One out
+ * tile, so a barrier first: every warp has read the previous item's tile. */
 __device__ __forceinline__ void gemm2_epilogue(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                const float acc[MM_TILE_ACC])
 {
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2)
-        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), mm_acc_col(i), MM_GEMM_BN)) =
-            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    stage_out_tile(out_tile, acc, 0, 0, MM_GEMM_BN);
     store_out_rows(a, it->block, it->meta, it->rows, out_tile, MM_GEMM_BN);
 }
 
-/* The GEMM2 epilogue of an item of two H blocks: one 128 x 256 BF16 tile in the whole staging
- * area, so a barrier first (the previous item's rows are all stored, or its park read). */
+/* The GEMM2 epilogue of an item of two H blocks: the out tile holds one 128 x 128 block, so the
+ * two go one after the other, each behind a barrier (the previous tile read). */
 __device__ __forceinline__ void gemm2_epilogue_dual(const mm_fused_args &a, const fused_item *it, __nv_bfloat16 *out_tile,
                                                     const float acc0[MM_TILE_ACC], const float acc1[MM_TILE_ACC],
                                                     int extra, const float *xacc)
 {
-    const int width = 2 * MM_GEMM_BN;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), mm_acc_col(i), width)) =
-            __floats2bfloat162_rn(acc0[i], acc0[i + 1]);
-        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i), MM_GEMM_BN + mm_acc_col(i), width)) =
-            __floats2bfloat162_rn(acc1[i], acc1[i + 1]);
-    }
-    store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
-    if (extra > 0) { /* the extra rows (swapped fragments), once every warp read the tile */
+    stage_out_tile(out_tile, acc0, 0, 0, MM_GEMM_BN);
+    store_out_rows(a, it->block, it->meta, it->rows, out_tile, MM_GEMM_BN);
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    stage_out_tile(out_tile, acc1, 0, 0, MM_GEMM_BN);
+    store_out_rows(a, it->block + 1, it->meta, it->rows, out_tile, MM_GEMM_BN);
+    if (extra > 0) { /* the extra rows (swapped fragments, both H blocks as 256-column rows), once every warp read the tile */
+        const int width = 2 * MM_GEMM_BN;
         const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 #pragma unroll
@@ -924,10 +982,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
 {
     const int g = mm_warpgroup() - 1, width = 2 * MM_GEMM_BN;
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2)
-        *(__nv_bfloat162 *)(out_tile + mm_out_tile_at(mm_acc_row(i) - 64 * g, g * MM_GEMM_BN + mm_acc_col(i), width)) =
-            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    stage_out_tile(out_tile, acc, 64 * g, g * MM_GEMM_BN, width);
     store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
 }
 
@@ -969,9 +1024,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             if (it->compact) mm_tile_consume_compact(stages, pipe, ring, rows, k, acc);
             else mm_tile_consume_split(stages, pipe, ring, rows, k, false, acc);
             if (is_gemm1) {
-                const int g = mm_warpgroup() - 1;
-                park_small(staging + g * SMALL_PARK_FLOATS, acc, rows, 64 * g);
-                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+                gemm1_epilogue_split(a, sc, it, acc, staging);
                 stamp_math(a, 3);
             } else {
                 gemm2_epilogue_split(a, it, (__nv_bfloat16 *)staging, acc);
@@ -989,15 +1042,22 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
                 gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
             }
         } else {
-            for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
-                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
-                if (is_gemm1) park_small(staging + pass * SMALL_PARK_FLOATS, acc, rows, 0);
-            }
+            mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
             if (is_gemm1) {
-                gemm1_epilogue_small(a, sc, it, staging, staging + SMALL_PARK_FLOATS);
+                /* the gate pass parked (the previous epilogue ended with a barrier after its
+                 * reads), then the up pass: parked beside it when both fit, else kept in the
+                 * registers (gemm1_epilogue_parked) */
+                park_small(staging, acc, 0, rows, 0);
+                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
+                if (rows <= PARK_ROWS) {
+                    park_small(staging + PARK_FLOATS, acc, 0, rows, 0);
+                    gemm1_epilogue_small(a, sc, it, staging, staging + PARK_FLOATS);
+                } else {
+                    gemm1_epilogue_parked(a, sc, it, acc, staging);
+                }
                 stamp_math(a, 3);
             } else {
-                gemm2_epilogue(a, it, (__nv_bfloat16 *)staging + (n & 1) * MM_GEMM_BM * MM_GEMM_BN, acc);
+                gemm2_epilogue(a, it, (__nv_bfloat16 *)staging, acc);
             }
         }
         if (mm_math_thread() == 0) TRACE_ITEM_AT(a, n, TRACE_EPILOGUE_DONE, mm_globaltimer());

@@ -19,14 +19,8 @@
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its box writes, and bulk-copy groups (its boxes are rewritten only after the
  * copies that read them); nothing across CTAs. */
-/* This kernel's ring is five stages deep: its epilogue boxes (32 KB) leave room for a fifth next
- * to them (207872 B of shared memory), where the fused kernel's larger staging area keeps it at
- * gemm_tile.cuh's four. Each translation unit compiles its own copy of the tile machinery, so
- * the two depths do not meet. (Three stages against four cost 9-26% at 49152 rows: perf-notes,
- * twenty-first session.) */
-#ifndef MM_TILE_STAGES
-#define MM_TILE_STAGES 5
-#endif
+/* The ring is gemm_tile.cuh's five stages deep: the epilogue boxes (32 KB) leave room for them
+ * (207872 B of shared memory). */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>

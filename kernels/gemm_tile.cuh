@@ -77,8 +77,11 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #define MM_PRODUCER_THREADS 128
 #define MM_CONSUMER_THREADS 256
 #define MM_CONSUMER_WARPS (MM_CONSUMER_THREADS / 32)
+/* Five stages: both kernels have room for them (the standalone GEMM beside its 32 KB of epilogue
+ * boxes, the fused kernel beside its 33 KB staging area); three against four cost 6-26% at large
+ * row counts (perf-notes, twenty-first session). */
 #ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
-#define MM_TILE_STAGES 4
+#define MM_TILE_STAGES 5
 #endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
