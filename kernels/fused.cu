@@ -48,8 +48,8 @@
  *                   from the registers, 8-byte stores after a quad transpose; tiles of <= 64 rows
  *                   from gate and up parked row-major, the valid rows spread over all 8 math
  *                   warps), then one thread adds 1 to gemm1_done[row tile] with release
- *                   semantics after a CTA barrier. GEMM2 stages the tile as BF16 (two alternating
- *                   out tiles, or one 128 x 256 tile) and stores each row straight into its
+ *                   semantics after a CTA barrier. GEMM2 stages the tile as BF16 (one 128 x 128
+ *                   out tile at a time behind a barrier) and stores each row straight into its
  *                   token's rank at combine_recv[token][k] (NVLink). The producer ends with an
  *                   END (or ABORT) slot.
  *                   Extra rows (the form FOLD, launched when an expert's expected rows lie near
