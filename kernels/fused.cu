@@ -1254,8 +1254,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 {
     (void)hidden; /* the dispatch's round buffers live in the stages and the staging area: checked below */
-    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + (size_t)experts * 4 +
-           ((size_t)experts / ranks + 4) * 4;
+    return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + mm_fused_smem_counts_bytes(experts, ranks);
 }
 
 /* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the

@@ -248,6 +248,23 @@ MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
     return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
 }
 
+/* The fused kernel's shared memory beside its fixed part (stage ring, staging area, extra-row
+ * accumulators): every expert's count (4 bytes) and the tile schedule's start per local expert
+ * plus 4 words (fused.cu mm_fused_smem_bytes). */
+MM_HD size_t mm_fused_smem_counts_bytes(int experts, int ranks)
+{
+    return (size_t)experts * 4 + ((size_t)experts / ranks + 4) * 4;
+}
+
+/* The most experts (a multiple of `ranks`) whose counts fit `room` bytes with the fixed part
+ * `fixed`; 0 when not even one per rank does. */
+MM_HD int mm_fused_max_experts(size_t room, size_t fixed, int ranks)
+{
+    if (ranks < 1 || room < fixed + mm_fused_smem_counts_bytes(ranks, ranks)) return 0;
+    /* one more expert on every rank costs ranks * 4 + 4 bytes */
+    return (int)((room - fixed - mm_fused_smem_counts_bytes(0, ranks)) / ((size_t)ranks * 4 + 4)) * ranks;
+}
+
 /* Counts first (fused.cu): a rank with at most this many tokens, and no more than one per CTA,
  * publishes its counts from its ids at the start of a call and signals each row. */
 #define MM_FUSED_COUNTS_FIRST_MAX_TOKENS 32

@@ -4,6 +4,7 @@
  * CTA leaves its counters clean, and its slots are epoch-tagged. */
 #include <stdlib.h>
 
+#include "../kernels/gemm_schedule.h"
 #include "../kernels/layout.h"
 #include "launch.h"
 #include "modes.h"
@@ -28,16 +29,6 @@ uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
     return mm_layout_fused_sym(&s).total;
 }
 
-/* The most experts (a multiple of the ranks) whose counts fit beside the rest: each takes 4 bytes,
- * and each local one 4 more (mm_fused_smem_bytes). */
-static int fused_max_experts(size_t room, size_t need, int experts, int ranks)
-{
-    size_t fixed = need - (size_t)experts * 4 - (size_t)(experts / ranks) * 4;
-    if (room <= fixed) return 0;
-    size_t per_group = (size_t)ranks * 4 + 4; /* one expert on every rank */
-    return (int)((room - fixed) / per_group) * ranks;
-}
-
 /* This rank's part of the setup; fused_setup makes the ranks agree on it. */
 static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
                              uint64_t sym_offset, const mm_local_weights *w)
@@ -55,7 +46,8 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
         mm_error("fused: %d experts (%d a rank) need %zu bytes of shared memory, this GPU allows %zu "
                  "(at most %d experts at EP%d)",
                  cfg->experts, cfg->experts / rt->world, need, room,
-                 fused_max_experts(room, need, cfg->experts, rt->world), rt->world);
+                 mm_fused_max_experts(room, need - mm_fused_smem_counts_bytes(cfg->experts, rt->world), rt->world),
+                 rt->world);
         return MM_USAGE;
     }
     int max_ctas = 0;

@@ -461,10 +461,32 @@ static void out_tile_swizzle(void **state)
     }
 }
 
+/* The expert limit of the fused kernel's shared memory: the largest multiple of the ranks that
+ * fits, one rank's worth more does not; the H200 figures the README quotes (room 223360 B, fixed
+ * part 217088 B: five stages, the staging area, the extra-row accumulators) */
+static void fused_max_experts_fit(void **state)
+{
+    (void)state;
+    for (int ranks = 1; ranks <= 16; ranks *= 2)
+        for (size_t room = 200000; room < 240000; room += 997) {
+            const size_t fixed = 190000;
+            const int e = mm_fused_max_experts(room, fixed, ranks);
+            assert_int_equal(e % ranks, 0);
+            if (e > 0) assert_true(fixed + mm_fused_smem_counts_bytes(e, ranks) <= room);
+            assert_true(fixed + mm_fused_smem_counts_bytes(e + ranks, ranks) > room);
+        }
+    assert_int_equal(mm_fused_max_experts(223360, 217088, 1), 782);
+    assert_int_equal(mm_fused_max_experts(223360, 217088, 8), 1384);
+    assert_int_equal(mm_fused_max_experts(1000, 2000, 1), 0);
+    assert_int_equal(mm_fused_max_experts(2000 + 12, 2000, 1), 0); /* one expert needs 4 + 4 + 16 */
+    assert_int_equal(mm_fused_max_experts(2000 + 24, 2000, 1), 1);
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_every_tile_once),
+        cmocka_unit_test(fused_max_experts_fit),
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
         cmocka_unit_test(pairs_share_row_tiles),
