@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A/B of two builds in one call on one machine (docs/perf-notes.md: a speedup is claimed only from
+# old and new measured side by side): the working tree ("new") against an earlier revision ("old").
+#
+#   scripts/ab.sh prepare REV            (here, with git) the old tree from `git archive REV` into
+#                                        build/ab-old, its revision in build/ab-old/REV; carry
+#                                        build/ab-old to the GPU machine
+#   scripts/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
+#                                        times old / new / old / new ... and compares each pair
+#                                        with `megamoe gate`; LOGDIR/ab.tgz holds every log (one file)
+# run options (defaults in brackets):
+#   --configs LIST     config names under configs/ [deepseek-v4-flash,deepseek-v4-pro]
+#   --batches LIST     bench --batches [1,64,512,4096,8192]
+#   --modes LIST       bench --modes [fused]
+#   --rounds N         old / new pairs per config [2]
+#   --iters N          bench --iters [30]
+#   --np N             ranks [every local GPU]
+#   --new-extra FLAGS  NVEXTRA of the new build (a flag experiment on one tree: old = new without it)
+#   --no-check         skip `check` of the new build
+# Exit status: 0 when every step ran (the gate's verdicts are in summary.txt, not judged), 2 bad
+# usage, 3 a build failed, 1 the new build's check failed.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+old_dir=build/ab-old
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 1 ] || usage
+cmd=$1; shift
+if [ "$cmd" = prepare ]; then
+    [ $# -eq 1 ] || usage
+    rev=$(git rev-parse --short "$1") || { echo "ab: no revision $1" >&2; exit 2; }
+    rm -rf "$old_dir" && mkdir -p "$old_dir" && git archive "$rev" | tar x -C "$old_dir" || exit 3
+    echo "$rev" >"$old_dir/REV"
+    echo "ab: $old_dir holds $rev; carry it (and .deps) to the GPU machine"
+    exit 0
+fi
+if [ "$cmd" != run ] || [ $# -lt 1 ]; then usage; fi
+logs=$1; shift
+configs=deepseek-v4-flash,deepseek-v4-pro batches=1,64,512,4096,8192 modes=fused rounds=2 iters=30
+np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) new_extra="" check=1
+while [ $# -gt 0 ]; do
+    case $1 in
+        --configs) configs=$2; shift 2 ;;
+        --batches) batches=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        --iters) iters=$2; shift 2 ;;
+        --np) np=$2; shift 2 ;;
+        --new-extra) new_extra=$2; shift 2 ;;
+        --no-check) check=0; shift ;;
+        *) echo "ab: unknown option $1" >&2; usage ;;
+    esac
+done
+[ "${np:-0}" -ge 1 ] || { echo "ab: no GPU found" >&2; exit 2; }
+mkdir -p "$logs"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+cjson=()
+[ -f .deps/usr/include/cjson/cJSON.h ] && cjson=(CJSON_HOME="$PWD/.deps/usr")
+t0=$SECONDS
+note() { echo "$*" | tee -a "$logs/summary.txt"; }
+pack() { tar czf "$logs/ab.tgz.tmp" -C "$logs" --exclude ab.tgz --exclude ab.tgz.tmp . && mv "$logs/ab.tgz.tmp" "$logs/ab.tgz"; }
+: >"$logs/summary.txt"
+# the old side: the prepared tree, or with --new-extra alone the working tree without the flags
+if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then
+    old_bin=build/megamoe
+    new_build=build/ab-new
+    note "ab: old = the working tree, new = the same with NVEXTRA=$new_extra"
+    make -j16 "${cjson[@]}" >"$logs/build-old.log" 2>&1 &
+    make -j16 "${cjson[@]}" BUILD=$new_build NVEXTRA="$new_extra" $new_build/megamoe >"$logs/build-new.log" 2>&1 &
+    new_bin=$new_build/megamoe
+else
+    [ -f "$old_dir/Makefile" ] || { echo "ab: no $old_dir: run 'scripts/ab.sh prepare REV' and carry it" >&2; exit 2; }
+    note "ab: old = $(cat "$old_dir/REV" 2>/dev/null || echo '?') ($old_dir), new = the working tree${new_extra:+ with NVEXTRA=$new_extra}"
+    old_bin=$old_dir/build/megamoe
+    (cd "$old_dir" && make -j16 "${cjson[@]}") >"$logs/build-old.log" 2>&1 &
+    if [ -n "$new_extra" ]; then
+        make -j16 "${cjson[@]}" BUILD=build/ab-new NVEXTRA="$new_extra" build/ab-new/megamoe >"$logs/build-new.log" 2>&1 &
+        new_bin=build/ab-new/megamoe
+    else
+        make -j16 "${cjson[@]}" >"$logs/build-new.log" 2>&1 &
+        new_bin=build/megamoe
+    fi
+fi
+fail=0
+for job in $(jobs -p); do wait "$job" || fail=3; done
+if [ ! -x "$old_bin" ] || [ ! -x "$new_bin" ] || [ $fail -ne 0 ]; then
+    note "ab: a build failed (build-old.log, build-new.log)"; pack; exit 3
+fi
+note "ab: built in $((SECONDS - t0)) s"
+mpi=(mpirun --bind-to none -np "$np")
+rc=0
+if [ $check -eq 1 ]; then
+    "${mpi[@]}" "$new_bin" check --modes "$modes" --json "$logs/check-new.json" >"$logs/check-new.log" 2>&1 || rc=1
+    note "check (new): $(grep -h '^check:' "$logs/check-new.log" | tail -1)"
+    pack
+fi
+for cfg in ${configs//,/ }; do
+    for r in $(seq 1 "$rounds"); do
+        for side in old new; do
+            bin=$old_bin; [ $side = new ] && bin=$new_bin
+            timeout 300 "${mpi[@]}" "$bin" bench --config "configs/$cfg.json" --modes "$modes" --batches "$batches" \
+                --iters "$iters" --breakdown --json "$logs/$cfg-$side-$r.json" >"$logs/$cfg-$side-$r.txt" 2>&1
+            brc=$?
+            # batch:us of the first mode's column per row
+            note "bench $cfg $side $r: rc=$brc $(grep -E '^ +[0-9]+ +OK' "$logs/$cfg-$side-$r.txt" | awk '{printf "%s:%s ", $1, $3}')"
+        done
+        "$new_bin" gate --baseline "$logs/$cfg-old-$r.json" --current "$logs/$cfg-new-$r.json" \
+            >"$logs/gate-$cfg-$r.txt" 2>&1
+        grc=$?
+        note "gate $cfg round $r (old -> new, not judged): exit $grc"
+        pack
+    done
+done
+note "ab: done in $((SECONDS - t0)) s"
+pack
+exit $rc

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/ab.sh's CPU-side behaviour: usage errors exit 2, `prepare` puts a revision's tree in
+# build/ab-old with its name, an unknown revision exits 2. (`run` needs GPUs: gpu machines only.)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+pass=0 fail=0
+expect() { # rc, name, command...
+    local want=$1 name=$2; shift 2
+    "$@" >/tmp/test_ab.$$.out 2>&1; local rc=$?
+    if [ "$rc" -eq "$want" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name: rc=$rc, want $want"; cat /tmp/test_ab.$$.out; fi
+}
+expect 2 no-args scripts/ab.sh
+expect 2 unknown-command scripts/ab.sh compare
+expect 2 unknown-option scripts/ab.sh run build/ab-test --bogus
+grep -q "unknown option --bogus" /tmp/test_ab.$$.out || { fail=$((fail + 1)); echo "FAIL unknown-option: no message"; }
+expect 2 bad-revision scripts/ab.sh prepare no-such-revision-xyz
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    expect 0 prepare-head scripts/ab.sh prepare HEAD
+    [ "$(cat build/ab-old/REV)" = "$(git rev-parse --short HEAD)" ] && [ -f build/ab-old/Makefile ] &&
+        [ -f build/ab-old/kernels/fused.cu ] || { fail=$((fail + 1)); echo "FAIL prepare-head: tree or REV wrong"; }
+    rm -rf build/ab-old
+fi
+rm -f /tmp/test_ab.$$.out
+echo "test_ab.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
