@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds megamoe and runs the GPU checks on every local GPU in one call; logs go to the folder
-# given as the first argument (default build/gpu-logs). Exit status: 0 when every step passed.
+# given as the first argument (default build/gpu-logs; all of them also in gpu-check-logs.tgz there).
+# Exit status: 0 when every step passed.
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
@@ -139,4 +140,7 @@ expect_rc 2 too-many-experts $mpi -np 1 build/megamoe bench --config tests/confi
 grep -q "fused: 1024 experts .* need [0-9]* bytes of shared memory, this GPU allows" "$logs/too-many-experts.log" ||
     { echo "  too-many-experts: not the shared-memory message" | tee -a "$logs/summary.txt"; fail=1; }
 
+# every log in one file too (a remote runner may bring back only a few files)
+tar czf "$logs/gpu-check-logs.tgz.tmp" -C "$logs" --exclude 'gpu-check-logs.tgz*' . &&
+    mv "$logs/gpu-check-logs.tgz.tmp" "$logs/gpu-check-logs.tgz"
 exit $fail
