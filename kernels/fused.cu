@@ -107,6 +107,16 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+/* An experiment (nvcc -DMM_FUSED_WAVE_DEPTH=n; not in the default build, whose code it leaves
+ * as it is): the stage ring n deep in calls whose GEMM1 items all fit one wave of CTAs (Flash at
+ * 1 token: 96 items on 132 CTAs, where five stages measured 1.7 us slower than four; Pro at 1
+ * token, 144 items, equal; perf-notes, twenty-second session). In that build the folding form
+ * spills 12 bytes: compare batches that run the other form (`scripts/ab.sh run LOGDIR
+ * --new-extra -DMM_FUSED_WAVE_DEPTH=4 --batches 1,2,4,8,64`). */
+#ifdef MM_FUSED_WAVE_DEPTH
+#define MM_RING_DEPTH_VARIES
+#endif
+
 #include "comm.cuh"
 #include "gemm_tile.cuh"
 #include "layout.h"
@@ -595,6 +605,16 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
+/* The stage ring's depth in this call, the same for the producer and the math (from the schedule
+ * every thread of the CTA holds). */
+#ifdef MM_FUSED_WAVE_DEPTH
+__device__ __forceinline__ int fused_ring_depth(const fused_schedule &sc)
+{
+    static_assert(MM_FUSED_WAVE_DEPTH >= 2 && MM_FUSED_WAVE_DEPTH <= MM_TILE_STAGES, "a depth the ring has");
+    return sc.gemm1_items <= (int)gridDim.x ? MM_FUSED_WAVE_DEPTH : MM_TILE_STAGES;
+}
+#endif
+
 /* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
  * end when the call is aborting. */
 __device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_schedule &sc)
@@ -620,7 +640,7 @@ template <bool FOLD>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
-    mm_ring ring = {0, 0};
+    mm_ring ring = MM_RING_START(fused_ring_depth(sc));
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
@@ -996,7 +1016,7 @@ template <bool FOLD>
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
-    mm_ring ring = {0, 0};
+    mm_ring ring = MM_RING_START(fused_ring_depth(sc));
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
     stamp_math(a, 3); /* then the end of each GEMM1 item: the last one's stays */
     for (uint32_t n = 0;; n++) {

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     asm volatile("griddepcontrol.wait;" ::: "memory");
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
-    mm_ring ring = {0, 0};
+    mm_ring ring = MM_RING_START(MM_TILE_STAGES);
 
     if (mm_warpgroup() == 0) {
         mm_regs_producer();

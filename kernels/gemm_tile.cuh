@@ -143,9 +143,25 @@ typedef struct {
     uint32_t phase;
 } mm_ring;
 
+/* `mm_ring ring = MM_RING_START(depth);`: a ring at its start. Its depth is MM_TILE_STAGES
+ * unless a kernel is compiled with MM_RING_DEPTH_VARIES (an experiment: fused.cu
+ * MM_FUSED_WAVE_DEPTH): then every thread stores the launch's depth (the same value in every
+ * role) in shared memory, read again at each advance (a register held for it spilled the
+ * producer); otherwise `depth` is not even evaluated and the code is the fixed ring's. */
+#ifdef MM_RING_DEPTH_VARIES
+static __shared__ int mm_ring_depth_s;
+#define MM_RING_START(depth) {0, 0u}; mm_ring_depth_s = (depth)
+#else
+#define MM_RING_START(depth) {0, 0u}
+#endif
+
 __device__ __forceinline__ void mm_ring_advance(mm_ring &r)
 {
+#ifdef MM_RING_DEPTH_VARIES
+    if (++r.stage == *(volatile int *)&mm_ring_depth_s) {
+#else
     if (++r.stage == MM_TILE_STAGES) {
+#endif
         r.stage = 0;
         r.phase ^= 1u;
     }
