@@ -748,6 +748,18 @@ __device__ __forceinline__ float *extra_accumulators(float *staging)
     return (float *)((uint8_t *)staging + STAGING_BYTES);
 }
 
+/* The end of every GEMM1 epilogue: a barrier of the 256 math threads (their act stores are done,
+ * and the park is free again), then one thread makes the stores visible to GEMM2's TMA (the async
+ * proxy reads these generic-proxy stores) and releases gemm1_done[tile]. */
+__device__ __forceinline__ void gemm1_item_done(const mm_fused_args &a, const fused_item *it)
+{
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    if (mm_math_thread() == 0) {
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
+    }
+}
+
 /* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
  * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
  * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
@@ -755,7 +767,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
                                                const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
                                                int extra, const float *xacc)
 {
-    const int mt = mm_math_thread(), rows = it->rows, block = it->block;
+    const int rows = it->rows, block = it->block;
     const size_t act_row0 = it->act_row0;
     float amax[2] = {0.0f, 0.0f};
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -818,14 +830,7 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         swiglu_quant_rows(a, sc, block, staging, staging + PARK_FLOATS, extra, it->meta + MM_GEMM_BM,
                           it->extra_row0);
     }
-    /* every math thread's act stores, then one release by one thread (the barrier orders them
-     * before it; it also frees the extra rows' park) */
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
-    if (mt == 0) {
-        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
-        asm volatile("fence.proxy.async.global;" ::: "memory");
-        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
-    }
+    gemm1_item_done(a, it); /* also frees the extra rows' park */
 }
 
 /* Parks this thread's rows r0 .. r0 + rows - 1 of a small tile's block row-major at `park` (row
@@ -870,15 +875,9 @@ __device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const 
 __device__ __forceinline__ void gemm1_epilogue_small(const mm_fused_args &a, const fused_schedule &sc,
                                                      const fused_item *it, const float *gate, const float *up)
 {
-    const int mt = mm_math_thread();
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
     swiglu_quant_rows(a, sc, it->block, gate, up, it->rows, it->meta, it->act_row0);
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
-    if (mt == 0) {
-        /* GEMM2's TMA (async proxy) reads these generic-proxy stores */
-        asm volatile("fence.proxy.async.global;" ::: "memory");
-        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
-    }
+    gemm1_item_done(a, it);
 }
 
 /* GEMM1 epilogue of a split dual tile (rows <= SMALL_ROWS; warpgroup g holds half g, gate or
@@ -895,11 +894,7 @@ __device__ __forceinline__ void gemm1_epilogue_split(const mm_fused_args &a, con
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
         swiglu_quant_rows(a, sc, it->block, staging, staging + PARK_FLOATS, n, it->meta + r0, it->act_row0 + r0);
     }
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* act stored; the park is free again */
-    if (mm_math_thread() == 0) {
-        asm volatile("fence.proxy.async.global;" ::: "memory"); /* GEMM2's TMA reads act */
-        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
-    }
+    gemm1_item_done(a, it);
 }
 
 /* GEMM1 epilogue of a non-dual tile of more than PARK_ROWS rows: its gate block parked whole
