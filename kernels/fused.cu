@@ -312,6 +312,16 @@ __device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t 
     }
 }
 
+/* the round buffers' span from the stage ring on: the ring, its slack and the staging area after
+ * it (the ring starts within the slack's first 1 KB, so at least this much) */
+#define DISPATCH_SPAN_BYTES (unsigned)(MM_TILE_STAGES * MM_TILE_STAGE_BYTES + STAGING_BYTES)
+#ifndef DISPATCH_GROUP
+#define DISPATCH_GROUP 8 /* most tokens a round; a build may set it (experiments) */
+#endif
+#ifndef QUANT_ILP
+#define QUANT_ILP 4
+#endif
+
 /* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
  * pipelined over two buffers in shared memory: while round j is quantized and sent, round j + 1's
  * BF16 rows are already on their way in (one bulk copy per row, issued by thread 0 on the
@@ -325,15 +335,6 @@ __device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t 
  * its copies were issued: every copy thread commits one bulk group a round (empty or not), so
  * `wait_group.read 1` means "round j - 2's rows were read". Returns false (after the CTA agreed)
  * when a row load never came (its wait expired: mm_stage_wait_expired says so). */
-/* the round buffers' span from the stage ring on: the ring, its slack and the staging area after
- * it (the ring starts within the slack's first 1 KB, so at least this much) */
-#define DISPATCH_SPAN_BYTES (unsigned)(MM_TILE_STAGES * MM_TILE_STAGE_BYTES + STAGING_BYTES)
-#ifndef DISPATCH_GROUP
-#define DISPATCH_GROUP 8 /* most tokens a round; a build may set it (experiments) */
-#endif
-#ifndef QUANT_ILP
-#define QUANT_ILP 4
-#endif
 __device__ bool dispatch_tokens(const mm_fused_args &a, uint8_t *span, uint64_t epoch)
 {
     const bool first = counts_first(a); /* the same in every CTA */
@@ -1273,7 +1274,7 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 }
 
 /* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
- * larger static share of the two forms (the expiry flag). A shape whose mm_fused_smem_bytes exceeds
+ * larger static share of the two forms (barriers, item slots, flags). A shape whose mm_fused_smem_bytes exceeds
  * it cannot launch at all: too many experts (4 bytes each, beside the ring and staging area). */
 extern "C" cudaError_t mm_fused_smem_room(size_t *room)
 {
