@@ -57,7 +57,12 @@ cjson=()
 [ -f .deps/usr/include/cjson/cJSON.h ] && cjson=(CJSON_HOME="$PWD/.deps/usr")
 t0=$SECONDS
 note() { echo "$*" | tee -a "$logs/summary.txt"; }
-pack() { tar czf "$logs/ab.tgz.tmp" -C "$logs" --exclude ab.tgz --exclude ab.tgz.tmp . && mv "$logs/ab.tgz.tmp" "$logs/ab.tgz"; }
+# the archive is written outside the folder it reads (tar fails on a folder that changes under it)
+pack() {
+    local tmp
+    tmp=$(mktemp -d) && tar czf "$tmp/ab.tgz" -C "$logs" --exclude ab.tgz . && mv "$tmp/ab.tgz" "$logs/ab.tgz"
+    rm -rf "$tmp"
+}
 : >"$logs/summary.txt"
 # the old side: the prepared tree, or with --new-extra alone the working tree without the flags
 if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then

@@ -140,7 +140,10 @@ expect_rc 2 too-many-experts $mpi -np 1 build/megamoe bench --config tests/confi
 grep -q "fused: 1024 experts .* need [0-9]* bytes of shared memory, this GPU allows" "$logs/too-many-experts.log" ||
     { echo "  too-many-experts: not the shared-memory message" | tee -a "$logs/summary.txt"; fail=1; }
 
-# every log in one file too (a remote runner may bring back only a few files)
-tar czf "$logs/gpu-check-logs.tgz.tmp" -C "$logs" --exclude 'gpu-check-logs.tgz*' . &&
-    mv "$logs/gpu-check-logs.tgz.tmp" "$logs/gpu-check-logs.tgz"
+# every log in one file too (a remote runner may bring back only a few files); the archive is
+# written outside the folder it reads (tar fails on a folder that changes under it)
+pack_tmp=$(mktemp -d) &&
+    tar czf "$pack_tmp/logs.tgz" -C "$logs" --exclude 'gpu-check-logs.tgz' . &&
+    mv "$pack_tmp/logs.tgz" "$logs/gpu-check-logs.tgz"
+rm -rf "$pack_tmp"
 exit $fail
