@@ -64,10 +64,13 @@ pack() {
     rm -rf "$tmp"
 }
 : >"$logs/summary.txt"
+# a build folder per flag set: make does not track NVEXTRA, so runs with other flags in the same
+# folder would keep the first run's objects
+flags_build=build/ab-new-$(printf '%s' "$new_extra" | md5sum | cut -c1-8)
 # the old side: the prepared tree, or with --new-extra alone the working tree without the flags
 if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then
     old_bin=build/megamoe
-    new_build=build/ab-new
+    new_build=$flags_build
     note "ab: old = the working tree, new = the same with NVEXTRA=$new_extra"
     make -j16 "${cjson[@]}" >"$logs/build-old.log" 2>&1 &
     make -j16 "${cjson[@]}" BUILD=$new_build NVEXTRA="$new_extra" $new_build/megamoe >"$logs/build-new.log" 2>&1 &
@@ -78,8 +81,8 @@ else
     old_bin=$old_dir/build/megamoe
     (cd "$old_dir" && make -j16 "${cjson[@]}") >"$logs/build-old.log" 2>&1 &
     if [ -n "$new_extra" ]; then
-        make -j16 "${cjson[@]}" BUILD=build/ab-new NVEXTRA="$new_extra" build/ab-new/megamoe >"$logs/build-new.log" 2>&1 &
-        new_bin=build/ab-new/megamoe
+        make -j16 "${cjson[@]}" BUILD=$flags_build NVEXTRA="$new_extra" $flags_build/megamoe >"$logs/build-new.log" 2>&1 &
+        new_bin=$flags_build/megamoe
     else
         make -j16 "${cjson[@]}" >"$logs/build-new.log" 2>&1 &
         new_bin=build/megamoe
