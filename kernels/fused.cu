@@ -270,44 +270,6 @@ __device__ void publish_counts_first(const mm_fused_args &a, uint64_t epoch, int
     __syncwarp();
 }
 
-/* The L2 prefetch of decode calls' GEMM1 weights (gemm_schedule.h mm_fused_prefetch_boxes): at
- * most this many bytes a call (-DMM_FUSED_PREFETCH_BYTES=0 turns it off). About what HBM delivers
- * in the dispatch and the counts' wait at one GPU, and well under L2's 50 MB. */
-#ifndef MM_FUSED_PREFETCH_BYTES
-#define MM_FUSED_PREFETCH_BYTES (24ll << 20)
-#endif
-
-/* One warp of each CTA with no token to send in a counts-first call (CTAs tokens .. grid - 2;
- * the last one publishes the counts): the touched local experts as a bit set in `bits` (the
- * counts' shared memory, unused until phase 2), then this CTA's share of the prefetch list, a
- * box a lane, by `cp.async.bulk.prefetch.tensor` (no completion to wait for, no data changed).
- * Another rank's tokens' experts are not known before its counts and are not prefetched. */
-__device__ void prefetch_gemm1_weights(const mm_fused_args &a, uint32_t *bits)
-{
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
-    const int lane = threadIdx.x % 32, words = (el + 31) / 32, ib = a.m.inter / 128;
-    for (int w = lane; w < words; w += 32) bits[w] = 0;
-    __syncwarp();
-    for (int i = lane; i < a.io.tokens * a.m.topk; i += 32) {
-        const int e = a.io.ids[i];
-        if (e >= 0 && e / el == me) atomicOr(&bits[(e % el) / 32], 1u << (e % el % 32));
-    }
-    __syncwarp();
-    int touched = 0;
-    for (int w = lane; w < words; w += 32) touched += __popc(bits[w]);
-    touched = (int)__reduce_add_sync(0xffffffffu, (unsigned)touched);
-    const long long boxes = mm_fused_prefetch_boxes(touched, ib, a.m.hidden / 128, MM_FUSED_PREFETCH_BYTES);
-    const int helpers = (int)gridDim.x - 1 - a.io.tokens, mine = (int)blockIdx.x - a.io.tokens;
-    for (long long u = mine + (long long)lane * helpers; u < boxes; u += 32ll * helpers) {
-        const mm_prefetch_box b = mm_fused_prefetch_box(u, touched, ib);
-        const int le = mm_nth_set_bit(bits, words, b.expert_ordinal);
-        const int row = le * 2 * a.m.inter + b.half * a.m.inter + b.i_block * 128;
-        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(a.w.w1_map),
-                     "r"(b.k_block * MM_GEMM_BK), "r"(row)
-                     : "memory");
-    }
-}
-
 /* A warp's U blocks blk, blk + warps, ... of a round: BF16 from the round's x buffer `xs` (rows of
  * x_bytes), FP8 and scales into its wire rows `ws` (rows of row_bytes: hidden FP8 bytes, then the
  * scales), the U chains interleaved (mm_quantize_held128). */
@@ -669,43 +631,6 @@ __device__ __forceinline__ void inject_late_math(void)
 #ifdef MM_FUSED_INJECT_LATE_MATH_US
     if (threadIdx.x % 128 < 32) mm_sleep_ns(MM_FUSED_INJECT_LATE_MATH_US * 1000ull, 10000);
 #endif
-}
-
-/* An experiment (-DMM_FUSED_PREFETCH_W2=bytes; append -DMM_FUSED_PREFETCH_W2_KEEP for an L2
- * evict_last hint; not in the default build): when the GEMM1 items are fewer than the CTAs
- * (decode), the CTAs past them, which would otherwise claim a GEMM2 item at once and wait for its
- * row tile's GEMM1 items, first stream the GEMM2 weights into L2 while the GEMM1 phase streams
- * its own: every GEMM2 item's weight blocks in K-block order (K block 0 of every item, then 1,
- * ...), up to the budget, a box a lane of warp 0. */
-#ifndef MM_FUSED_PREFETCH_W2
-#define MM_FUSED_PREFETCH_W2 0
-#endif
-__device__ void prefetch_gemm2_weights(const mm_fused_args &a, const fused_schedule &sc)
-{
-    const int el = a.m.experts / a.comm.peers.ranks, lane = threadIdx.x % 32;
-    const int helpers = (int)gridDim.x - sc.gemm1_items, mine = (int)blockIdx.x - sc.gemm1_items;
-    const long long per_k = (long long)(sc.items - sc.gemm1_items) * sc.h_width;
-    const long long fit = (long long)MM_FUSED_PREFETCH_W2 / (128 * 128), all = per_k * sc.ib_count;
-    const long long boxes = all < fit ? all : fit;
-#ifdef MM_FUSED_PREFETCH_W2_KEEP
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-#endif
-    for (long long u = mine + (long long)lane * helpers; u < boxes; u += 32ll * helpers) {
-        const int kb = (int)(u / per_k), rest = (int)(u % per_k);
-        const int g = rest / sc.h_width, h = rest % sc.h_width;
-        const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, mm_fused_gemm2_tile(g, sc.h_items));
-        const int row = t.expert * a.m.hidden + (mm_fused_gemm2_block(g, sc.h_items, sc.h_width) + h) * 128;
-#ifdef MM_FUSED_PREFETCH_W2_KEEP
-        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile.L2::cache_hint [%0, {%1, %2}], %3;" ::"l"(a.w.w2_map),
-                     "r"(kb * MM_GEMM_BK), "r"(row), "l"(policy)
-                     : "memory");
-#else
-        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(a.w.w2_map),
-                     "r"(kb * MM_GEMM_BK), "r"(row)
-                     : "memory");
-#endif
-    }
 }
 
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
@@ -1179,9 +1104,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     }
     stamp(a, 0);
     if (counts_first(a) && blockIdx.x == gridDim.x - 1 && threadIdx.x < 32) publish_counts_first(a, epoch0, cnt);
-    if (MM_FUSED_PREFETCH_BYTES > 0 && counts_first(a) && (int)blockIdx.x >= a.io.tokens &&
-        blockIdx.x < gridDim.x - 1 && threadIdx.x < 32)
-        prefetch_gemm1_weights(a, (uint32_t *)cnt);
 
     /* 1: dispatch (the stages hold the row being sent; the first __syncthreads in it also
      * publishes the barrier inits) */
@@ -1268,9 +1190,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
-
-    if (MM_FUSED_PREFETCH_W2 > 0 && (int)blockIdx.x >= sc.gemm1_items && threadIdx.x < 32)
-        prefetch_gemm2_weights(a, sc);
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;

@@ -276,28 +276,6 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
 {
     *out = NULL;
     if (rows % MM_GEMM_BN) return cudaErrorInvalidValue;
-#ifdef MM_WEIGHTS_BLOCKED_TIMING
-    /* A timing-only experiment (outputs wrong by design: the weights are not re-laid): the same
-     * buffer read as [rows / 128][k / 128][128][128] blocks, so each weight box is 16 KB in one
-     * piece instead of 128 pieces of 128 bytes a row apart; gemm_tile.cuh's mm_tile_tma_b then
-     * addresses box (kb, row0 / 128). Measures what a block-contiguous weight layout would buy. */
-    {
-        PFN_cuTensorMapEncodeTiled_v12000 encode;
-        cudaError_t e = tensor_map_encoder(&encode);
-        if (e != cudaSuccess) return e;
-        if (k % MM_GEMM_BK) return cudaErrorInvalidValue;
-        CUtensorMap m;
-        /* [rows / 128][(k / 128) x 128 block rows][128 bytes]: box (row kb * 128, block row0 / 128) */
-        cuuint64_t dims[3] = {MM_GEMM_BK, (k / MM_GEMM_BK) * MM_GEMM_BN, rows / MM_GEMM_BN};
-        cuuint64_t strides[2] = {MM_GEMM_BK, (k / MM_GEMM_BK) * MM_GEMM_BK * MM_GEMM_BN};
-        cuuint32_t box[3] = {MM_GEMM_BK, MM_GEMM_BN, 1}, elem[3] = {1, 1, 1};
-        CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)w, dims, strides, box, elem,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-        return tensor_maps_upload(&m, 1, out);
-    }
-#endif
     const int box[1] = {MM_GEMM_BN};
     return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }

@@ -274,55 +274,6 @@ MM_HD bool mm_fused_counts_first(int tokens, int ctas)
     return tokens <= MM_FUSED_COUNTS_FIRST_MAX_TOKENS && tokens <= ctas;
 }
 
-/* GEMM1 weights into L2 before the GEMM phase (fused.cu prefetch_gemm1_weights): in a counts-first
- * call the experts this rank's own tokens pick here are known at the start, and HBM idles through
- * the dispatch and the counts' wait. The prefetch is a list of 128 x 128 weight boxes in K-block
- * order (every gate and up block of every touched expert's 128-blocks of I at K block 0, then at
- * K block 1, ...), cut at the byte budget, so each GEMM1 item finds its first K blocks in L2.
- * Boxes in the list: */
-MM_HD long long mm_fused_prefetch_boxes(int touched, int i_blocks, int k_blocks, long long budget_bytes)
-{
-    const long long all = (long long)touched * i_blocks * 2 * k_blocks, fit = budget_bytes / (128 * 128);
-    return all < fit ? all : fit;
-}
-
-/* Box u of that list: its K block, the touched expert's ordinal, its 128-block of I and half
- * (0 gate, 1 up). */
-typedef struct {
-    int k_block, expert_ordinal, i_block, half;
-} mm_prefetch_box;
-
-MM_HD mm_prefetch_box mm_fused_prefetch_box(long long u, int touched, int i_blocks)
-{
-    const long long per_k = (long long)touched * i_blocks * 2;
-    long long rest = u % per_k;
-    mm_prefetch_box b;
-    b.k_block = (int)(u / per_k);
-    b.half = (int)(rest & 1);
-    rest >>= 1;
-    b.i_block = (int)(rest % i_blocks);
-    b.expert_ordinal = (int)(rest / i_blocks);
-    return b;
-}
-
-/* The index of the n-th (from 0) set bit of a bit set of `words` 32-bit words; -1 past the last. */
-MM_HD int mm_nth_set_bit(const uint32_t *bits, int words, int n)
-{
-    for (int w = 0; w < words; w++) {
-        uint32_t m = bits[w];
-        int c = 0;
-        for (uint32_t v = m; v; v &= v - 1) c++;
-        if (n < c) {
-            for (int q = 0; q < n; q++) m &= m - 1;
-            int bit = 0;
-            while (!((m >> bit) & 1u)) bit++;
-            return w * 32 + bit;
-        }
-        n -= c;
-    }
-    return -1;
-}
-
 /* A counts-first pair's slot among its expert's rows from this rank: how many pairs before it in
  * (token, k) order chose the same expert, so the slots of an expert are 0..count-1 without
  * atomics. ids: [tokens][topk], -1 for a masked k. */

@@ -511,13 +511,6 @@ __device__ __forceinline__ void mm_wgmma_64x8x32(float d[4], uint64_t a, uint64_
  * the stage's `full` barrier. */
 __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
 {
-#ifdef MM_WEIGHTS_BLOCKED_TIMING /* gemm.cu mm_weight_map_create: a timing-only experiment */
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {0, %2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                 "l"(b.map), "r"(kb * MM_GEMM_BK), "r"((unsigned)b.row0 >> 7), "r"(full)
-                 : "memory");
-    return;
-#endif
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                  "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
                  "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)

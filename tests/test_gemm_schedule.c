@@ -350,42 +350,6 @@ static void fused_first_slots(void **state)
     assert_false(mm_fused_counts_first(16, 8)); /* more tokens than CTAs */
 }
 
-/* The decode prefetch's list: every (K block, expert, I block, half) box exactly once, in K-block
- * order, cut at the budget; the bit set's n-th member. */
-static void fused_prefetch_list(void **state)
-{
-    (void)state;
-    enum { TOUCHED = 5, IB = 3, KB = 4 };
-    int seen[KB][TOUCHED][IB][2];
-    memset(seen, 0, sizeof seen);
-    const long long all = mm_fused_prefetch_boxes(TOUCHED, IB, KB, 1ll << 40);
-    assert_int_equal(all, TOUCHED * IB * 2 * KB);
-    int last_k = 0;
-    for (long long u = 0; u < all; u++) {
-        const mm_prefetch_box b = mm_fused_prefetch_box(u, TOUCHED, IB);
-        assert_true(b.k_block >= 0 && b.k_block < KB && b.expert_ordinal >= 0 && b.expert_ordinal < TOUCHED);
-        assert_true(b.i_block >= 0 && b.i_block < IB && (b.half == 0 || b.half == 1));
-        assert_true(b.k_block >= last_k); /* K block 0 of every item before K block 1 of any */
-        last_k = b.k_block;
-        seen[b.k_block][b.expert_ordinal][b.i_block][b.half]++;
-    }
-    for (int k = 0; k < KB; k++)
-        for (int x = 0; x < TOUCHED; x++)
-            for (int j = 0; j < IB; j++) assert_true(seen[k][x][j][0] == 1 && seen[k][x][j][1] == 1);
-    /* the budget in 16 KB boxes: Flash at 1 token (6 experts, 16 I blocks, 32 K blocks), 24 MB */
-    assert_int_equal(mm_fused_prefetch_boxes(6, 16, 32, 24ll << 20), 1536);
-    assert_int_equal(mm_fused_prefetch_boxes(6, 16, 32, 0), 0);
-    assert_int_equal(mm_fused_prefetch_boxes(0, 16, 32, 24ll << 20), 0);
-    assert_int_equal(mm_fused_prefetch_box(1536 - 1, 6, 16).k_block, 7); /* 8 K blocks of every item */
-
-    const uint32_t bits[3] = {0x80000001u, 0u, 0x00000006u};
-    assert_int_equal(mm_nth_set_bit(bits, 3, 0), 0);
-    assert_int_equal(mm_nth_set_bit(bits, 3, 1), 31);
-    assert_int_equal(mm_nth_set_bit(bits, 3, 2), 65);
-    assert_int_equal(mm_nth_set_bit(bits, 3, 3), 66);
-    assert_int_equal(mm_nth_set_bit(bits, 3, 4), -1);
-}
-
 /* fused's dispatch rounds: both buffers of every token of a round fit the span, one more would
  * not (unless the cap binds), and a hidden size whose round cannot hold one token gets 0. */
 static void fused_dispatch_group(void **state)
@@ -533,7 +497,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_extra_rows),
         cmocka_unit_test(fused_first_slots),
-        cmocka_unit_test(fused_prefetch_list),
         cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(fused_dispatch_rounds),
         cmocka_unit_test(out_box_layout),
