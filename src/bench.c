@@ -33,6 +33,7 @@ typedef struct {
     int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
     uint64_t mode_sym[MODE_COUNT]; /* where each mode's region starts in the symmetric buffer */
     void *mode_state[MODE_COUNT];
+    char mode_skip[MODE_COUNT][192]; /* a requested mode this config cannot run here: the rows' note */
     int local_experts;
     /* this rank's inputs, sized for max_tokens */
     uint16_t *x;
@@ -424,6 +425,8 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             row->status = ROW_SKIP;
             if (ops->missing)
                 mm_fmt(row->note, sizeof row->note, "%s", ops->missing);
+            else if (b->mode_skip[m][0])
+                mm_fmt(row->note, sizeof row->note, "%s", b->mode_skip[m]);
             else if (!fits)
                 mm_fmt(row->note, sizeof row->note, "batch above the buffers' %d tokens per rank "
                        "(--max-tokens-per-rank)", b->max_tokens);
@@ -527,6 +530,13 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     results_init(&res);
     mm_status res_failed_before = MM_OK; /* worst row status of the earlier --sweeps */
     if (s == MM_OK) rt->comm_sms = o->comm_sms;
+    /* a mode whose kernel cannot take this config on these GPUs: SKIP rows, the others run */
+    for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
+        if (!b->mode_max[m]) continue;
+        int ok = 1;
+        s = modes_supported(mode_ops((mm_mode)m), cfg, rt->world, &ok, b->mode_skip[m], sizeof b->mode_skip[m]);
+        if (s == MM_OK && !ok) b->mode_max[m] = 0;
+    }
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
         b->max_tokens = max_tokens;

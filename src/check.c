@@ -294,12 +294,15 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
     for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
         cell *c = &res->mode[m];
         const mm_mode_ops *ops = mode_ops((mm_mode)m);
+        int ok = 1;
         c->status = ROW_SKIP;
         if (!(o->modes & (1u << m))) mm_fmt(c->note, sizeof c->note, "not requested");
         else if (ops->missing) mm_fmt(c->note, sizeof c->note, "%s", ops->missing);
         else if (sc->needs) mm_fmt(c->note, sizeof c->note, "needs %s", sc->needs);
         else if (m == MODE_LL && max_tokens > o->ll_max)
             mm_fmt(c->note, sizeof c->note, "above the ll cap of %d tokens per rank", o->ll_max);
+        else if ((s = modes_supported(ops, &cfg, rt->world, &ok, c->note, sizeof c->note)) != MM_OK || !ok)
+            continue; /* SKIP with the mode's reason (or the failure stops the loop) */
         else
             s = run_mode(rt, o, (mm_mode)m, &cfg, &b, tokens, max_tokens, c,
                          m == MODE_FUSED || m == MODE_LL ? &outputs[m] : NULL);

@@ -44,6 +44,15 @@ mm_status mpi_agree(mm_status local, mm_status *global)
     return MM_OK;
 }
 
+mm_status mpi_agree_all(mm_status local, int ok, int *all_ok)
+{
+    int in[2] = {(int)local, ok ? 0 : 1}, out[2] = {0, 0}; /* the worst status, any "cannot" */
+    MPI_TRY(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (out[0] != MM_OK) return (mm_status)out[0];
+    *all_ok = !out[1];
+    return MM_OK;
+}
+
 mm_status diff_acc_allreduce(mm_diff_acc *acc)
 {
     double sums[2] = {acc->sum_ab, acc->sum_aa_bb}, maxes[2] = {acc->max_abs, acc->ref_max_abs};

@@ -13,6 +13,9 @@ void mpi_finish(void);
 /* Every rank learns the worst of all ranks' statuses (mm_worse order) before going on, so one
  * rank's failure never leaves the others waiting in a collective. */
 mm_status mpi_agree(mm_status local, mm_status *global);
+/* Whether every rank can do something (`ok`: this rank's answer): *all_ok 1 only when all can.
+ * A failed `local` status on any rank is returned to every rank instead. */
+mm_status mpi_agree_all(mm_status local, int ok, int *all_ok);
 
 /* Every rank's comparison sums added (maxima maxed) into one, on every rank. */
 #include "reference.h"

@@ -29,6 +29,33 @@ uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
     return mm_layout_fused_sym(&s).total;
 }
 
+/* The fused kernel's shared-memory limits on this GPU: 4 bytes an expert and 4 a local expert
+ * beside the stage ring (gemm_schedule.h mm_fused_max_experts), and two dispatch rounds' rows of
+ * hidden channels (mm_fused_prepare's cudaErrorInvalidValue). */
+mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, size_t len)
+{
+    *ok = 1;
+    size_t room = 0, need = mm_fused_smem_bytes(cfg->hidden, cfg->experts, ranks);
+    CUDA_TRY(mm_fused_smem_room(&room));
+    if (need > room) {
+        *ok = 0;
+        mm_fmt(why, len, "fused: %d experts (%d a rank) need %zu bytes of shared memory, this GPU allows %zu "
+               "(at most %d experts at EP%d)",
+               cfg->experts, cfg->experts / ranks, need, room,
+               mm_fused_max_experts(room, need - mm_fused_smem_counts_bytes(cfg->experts, ranks), ranks), ranks);
+        return MM_OK;
+    }
+    int max_ctas = 0;
+    cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, ranks, &max_ctas);
+    if (ce == cudaErrorInvalidValue) {
+        *ok = 0;
+        mm_fmt(why, len, "fused: hidden %d does not fit the kernel's shared-memory row buffer", cfg->hidden);
+        return MM_OK;
+    }
+    CUDA_TRY(ce);
+    return MM_OK;
+}
+
 /* This rank's part of the setup; fused_setup makes the ranks agree on it. */
 static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config *cfg, int max_tokens,
                              uint64_t sym_offset, const mm_local_weights *w)
@@ -38,25 +65,18 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     mm_layout sym = mm_layout_fused_sym(&shape), loc = mm_layout_fused_local(&shape);
     MM_TRY(modes_check_region("fused", rt, sym_offset, sym.total));
     MM_TRY(runtime_check_fit(rt, "fused mode workspace", loc.total));
-    /* before mm_fused_prepare: past the GPU's limit its attribute call fails with the same
-     * cudaErrorInvalidValue as a hidden size the kernel cannot take */
-    size_t room = 0, need = mm_fused_smem_bytes(cfg->hidden, cfg->experts, rt->world);
-    CUDA_TRY(mm_fused_smem_room(&room));
-    if (need > room) {
-        mm_error("fused: %d experts (%d a rank) need %zu bytes of shared memory, this GPU allows %zu "
-                 "(at most %d experts at EP%d)",
-                 cfg->experts, cfg->experts / rt->world, need, room,
-                 mm_fused_max_experts(room, need - mm_fused_smem_counts_bytes(cfg->experts, rt->world), rt->world),
-                 rt->world);
+    /* bench and check skip the mode where it does not fit (modes_supported); a caller that did
+     * not ask gets the reason as an error. Before mm_fused_prepare: past the GPU's limit its
+     * attribute call fails with the same cudaErrorInvalidValue as a hidden size it cannot take */
+    int ok = 1;
+    char why[192];
+    MM_TRY(fused_supports(cfg, rt->world, &ok, why, sizeof why));
+    if (!ok) {
+        mm_error("%s", why);
         return MM_USAGE;
     }
     int max_ctas = 0;
-    cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas);
-    if (ce == cudaErrorInvalidValue) {
-        mm_error("fused: hidden %d does not fit the kernel's shared-memory row buffer", cfg->hidden);
-        return MM_USAGE;
-    }
-    CUDA_TRY(ce);
+    CUDA_TRY(mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas));
     if (max_ctas < 1) {
         mm_error("fused: the kernel cannot be resident with %zu bytes of shared memory",
                  mm_fused_smem_bytes(cfg->hidden, cfg->experts, rt->world));

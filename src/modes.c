@@ -4,7 +4,7 @@
 
 /* One entry per mode; a NULL `missing` means built. */
 static const mm_mode_ops ops[MODE_COUNT] = {
-    [MODE_FUSED] = {NULL, fused_sym_bytes, fused_setup, fused_run, fused_destroy, 1, fused_stages},
+    [MODE_FUSED] = {NULL, fused_sym_bytes, fused_setup, fused_run, fused_destroy, 1, fused_stages, fused_supports},
     [MODE_NORMAL] = {NULL, normal_sym_bytes, normal_setup, normal_run, normal_destroy, 0, normal_stages},
     [MODE_LL] = {NULL, ll_sym_bytes, ll_setup, ll_run, ll_destroy, 1, ll_stages},
 };
@@ -105,6 +105,16 @@ mm_status modes_out_map(void *out, uint64_t bytes, int n, const void **map)
     void *m = NULL;
     CUDA_TRY(mm_out_map_create(out, bytes / (2 * (uint64_t)n), (uint64_t)n, &m));
     *map = m;
+    return MM_OK;
+}
+
+mm_status modes_supported(const mm_mode_ops *ops, const mm_config *cfg, int ranks, int *ok, char *why, size_t len)
+{
+    int mine = 1;
+    if (len) why[0] = '\0';
+    mm_status local = ops->supports ? ops->supports(cfg, ranks, &mine, why, len) : MM_OK;
+    MM_TRY(mpi_agree_all(local, mine, ok)); /* a CUDA failure on any rank stops every rank */
+    if (!*ok && mine) mm_fmt(why, len, "another rank's GPU cannot run this config");
     return MM_OK;
 }
 

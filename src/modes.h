@@ -34,6 +34,10 @@ typedef struct {
      * MM_MAX_STAGES stage names and durations in us and returns how many */
     mm_status (*stages)(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
                         double *us, int *n);
+    /* NULL (every valid config runs), or whether this config runs on this rank's GPU at `ranks`
+     * ranks: *ok 0 with the SKIP note in `why` when it does not (a limit of the mode's kernel,
+     * not a bad config: the other modes still run it). Host only; the device must be set. */
+    mm_status (*supports)(const mm_config *cfg, int ranks, int *ok, char *why, size_t len);
 } mm_mode_ops;
 
 const mm_mode_ops *mode_ops(mm_mode m);
@@ -59,6 +63,10 @@ mm_status modes_out_map(void *out, uint64_t bytes, int n, const void **map);
 mm_status modes_check_region(const char *mode, const mm_runtime *rt, uint64_t offset, uint64_t bytes);
 /* A call's tokens fit the buffers the mode was set up for (MM_USAGE with a message if not). */
 mm_status modes_check_tokens(const char *mode, int tokens, int max_tokens);
+/* Whether a mode runs `cfg` on every rank (ops->supports, then the ranks agree: one rank's GPU
+ * that cannot makes every rank skip it, so all ranks run the same modes). *ok 0: `why` holds
+ * this rank's reason, or says another rank's GPU could not. Collective. */
+mm_status modes_supported(const mm_mode_ops *ops, const mm_config *cfg, int ranks, int *ok, char *why, size_t len);
 /* A collective setup's end: every rank agrees on `local` (the agreement is also the barrier that
  * orders every rank's clean region before anyone's first call); on failure `state` is destroyed. */
 mm_status modes_agree_setup(mm_status local, void *state, void (*destroy)(void *), void **out);
@@ -87,6 +95,7 @@ mm_status fused_setup(void **state, mm_runtime *rt, const mm_config *cfg, int ma
                       uint64_t sym_offset, const mm_local_weights *w);
 mm_status fused_run(void *state, const mm_mode_io *io, cudaStream_t stream);
 void fused_destroy(void *state);
+mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, size_t len);
 mm_status fused_stages(void *state, const mm_mode_io *io, cudaStream_t stream, char names[][16],
                        double *us, int *n);
 

@@ -41,6 +41,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: diff_acc_allreduce gave wrong sums\n", rank);
         bad = 1;
     }
+    /* "can every rank?": all can; the last cannot (everyone learns it); a failure beats a "cannot" */
+    int all_ok = -1;
+    if (mpi_agree_all(MM_OK, 1, &all_ok) != MM_OK || all_ok != 1) bad = 1, fprintf(stderr, "rank %d: all can\n", rank);
+    all_ok = -1;
+    if (mpi_agree_all(MM_OK, rank != world - 1, &all_ok) != MM_OK || all_ok != 0)
+        bad = 1, fprintf(stderr, "rank %d: the last rank cannot, got %d\n", rank, all_ok);
+    all_ok = -1;
+    if (mpi_agree_all(rank == 0 ? MM_RUNTIME : MM_OK, rank != world - 1, &all_ok) != MM_RUNTIME || all_ok != -1)
+        bad = 1, fprintf(stderr, "rank %d: a failed rank's status must come back\n", rank);
     if (rank == 0) printf("test_mpi_agree: %d ranks, %s\n", world, bad ? "FAILED" : "passed");
     mpi_finish();
     return bad;
