@@ -141,6 +141,11 @@ expect_rc 0 too-many-experts $mpi -np 1 build/megamoe bench --config tests/confi
 grep -Eq "fused +batch +1 +SKIP +fused: 1024 experts .* need [0-9]* bytes of shared memory, this GPU allows" \
     "$logs/too-many-experts.log" && grep -Eq "ll +batch +64 +OK" "$logs/too-many-experts.log" ||
     { echo "  too-many-experts: not fused SKIP with the shared-memory reason and ll OK" | tee -a "$logs/summary.txt"; fail=1; }
+# a hidden size past the fused dispatch's row buffers: the same, with that reason
+expect_rc 0 wide-hidden $mpi -np 1 build/megamoe bench --config tests/configs/wide-hidden.json --modes fused,ll
+grep -Eq "fused +batch +1 +SKIP +fused: hidden 34176 does not fit" "$logs/wide-hidden.log" &&
+    grep -Eq "ll +batch +5 +OK" "$logs/wide-hidden.log" ||
+    { echo "  wide-hidden: not fused SKIP with the row-buffer reason and ll OK" | tee -a "$logs/summary.txt"; fail=1; }
 
 # every log in one file too (a remote runner may bring back only a few files); the archive is
 # written outside the folder it reads (tar fails on a folder that changes under it)
