@@ -143,7 +143,7 @@ grep -Eq "fused +batch +1 +SKIP +fused: 1024 experts .* need [0-9]* bytes of sha
     { echo "  too-many-experts: not fused SKIP with the shared-memory reason and ll OK" | tee -a "$logs/summary.txt"; fail=1; }
 # a hidden size past the fused dispatch's row buffers: the same, with that reason
 expect_rc 0 wide-hidden $mpi -np 1 build/megamoe bench --config tests/configs/wide-hidden.json --modes fused,ll
-grep -Eq "fused +batch +1 +SKIP +fused: hidden 34176 does not fit" "$logs/wide-hidden.log" &&
+grep -Eq "fused +batch +1 +SKIP +fused: hidden 34304 does not fit" "$logs/wide-hidden.log" &&
     grep -Eq "ll +batch +5 +OK" "$logs/wide-hidden.log" ||
     { echo "  wide-hidden: not fused SKIP with the row-buffer reason and ll OK" | tee -a "$logs/summary.txt"; fail=1; }
 

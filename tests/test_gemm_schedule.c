@@ -355,8 +355,9 @@ static void fused_first_slots(void **state)
 static void fused_dispatch_group(void **state)
 {
     (void)state;
-    const long long span = 4 * 34816 + 67584; /* the stage ring and the staging area (fused.cu) */
-    const long long hiddens[] = {128, 2048, 4096, 7168, 16384, 34048, 40960};
+    /* the stage ring (5 stages of 34816 B) and the staging area (fused.cu: 33792 B) */
+    const long long span = 5 * 34816 + 33792;
+    const long long hiddens[] = {128, 2048, 4096, 7168, 16384, 34176, 34304, 40960};
     for (size_t i = 0; i < sizeof hiddens / sizeof hiddens[0]; i++) {
         const long long h = hiddens[i], wire = h + (h / 128 * 4 + 15) / 16 * 16, per = 2 * (2 * h + wire);
         const int g = mm_fused_dispatch_group(h, wire, span, 8);
@@ -367,6 +368,9 @@ static void fused_dispatch_group(void **state)
     assert_int_equal(mm_fused_dispatch_group(4096, 4224, span, 8), 8);   /* Flash: 12416 B a token */
     assert_int_equal(mm_fused_dispatch_group(7168, 7392, span, 8), 4);   /* Pro, V3: 21728 B */
     assert_int_equal(mm_fused_dispatch_group(40960, 42240, span, 8), 0); /* no room: refused */
+    /* the largest hidden size the fused mode takes (README), and the next multiple of 128 */
+    assert_int_equal(mm_fused_dispatch_group(34176, 34176 + 1072, span, 8), 1);
+    assert_int_equal(mm_fused_dispatch_group(34304, 34304 + 1072, span, 8), 0);
     assert_int_equal(mm_fused_dispatch_group(4096, 4224, span, 2), 2);
 }
 
