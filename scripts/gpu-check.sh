@@ -69,7 +69,10 @@ if command -v compute-sanitizer >/dev/null; then
     # WAR hazards between the math's reads of a stage's scales and the producer's next cp.async
     # into them, although every refill waits for the stage's `empty`, which each math warp
     # arrives on after its reads. The ring audit below checks that ordering on the hardware and
-    # finds it held (and finds a broken ring); see docs/perf-notes.md, twenty-second session.
+    # finds it held (and finds a broken ring); tests/gpu/ring_race_probe.cu, the ring's protocol
+    # alone with every sum right, draws the same reports: the tool's model of cp.async writes
+    # ordered by an mbarrier wait, not the kernel (docs/perf-notes.md, twenty-second and
+    # twenty-third sessions).
     step sanitizer-racecheck-fold $mpi -np 1 compute-sanitizer --tool racecheck --error-exitcode 9 \
         --report-api-errors no build/megamoe check --filter fold-extra-rows --modes fused --timeout-ms 60000
     echo "  sanitizer-racecheck-fold (not judged): $(grep -h 'RACECHECK SUMMARY' "$logs/sanitizer-racecheck-fold.log")" |
