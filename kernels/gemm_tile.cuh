@@ -862,7 +862,14 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s);
         mm_ring_advance(ring);
+#if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 1
+        /* timing only: the stage released as soon as it is full, no math (outputs wrong) */
+        mm_tile_release(p, s, false);
+        continue;
+#endif
+#if !defined(MM_ABLATE_COMPACT) || MM_ABLATE_COMPACT != 2 /* 2: timing only, no proxy fence */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
         const float *sc = mm_tile_stage_scales(stages, s);
         const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
