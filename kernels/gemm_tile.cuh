@@ -601,6 +601,14 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* skipped by a branch when A came by TMA: predicated off, the gather's ~60 instructions
          * per warp and block still took issue slots from the math warps of the same SM
          * sub-partitions (ncu source counters, eighteenth session) */
+#if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 3 /* timing only: a compact stage's TMAs alone */
+        if (compact) {
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+            mm_ring_advance(ring);
+            if (pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
+            continue;
+        }
+#endif
         if (a_rows > 0) {
 #pragma unroll
             for (int i = 0; i < 8; i++)
@@ -863,7 +871,8 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         MM_AUDIT_ENTER(s);
         mm_ring_advance(ring);
 #if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 1
-        /* timing only: the stage released as soon as it is full, no math (outputs wrong) */
+        /* timing only: the stage released as soon as it is full, no math (outputs wrong); 3 (in
+         * mm_tile_produce): the producer's row and scale copies left out of compact stages */
         mm_tile_release(p, s, false);
         continue;
 #endif
