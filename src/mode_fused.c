@@ -31,10 +31,12 @@ uint64_t fused_sym_bytes(const mm_config *cfg, int ranks, int max_tokens)
 
 /* The fused kernel's shared-memory limits on this GPU: 4 bytes an expert and 4 a local expert
  * beside the stage ring (gemm_schedule.h mm_fused_max_experts), and two dispatch rounds' rows of
- * hidden channels (mm_fused_prepare's cudaErrorInvalidValue). */
-mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, size_t len)
+ * hidden channels (mm_fused_prepare's cudaErrorInvalidValue). Where it fits, *max_ctas is
+ * mm_fused_prepare's bound on resident CTAs. */
+static mm_status fused_fits(const mm_config *cfg, int ranks, int *ok, char *why, size_t len, int *max_ctas)
 {
     *ok = 1;
+    *max_ctas = 0;
     size_t room = 0, need = mm_fused_smem_bytes(cfg->hidden, cfg->experts, ranks);
     CUDA_TRY(mm_fused_smem_room(&room));
     if (need > room) {
@@ -45,8 +47,7 @@ mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, si
                mm_fused_max_experts(room, need - mm_fused_smem_counts_bytes(cfg->experts, ranks), ranks), ranks);
         return MM_OK;
     }
-    int max_ctas = 0;
-    cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, ranks, &max_ctas);
+    cudaError_t ce = mm_fused_prepare(cfg->hidden, cfg->experts, ranks, max_ctas);
     if (ce == cudaErrorInvalidValue) {
         *ok = 0;
         mm_fmt(why, len, "fused: hidden %d does not fit the kernel's shared-memory row buffer", cfg->hidden);
@@ -54,6 +55,12 @@ mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, si
     }
     CUDA_TRY(ce);
     return MM_OK;
+}
+
+mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, size_t len)
+{
+    int max_ctas;
+    return fused_fits(cfg, ranks, ok, why, len, &max_ctas);
 }
 
 /* This rank's part of the setup; fused_setup makes the ranks agree on it. */
@@ -68,15 +75,13 @@ static mm_status setup_local(fused_state **out, mm_runtime *rt, const mm_config 
     /* bench and check skip the mode where it does not fit (modes_supported); a caller that did
      * not ask gets the reason as an error. Before mm_fused_prepare: past the GPU's limit its
      * attribute call fails with the same cudaErrorInvalidValue as a hidden size it cannot take */
-    int ok = 1;
+    int ok = 1, max_ctas = 0;
     char why[192];
-    MM_TRY(fused_supports(cfg, rt->world, &ok, why, sizeof why));
+    MM_TRY(fused_fits(cfg, rt->world, &ok, why, sizeof why, &max_ctas));
     if (!ok) {
         mm_error("%s", why);
         return MM_USAGE;
     }
-    int max_ctas = 0;
-    CUDA_TRY(mm_fused_prepare(cfg->hidden, cfg->experts, rt->world, &max_ctas));
     if (max_ctas < 1) {
         mm_error("fused: the kernel cannot be resident with %zu bytes of shared memory",
                  mm_fused_smem_bytes(cfg->hidden, cfg->experts, rt->world));
