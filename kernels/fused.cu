@@ -525,6 +525,20 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
+/* The senders that published their counts first (COUNT_FIRST; a bit per rank), which phase 2
+ * keeps after the schedule in shared memory: their rows may still be on the way in phase 3. */
+__device__ __forceinline__ uint32_t first_senders(const fused_schedule &sc, int el)
+{
+    return *(const volatile uint32_t *)&sc.tile_start[el + 3];
+}
+
+/* This call's epoch (the state's changes only in phase 6), read again where needed rather than
+ * kept in the producer's few registers. */
+__device__ __forceinline__ uint32_t call_epoch(const mm_fused_args &a)
+{
+    return (uint32_t)(*(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1);
+}
+
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -554,8 +568,6 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     int r;
     const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
     const wire_meta *metas = (const wire_meta *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_meta);
-    /* written by other ranks and CTAs: read at L2, after the counts' acquire */
-    *meta = __ldcg((const int4 *)(metas + ((size_t)le * ranks + s) * a.m.max_tokens + r));
     if (is_gemm1) {
         const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
                              ((size_t)s * a.m.max_tokens + meta->y) * a.x.row_bytes;
@@ -616,6 +628,52 @@ __device__ __forceinline__ int fused_ring_depth(const fused_schedule &sc)
 }
 #endif
 
+/* Thread 0 of the producer, as it takes a GEMM1 item, before the item is described. A compact
+ * item (decode: <= 8 rows): the gate and up weight blocks of its first K blocks into the next
+ * stages, as many as the ring holds, with their bytes expected on each stage's `full`
+ * (mm_tile_produce then loads only the rows and scales of these blocks). The weights depend only
+ * on the schedule, so they stream while the rows may still be on the way over NVLink. Then, for
+ * an expert of at most MM_FUSED_TINY_ROWS rows (phase 2 waited for the rest), the ready word of
+ * each row that a counts-first sender sent, so that its meta and row are there when the item is
+ * described and gathered (after the producer's barrier). A stage is refilled only after its
+ * `empty` phase, as in mm_tile_produce. A ready wait that fails has recorded the failure or seen
+ * the abort; the item then runs on whatever is there, and the call reports the failure. */
+__device__ __forceinline__ void early_gemm1_item(const mm_fused_args &a, const fused_schedule &sc, int item,
+                                                 uint8_t *stages, mm_tile_pipe *pipe, mm_ring ring)
+{
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
+    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
+    int expert_rows = 0;
+    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
+    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
+    if (mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)) {
+        const int kblocks = a.m.hidden / MM_GEMM_BK, ahead = kblocks < mm_ring_depth() ? kblocks : mm_ring_depth();
+        const mm_tile_b gate = {a.w.w1_map, t.expert * 2 * a.m.inter + (item % sc.ib_count) * 128, NULL};
+        for (int kb = 0; kb < ahead; kb++) {
+            const int s = ring.stage;
+            uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
+            mm_mbar_wait(&pipe->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
+            MM_AUDIT_REFILL(s);
+            const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[s]);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(2 * MM_TILE_B_STAGE)
+                         : "memory");
+            /* where mm_tile_produce's compact form puts them: gate in the B area, up in the A area */
+            mm_tile_tma_b(stage + MM_TILE_A_STAGE, gate, kb, full);
+            mm_tile_tma_b(stage, mm_tile_b{gate.map, gate.row0 + a.m.inter, NULL}, kb, full);
+            mm_ring_advance(ring);
+        }
+    }
+    const uint32_t firsts = first_senders(sc, el);
+    if (firsts && expert_rows <= MM_FUSED_TINY_ROWS)
+        for (int row = 0; row < expert_rows; row++) {
+            int slot;
+            const int s = mm_sender_row(sc.cnt + t.expert * ranks, ranks, row, &slot);
+            if (((firsts >> s) & 1u) && !wait_word(a.comm, ready_word(a, a.comm.peers.rank, t.expert, s, slot),
+                                                   call_epoch(a), MM_PHASE_FUSED_DISPATCH, s, true))
+                break;
+        }
+}
+
 /* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
  * end when the call is aborting. */
 __device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_schedule &sc)
@@ -656,6 +714,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
+            /* not in the folding form (large calls, never decode; its producer has no room) */
+            if (!FOLD && item < sc.gemm1_items) early_gemm1_item(a, sc, item, stages, pipe, ring);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
@@ -687,12 +747,15 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD);
+            /* a compact GEMM1 item's first weight blocks went out at its claim (early_gemm1_item) */
+            const bool ahead = !FOLD && is_gemm1 && compact;
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD,
+                                 ahead);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra, FOLD);
+                                 extra, FOLD, ahead);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
@@ -1146,14 +1209,20 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         if (!__syncthreads_and(good)) return steps_gone();
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
         /* a counts-first sender's rows: every slot it counted, once its ready word carries the
-         * call's epoch (phase 3 then reads any row without waiting) */
+         * call's epoch (phase 3 then reads those rows without waiting), except for experts of at
+         * most MM_FUSED_TINY_ROWS rows: their one compact item's producer waits for its few rows
+         * itself, after its first weight blocks went out (early_gemm1_item) */
         const uint32_t firsts = *first_senders;
         if (firsts)
-            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
-                if ((firsts >> (i % ranks)) & 1u)
-                    for (int slot = 0; slot < cnt[i] && good; slot++)
-                        good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
-                                         MM_PHASE_FUSED_DISPATCH, i % ranks, true);
+            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x) {
+                if (!((firsts >> (i % ranks)) & 1u) || cnt[i] == 0) continue;
+                int expert_rows = 0;
+                for (int q = 0; q < ranks; q++) expert_rows += cnt[i - i % ranks + q];
+                if (!FOLD && expert_rows <= MM_FUSED_TINY_ROWS) continue;
+                for (int slot = 0; slot < cnt[i] && good; slot++)
+                    good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
+                                     MM_PHASE_FUSED_DISPATCH, i % ranks, true);
+            }
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
