@@ -22,10 +22,12 @@
  *                   rank in (t, k) order, and signals each pair's meta and row with an
  *                   epoch-tagged ready word (dispatch_ready) once they are written.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
- *                   experts (and for a counts-first sender, for the ready word of every slot
- *                   it counted) and builds the row-tile schedule in shared memory
- *                   (tile_start; its first warp, a slice of the experts per lane and a warp
- *                   scan).
+ *                   experts and builds the row-tile schedule in shared memory (tile_start; its
+ *                   first warp, a slice of the experts per lane and a warp scan); then thread 0
+ *                   claims the CTA's first item and, for a decode (compact) GEMM1 item, sends
+ *                   its first K blocks' weights into the stage ring (early_first_item), and the
+ *                   CTA waits for a counts-first sender's rows: the ready word of every slot
+ *                   it counted.
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
  *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
  *                   blocks when the tiles are large).
@@ -525,20 +527,6 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
-/* The senders that published their counts first (COUNT_FIRST; a bit per rank), which phase 2
- * keeps after the schedule in shared memory: their rows may still be on the way in phase 3. */
-__device__ __forceinline__ uint32_t first_senders(const fused_schedule &sc, int el)
-{
-    return *(const volatile uint32_t *)&sc.tile_start[el + 3];
-}
-
-/* This call's epoch (the state's changes only in phase 6), read again where needed rather than
- * kept in the producer's few registers. */
-__device__ __forceinline__ uint32_t call_epoch(const mm_fused_args &a)
-{
-    return (uint32_t)(*(volatile const uint64_t *)mm_xchg_epoch(a.comm, a.x) + 1);
-}
-
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -568,6 +556,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     int r;
     const int s = mm_sender_row(sc.cnt + le * ranks, ranks, t.row_tile * MM_GEMM_BM + (pt < rows ? pt : 0), &r);
     const wire_meta *metas = (const wire_meta *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_meta);
+    /* written by other ranks and CTAs: read at L2, after the counts' acquire */
+    *meta = __ldcg((const int4 *)(metas + ((size_t)le * ranks + s) * a.m.max_tokens + r));
     if (is_gemm1) {
         const uint8_t *row = (const uint8_t *)mm_xchg_at(a.comm, a.x, a.comm.peers.rank, a.x.off_recv) +
                              ((size_t)s * a.m.max_tokens + meta->y) * a.x.row_bytes;
@@ -628,57 +618,82 @@ __device__ __forceinline__ int fused_ring_depth(const fused_schedule &sc)
 }
 #endif
 
-/* Thread 0 of the producer, as it takes a GEMM1 item, before the item is described. A compact
- * item (decode: <= 8 rows): the gate and up weight blocks of its first K blocks into the next
- * stages, as many as the ring holds, with their bytes expected on each stage's `full`
- * (mm_tile_produce then loads only the rows and scales of these blocks). The weights depend only
- * on the schedule, so they stream while the rows may still be on the way over NVLink. Then, for
- * an expert of at most MM_FUSED_TINY_ROWS rows (phase 2 waited for the rest), the ready word of
- * each row that a counts-first sender sent, so that its meta and row are there when the item is
- * described and gathered (after the producer's barrier). A stage is refilled only after its
- * `empty` phase, as in mm_tile_produce. A ready wait that fails has recorded the failure or seen
- * the abort; the item then runs on whatever is there, and the call reports the failure. */
-__device__ __forceinline__ void early_gemm1_item(const mm_fused_args &a, const fused_schedule &sc, int item,
-                                                 uint8_t *stages, mm_tile_pipe *pipe, mm_ring ring)
-{
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
-    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
-    int expert_rows = 0;
-    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
-    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
-    if (mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)) {
-        const int kblocks = a.m.hidden / MM_GEMM_BK, ahead = kblocks < mm_ring_depth() ? kblocks : mm_ring_depth();
-        const mm_tile_b gate = {a.w.w1_map, t.expert * 2 * a.m.inter + (item % sc.ib_count) * 128, NULL};
-        for (int kb = 0; kb < ahead; kb++) {
-            const int s = ring.stage;
-            uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
-            mm_mbar_wait(&pipe->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-            MM_AUDIT_REFILL(s);
-            const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[s]);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(2 * MM_TILE_B_STAGE)
-                         : "memory");
-            /* where mm_tile_produce's compact form puts them: gate in the B area, up in the A area */
-            mm_tile_tma_b(stage + MM_TILE_A_STAGE, gate, kb, full);
-            mm_tile_tma_b(stage, mm_tile_b{gate.map, gate.row0 + a.m.inter, NULL}, kb, full);
-            mm_ring_advance(ring);
-        }
-    }
-    const uint32_t firsts = first_senders(sc, el);
-    if (firsts && expert_rows <= MM_FUSED_TINY_ROWS)
-        for (int row = 0; row < expert_rows; row++) {
-            int slot;
-            const int s = mm_sender_row(sc.cnt + t.expert * ranks, ranks, row, &slot);
-            if (((firsts >> s) & 1u) && !wait_word(a.comm, ready_word(a, a.comm.peers.rank, t.expert, s, slot),
-                                                   call_epoch(a), MM_PHASE_FUSED_DISPATCH, s, true))
-                break;
-        }
-}
-
 /* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
  * end when the call is aborting. */
 __device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_schedule &sc)
 {
     return mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
+}
+
+/* Whether a GEMM1 item's first MM_TILE_STAGES K blocks have their weights sent before its rows
+ * are there (early_first_item): a compact item (<= 8 rows: decode) of at least that many K
+ * blocks, in the non-folding form (the folding one runs large calls) with the fixed ring (not
+ * the MM_FUSED_WAVE_DEPTH experiment). */
+template <bool FOLD>
+__device__ __forceinline__ bool weights_ahead(const mm_fused_args &a, bool is_gemm1, bool compact)
+{
+#ifdef MM_RING_DEPTH_VARIES
+    return false;
+#else
+    return !FOLD && is_gemm1 && compact && a.m.hidden / MM_GEMM_BK >= MM_TILE_STAGES;
+#endif
+}
+
+/* Thread 0, in phase 2 once the schedule is known and before the CTA waits for a counts-first
+ * sender's rows: claims the CTA's first item (the producer starts with it) and, when it is a
+ * compact GEMM1 item, sends the gate and up weight blocks of its first MM_TILE_STAGES K blocks
+ * into the ring's first stages (where mm_tile_produce's compact form puts them), their bytes
+ * expected on each stage's `full`; the producer then loads only those blocks' rows and scales
+ * (MM_COMPACT_ROWS_ONLY). At decode, where a rank's few tokens are the whole call, the weights
+ * (the call's bulk) then stream while the rows are still on their way over NVLink. The stages
+ * are fresh (the dispatch's generic accesses to them were fenced before the async proxy). */
+template <bool FOLD>
+__device__ __forceinline__ int early_first_item(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
+                                                mm_tile_pipe *pipe)
+{
+    const int item = claim_item(a, sc);
+    if (item >= sc.gemm1_items) return item;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
+    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
+    int expert_rows = 0;
+    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
+    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
+    if (!weights_ahead<FOLD>(a, true, mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)))
+        return item;
+    const mm_tile_b gate = {a.w.w1_map, t.expert * 2 * a.m.inter + (item % sc.ib_count) * 128, NULL};
+    const mm_tile_b up = {a.w.w1_map, gate.row0 + a.m.inter, NULL};
+    for (int kb = 0; kb < MM_TILE_STAGES; kb++) { /* stage kb of the ring's first round */
+        uint8_t *stage = stages + kb * MM_TILE_STAGE_BYTES;
+        const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[kb]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(2 * MM_TILE_B_STAGE)
+                     : "memory");
+        mm_tile_tma_b(stage + MM_TILE_A_STAGE, gate, kb, full);
+        mm_tile_tma_b(stage, up, kb, full);
+    }
+    return item;
+}
+
+/* Thread 0, when the CTA leaves before phase 3 (a failed wait) after early_first_item sent
+ * weights: the stages' `full` barriers take the producer's arrivals that will not come, so their
+ * phases complete once those copies have landed; the CTA then exits with no copy in flight into
+ * its shared memory. Bounded, as every stage wait. */
+template <bool FOLD>
+__device__ __forceinline__ void drain_early_weights(const mm_fused_args &a, const fused_schedule &sc,
+                                                    mm_tile_pipe *pipe, int item)
+{
+    if (item >= sc.gemm1_items) return;
+    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
+    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
+    int expert_rows = 0;
+    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
+    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
+    if (!weights_ahead<FOLD>(a, true, mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)))
+        return;
+    for (int kb = 0; kb < MM_TILE_STAGES; kb++) {
+        const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[kb]);
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS) : "memory");
+        mm_mbar_wait(&pipe->full[kb], 0u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    }
 }
 
 /* The same test build (-DMM_FUSED_INJECT_LATE_MATH_US=2000) holds the first warp of each math
@@ -706,7 +721,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
      * bound every item to a CTA at the start of a decode call: CTAs ran two GEMM2 items one
      * after the other while others, their GEMM1 item done, had nothing left; fifteenth session.) */
     int next = 0;
-    if (threadIdx.x == 0) next = claim_item(a, sc);
+    /* claimed in phase 2 (early_first_item); a volatile read: a plain one spilled the producer */
+    if (threadIdx.x == 0) next = *(volatile int *)claim_s;
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
         mm_item_wait_free(ring_items, n);
@@ -714,8 +730,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
-            /* not in the folding form (large calls, never decode; its producer has no room) */
-            if (!FOLD && item < sc.gemm1_items) early_gemm1_item(a, sc, item, stages, pipe, ring);
             if (item >= sc.gemm1_items && item < sc.items) {
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
@@ -747,15 +761,29 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            /* a compact GEMM1 item's first weight blocks went out at its claim (early_gemm1_item) */
-            const bool ahead = !FOLD && is_gemm1 && compact;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD,
-                                 ahead);
-            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-            mm_item_publish(ring_items, n);
-            mm_inject_stall(item);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra, FOLD, ahead);
+            if (n == 0 && weights_ahead<FOLD>(a, is_gemm1, compact)) {
+                /* the CTA's first item, whose first MM_TILE_STAGES K blocks had their weights sent
+                 * in phase 2 (early_first_item): here only their rows and scales. A branch of its
+                 * own with constant bounds: a count held across the calls spilled the producer */
+                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1,
+                                     MM_COMPACT_ROWS_ONLY, 0, FOLD);
+                it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+                mm_item_publish(ring_items, n);
+                mm_inject_stall(item);
+                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, MM_TILE_STAGES,
+                                     MM_COMPACT_ROWS_ONLY, 0, FOLD);
+                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, MM_TILE_STAGES,
+                                     kblocks, MM_COMPACT, 0, FOLD);
+            } else {
+                const int form = compact ? MM_COMPACT : 0;
+                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, form, extra,
+                                     FOLD);
+                it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+                mm_item_publish(ring_items, n);
+                mm_inject_stall(item);
+                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, form,
+                                     extra, FOLD);
+            }
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
@@ -1208,21 +1236,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         MM_STEP(0x1007);
         if (!__syncthreads_and(good)) return steps_gone();
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
-        /* a counts-first sender's rows: every slot it counted, once its ready word carries the
-         * call's epoch (phase 3 then reads those rows without waiting), except for experts of at
-         * most MM_FUSED_TINY_ROWS rows: their one compact item's producer waits for its few rows
-         * itself, after its first weight blocks went out (early_gemm1_item) */
-        const uint32_t firsts = *first_senders;
-        if (firsts)
-            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x) {
-                if (!((firsts >> (i % ranks)) & 1u) || cnt[i] == 0) continue;
-                int expert_rows = 0;
-                for (int q = 0; q < ranks; q++) expert_rows += cnt[i - i % ranks + q];
-                if (!FOLD && expert_rows <= MM_FUSED_TINY_ROWS) continue;
-                for (int slot = 0; slot < cnt[i] && good; slot++)
-                    good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
-                                     MM_PHASE_FUSED_DISPATCH, i % ranks, true);
-            }
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
@@ -1246,7 +1259,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         MM_STEP(0x1008);
         if (!__syncthreads_and(good)) return steps_gone();
     }
-    stamp(a, 2);
     fused_schedule sc;
     sc.cnt = cnt;
     sc.tile_start = tile_start;
@@ -1259,6 +1271,26 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
+    /* the CTA's first item, and a decode item's first weight blocks, before the rows' wait below */
+    if (threadIdx.x == 0) claim_s = early_first_item<FOLD>(a, sc, stages, &pipe);
+    {
+        /* a counts-first sender's rows: every slot it counted, once its ready word carries the
+         * call's epoch (phase 3 then reads any row without waiting) */
+        const uint32_t firsts = *(const uint32_t *)&tile_start[el + 3];
+        int good = 1;
+        if (firsts)
+            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
+                if ((firsts >> (i % ranks)) & 1u)
+                    for (int slot = 0; slot < cnt[i] && good; slot++)
+                        good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
+                                         MM_PHASE_FUSED_DISPATCH, i % ranks, true);
+        MM_STEP(0x100b);
+        if (!__syncthreads_and(good)) {
+            if (threadIdx.x == 0) drain_early_weights<FOLD>(a, sc, &pipe, claim_s);
+            return steps_gone();
+        }
+    }
+    stamp(a, 2);
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;

@@ -246,7 +246,11 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
     uint16_t *y = (uint16_t *)ctx->io.y;
     if (local == MM_OK && mm_launch_poison(y, n * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK) local = mode_step(ctx, rt->stream);
-    if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK) {
+        char label[64];
+        mm_fmt(label, sizeof label, "the checked %s call", mode_name(ctx->mode));
+        local = runtime_sync(rt, label, what, sizeof what);
+    }
     if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
     mm_diff_acc acc;
     memset(&acc, 0, sizeof acc);

@@ -177,7 +177,11 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     if (local == MM_OK && mm_launch_poison(y, (size_t)tokens * h * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
     mm_mode_io io = {tokens, b->x, b->ids, b->w, y};
     if (local == MM_OK) local = ops->run(state, &io, rt->stream);
-    if (local == MM_OK && cudaStreamSynchronize(rt->stream) != cudaSuccess) local = MM_RUNTIME;
+    if (local == MM_OK) {
+        char label[64];
+        mm_fmt(label, sizeof label, "the %s call", mode_name(m));
+        local = runtime_sync(rt, label, what, sizeof what);
+    }
     if (local == MM_OK) local = runtime_wait_status(rt, what, sizeof what);
     mm_diff_acc acc;
     memset(&acc, 0, sizeof acc);
@@ -455,7 +459,15 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         s = run_scenario(rt, o, sc, r);
         r->seconds = MPI_Wtime() - started;
         watchdog_disarm();
-        if (s != MM_OK) break;
+        if (s != MM_OK) { /* the rest would run on a broken context: say where it stopped */
+            if (rt->rank == 0) {
+                const char *why = "";
+                for (int m = 0; m < MODE_COUNT && !why[0]; m++)
+                    if (r->mode[m].status == ROW_ERROR) why = r->mode[m].note;
+                mm_error("check: scenario %s stopped the run%s%s", sc->name, why[0] ? ": " : "", why);
+            }
+            break;
+        }
         const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
         int any_fail = 0, any_ok = 0;
         for (int c = 0; c < 4; c++) {

@@ -245,6 +245,15 @@ void runtime_destroy(mm_runtime *rt)
     memset(rt, 0, sizeof *rt);
 }
 
+mm_status runtime_sync(mm_runtime *rt, const char *label, char *what, size_t len)
+{
+    const cudaError_t e = cudaStreamSynchronize(rt->stream);
+    if (e == cudaSuccess) return MM_OK;
+    mm_fmt(what, len, "rank %d: CUDA %s (%s) in %s", rt->rank, cudaGetErrorName(e), cudaGetErrorString(e), label);
+    mm_error("%s", what);
+    return MM_RUNTIME;
+}
+
 mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len)
 {
     return wait_error_describe(rt->error_host, what, len);

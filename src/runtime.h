@@ -74,6 +74,10 @@ void runtime_destroy(mm_runtime *rt);
 
 /* After a synchronised stream: MM_TIMEOUT if a wait on this rank expired (detail into `what`). */
 mm_status runtime_wait_status(mm_runtime *rt, char *what, size_t len);
+/* Waits for the stream after a mode's call. A CUDA error (a fault in a kernel, which leaves the
+ * context unusable) is named in `what` ("rank R: CUDA <name> (<text>) in LABEL") and on stderr,
+ * and gives MM_RUNTIME. */
+mm_status runtime_sync(mm_runtime *rt, const char *label, char *what, size_t len);
 /* The same sentence for any failure record (`megamoe gemm` keeps its own, without a runtime):
  * MM_OK when it is empty, else MM_TIMEOUT. */
 mm_status wait_error_describe(const volatile mm_wait_error *e, char *what, size_t len);
