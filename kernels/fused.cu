@@ -22,12 +22,10 @@
  *                   rank in (t, k) order, and signals each pair's meta and row with an
  *                   epoch-tagged ready word (dispatch_ready) once they are written.
  *   2 counts        each CTA waits (bounded, acquire) for the El x R counts of this rank's
- *                   experts and builds the row-tile schedule in shared memory (tile_start; its
- *                   first warp, a slice of the experts per lane and a warp scan); then thread 0
- *                   claims the CTA's first item and, for a decode (compact) GEMM1 item, sends
- *                   its first K blocks' weights into the stage ring (early_first_item), and the
- *                   CTA waits for a counts-first sender's rows: the ready word of every slot
- *                   it counted.
+ *                   experts (and for a counts-first sender, for the ready word of every slot
+ *                   it counted) and builds the row-tile schedule in shared memory
+ *                   (tile_start; its first warp, a slice of the experts per lane and a warp
+ *                   scan).
  *   3 GEMM items    in one global order: all GEMM1 items (row tile of 128, 128-block of I: gate
  *                   and up), then all GEMM2 items (row tile, 128-block of H, or two adjacent
  *                   blocks when the tiles are large).
@@ -625,77 +623,6 @@ __device__ __forceinline__ int claim_item(const mm_fused_args &a, const fused_sc
     return mm_aborted(a.comm) ? sc.items : (int)atomicAdd(&mm_xchg_counters(a.comm, a.x)[WORK_CLAIM], 1u);
 }
 
-/* Whether a GEMM1 item's first MM_TILE_STAGES K blocks have their weights sent before its rows
- * are there (early_first_item): a compact item (<= 8 rows: decode) of at least that many K
- * blocks, in the non-folding form (the folding one runs large calls) with the fixed ring (not
- * the MM_FUSED_WAVE_DEPTH experiment). */
-template <bool FOLD>
-__device__ __forceinline__ bool weights_ahead(const mm_fused_args &a, bool is_gemm1, bool compact)
-{
-#ifdef MM_RING_DEPTH_VARIES
-    return false;
-#else
-    return !FOLD && is_gemm1 && compact && a.m.hidden / MM_GEMM_BK >= MM_TILE_STAGES;
-#endif
-}
-
-/* Thread 0, in phase 2 once the schedule is known and before the CTA waits for a counts-first
- * sender's rows: claims the CTA's first item (the producer starts with it) and, when it is a
- * compact GEMM1 item, sends the gate and up weight blocks of its first MM_TILE_STAGES K blocks
- * into the ring's first stages (where mm_tile_produce's compact form puts them), their bytes
- * expected on each stage's `full`; the producer then loads only those blocks' rows and scales
- * (MM_COMPACT_ROWS_ONLY). At decode, where a rank's few tokens are the whole call, the weights
- * (the call's bulk) then stream while the rows are still on their way over NVLink. The stages
- * are fresh (the dispatch's generic accesses to them were fenced before the async proxy). */
-template <bool FOLD>
-__device__ __forceinline__ int early_first_item(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
-                                                mm_tile_pipe *pipe)
-{
-    const int item = claim_item(a, sc);
-    if (item >= sc.gemm1_items) return item;
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
-    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
-    int expert_rows = 0;
-    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
-    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
-    if (!weights_ahead<FOLD>(a, true, mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)))
-        return item;
-    const mm_tile_b gate = {a.w.w1_map, t.expert * 2 * a.m.inter + (item % sc.ib_count) * 128, NULL};
-    const mm_tile_b up = {a.w.w1_map, gate.row0 + a.m.inter, NULL};
-    for (int kb = 0; kb < MM_TILE_STAGES; kb++) { /* stage kb of the ring's first round */
-        uint8_t *stage = stages + kb * MM_TILE_STAGE_BYTES;
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[kb]);
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(2 * MM_TILE_B_STAGE)
-                     : "memory");
-        mm_tile_tma_b(stage + MM_TILE_A_STAGE, gate, kb, full);
-        mm_tile_tma_b(stage, up, kb, full);
-    }
-    return item;
-}
-
-/* Thread 0, when the CTA leaves before phase 3 (a failed wait) after early_first_item sent
- * weights: the stages' `full` barriers take the producer's arrivals that will not come, so their
- * phases complete once those copies have landed; the CTA then exits with no copy in flight into
- * its shared memory. Bounded, as every stage wait. */
-template <bool FOLD>
-__device__ __forceinline__ void drain_early_weights(const mm_fused_args &a, const fused_schedule &sc,
-                                                    mm_tile_pipe *pipe, int item)
-{
-    if (item >= sc.gemm1_items) return;
-    const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks;
-    const mm_tile t = mm_tile_locate(sc.tile_start, el, 1, item / sc.ib_count);
-    int expert_rows = 0;
-    for (int q = 0; q < ranks; q++) expert_rows += sc.cnt[t.expert * ranks + q];
-    const int left = expert_rows - t.row_tile * MM_GEMM_BM;
-    if (!weights_ahead<FOLD>(a, true, mm_fused_compact(true, left < MM_GEMM_BM ? left : MM_GEMM_BM, sc.h_width)))
-        return;
-    for (int kb = 0; kb < MM_TILE_STAGES; kb++) {
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe->full[kb]);
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS) : "memory");
-        mm_mbar_wait(&pipe->full[kb], 0u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-    }
-}
-
 /* The same test build (-DMM_FUSED_INJECT_LATE_MATH_US=2000) holds the first warp of each math
  * warpgroup that long before its register increase, so a CTA's producer with no item reaches
  * the end of phase 3 first: the registers must still go back only after the barrier there. */
@@ -721,8 +648,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
      * bound every item to a CTA at the start of a decode call: CTAs ran two GEMM2 items one
      * after the other while others, their GEMM1 item done, had nothing left; fifteenth session.) */
     int next = 0;
-    /* claimed in phase 2 (early_first_item); a volatile read: a plain one spilled the producer */
-    if (threadIdx.x == 0) next = *(volatile int *)claim_s;
+    if (threadIdx.x == 0) next = claim_item(a, sc);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
         mm_item_wait_free(ring_items, n);
@@ -761,29 +687,12 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            if (n == 0 && weights_ahead<FOLD>(a, is_gemm1, compact)) {
-                /* the CTA's first item, whose first MM_TILE_STAGES K blocks had their weights sent
-                 * in phase 2 (early_first_item): here only their rows and scales. A branch of its
-                 * own with constant bounds: a count held across the calls spilled the producer */
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1,
-                                     MM_COMPACT_ROWS_ONLY, 0, FOLD);
-                it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-                mm_item_publish(ring_items, n);
-                mm_inject_stall(item);
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, MM_TILE_STAGES,
-                                     MM_COMPACT_ROWS_ONLY, 0, FOLD);
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, MM_TILE_STAGES,
-                                     kblocks, MM_COMPACT, 0, FOLD);
-            } else {
-                const int form = compact ? MM_COMPACT : 0;
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, form, extra,
-                                     FOLD);
-                it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-                mm_item_publish(ring_items, n);
-                mm_inject_stall(item);
-                mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, form,
-                                     extra, FOLD);
-            }
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD);
+            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+            mm_item_publish(ring_items, n);
+            mm_inject_stall(item);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
+                                 extra, FOLD);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
@@ -1236,6 +1145,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         MM_STEP(0x1007);
         if (!__syncthreads_and(good)) return steps_gone();
         stamp(a, MM_FUSED_PHASE_STAMPS + 4);
+        /* a counts-first sender's rows: every slot it counted, once its ready word carries the
+         * call's epoch (phase 3 then reads any row without waiting) */
+        const uint32_t firsts = *first_senders;
+        if (firsts)
+            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
+                if ((firsts >> (i % ranks)) & 1u)
+                    for (int slot = 0; slot < cnt[i] && good; slot++)
+                        good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
+                                         MM_PHASE_FUSED_DISPATCH, i % ranks, true);
         /* the schedule by the first warp, each lane a slice of the experts (gemm_schedule.h) */
         if (threadIdx.x < 32) {
             const int lane = threadIdx.x;
@@ -1259,6 +1177,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         MM_STEP(0x1008);
         if (!__syncthreads_and(good)) return steps_gone();
     }
+    stamp(a, 2);
     fused_schedule sc;
     sc.cnt = cnt;
     sc.tile_start = tile_start;
@@ -1271,26 +1190,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
-    /* the CTA's first item, and a decode item's first weight blocks, before the rows' wait below */
-    if (threadIdx.x == 0) claim_s = early_first_item<FOLD>(a, sc, stages, &pipe);
-    {
-        /* a counts-first sender's rows: every slot it counted, once its ready word carries the
-         * call's epoch (phase 3 then reads any row without waiting) */
-        const uint32_t firsts = *(const uint32_t *)&tile_start[el + 3];
-        int good = 1;
-        if (firsts)
-            for (int i = threadIdx.x; i < el * ranks && good; i += blockDim.x)
-                if ((firsts >> (i % ranks)) & 1u)
-                    for (int slot = 0; slot < cnt[i] && good; slot++)
-                        good = wait_word(a.comm, ready_word(a, me, i / ranks, i % ranks, slot), (uint32_t)epoch0,
-                                         MM_PHASE_FUSED_DISPATCH, i % ranks, true);
-        MM_STEP(0x100b);
-        if (!__syncthreads_and(good)) {
-            if (threadIdx.x == 0) drain_early_weights<FOLD>(a, sc, &pipe, claim_s);
-            return steps_gone();
-        }
-    }
-    stamp(a, 2);
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;

@@ -155,11 +155,6 @@ static __shared__ int mm_ring_depth_s;
 #define MM_RING_START(depth) {0, 0u}
 #endif
 
-/* mm_tile_produce's `compact`: a compact dual pass (<= 8 rows: the second weight block in the A
- * area, the rows in the tiny area), and the same for K blocks whose weights were sent already */
-#define MM_COMPACT 1
-#define MM_COMPACT_ROWS_ONLY 2
-
 __device__ __forceinline__ void mm_ring_advance(mm_ring &r)
 {
 #ifdef MM_RING_DEPTH_VARIES
@@ -543,13 +538,9 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
-                                                int second_rows = 0, int second_scales = 0, int compact = 0,
+                                                int second_rows = 0, int second_scales = 0, bool compact = false,
                                                 int extra = 0, bool tight = false)
 {
-    /* compact: 0, or a compact pass (MM_COMPACT), or the K blocks of one whose weights the caller
-     * already sent (MM_COMPACT_ROWS_ONLY: rows and scales only); one value, as a flag of its own
-     * spilled the fused kernel's producer */
-    const bool weights = compact != MM_COMPACT_ROWS_ONLY;
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
     /* tight (the fused kernel, whose producer keeps more across its loop): threadIdx.x read again
@@ -591,10 +582,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         MM_AUDIT_REFILL(s);
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        /* MM_COMPACT_ROWS_ONLY (the fused kernel's decode GEMM1 items): these K blocks had their
-         * weight TMAs and thread 0's expect_tx issued ahead of the rows (fused.cu
-         * early_first_item) */
-        if (pt == 0 && weights) {
+        if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
             if (a_tma && am.pair)
@@ -614,7 +602,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * per warp and block still took issue slots from the math warps of the same SM
          * sub-partitions (ncu source counters, eighteenth session) */
 #if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 3 /* timing only: a compact stage's TMAs alone */
-        if (compact && weights) {
+        if (compact) {
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
             mm_ring_advance(ring);
             if (pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
@@ -650,7 +638,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* compact: the second block into this stage's A area, after the arrivals (the expected
          * bytes above keep the phase open until it lands; issued here, the producer's registers
          * suffice) */
-        if (compact && pt == 0 && weights) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
+        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
         if (second_rows && !compact)
             mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
@@ -857,7 +845,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
-                                                     int kb_begin, int kb_end, int compact = 0, int extra = 0,
+                                                     int kb_begin, int kb_end, bool compact = false, int extra = 0,
                                                      bool tight = false)
 {
     mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight);
