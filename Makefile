@@ -68,7 +68,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all inject steps trace audit audit-break deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all inject fault steps trace audit audit-break deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -98,6 +98,11 @@ inject:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/inject \
 	  NVEXTRA="-DMM_INJECT_STALL_MS=12000 -DMM_FUSED_INJECT_LATE_MATH_US=2000" \
 	  $(BUILD)/inject/megamoe
+
+# A test build whose fused kernel and grouped GEMM fault (item 0's producer stores to an unmapped
+# address; kernels/comm.cuh mm_inject_stall): gpu-check expects exit 3 with the CUDA error named.
+fault:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/fault NVEXTRA=-DMM_INJECT_FAULT $(BUILD)/fault/megamoe
 
 # A diagnostic build whose fused kernel writes each thread's wait to host-mapped words and whose
 # host prints them when a launch has not ended after MM_STEPS_AFTER_S seconds (kernels/gemm_tile.cuh).

@@ -85,6 +85,10 @@ __device__ __forceinline__ void mm_inject_stall(int item)
 {
 #ifdef MM_INJECT_STALL_MS
     if (item == 0) mm_sleep_ns(MM_INJECT_STALL_MS * 1000000ull, 1000000);
+#elif defined(MM_INJECT_FAULT)
+    /* the fault test build (make fault): item 0's producer stores to an unmapped address, so the
+     * launch ends in a CUDA error that check and bench must name, then exit 3 without a crash */
+    if (item == 0) *(volatile uint32_t *)(uintptr_t)16 = 1u;
 #else
     (void)item;
 #endif

@@ -13,7 +13,8 @@
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
 #      deepseek-v3 at full EP
-#   5b. a test build with an injected pipeline stall must end with a named TIMEOUT, not hang
+#   5b. a test build with an injected pipeline stall must end with a named TIMEOUT, not hang, and
+#      one with an injected fault with exit 3 naming the CUDA error
 #   6. bad-input checks that need the GPU runtime (more ranks than GPUs, more experts than the
 #      fused kernel's shared memory holds)
 # GPU_CHECK_TOOLS=0 skips the sanitizer, ring-audit and injected-stall runs of steps 3 and 5b.
@@ -114,6 +115,19 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         expect_rc 4 gemm-lab-stall-injected $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 37 --iters 3
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected.log" ||
             { echo "  gemm-lab-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+    else
+        fail=1
+    fi
+    # a kernel that faults (a test build: item 0's producer stores to an unmapped address): check
+    # and bench exit 3 naming the CUDA error and the call, not crash or hang
+    if step build-fault make -j16 "${cjson[@]}" fault; then
+        expect_rc 3 fused-fault-injected $mpi -np 1 build/fault/megamoe check --filter smoke --modes fused --timeout-ms 20000
+        grep -q "CUDA cudaErrorIllegalAddress .* in the fused call" "$logs/fused-fault-injected.log" &&
+            grep -q "check: scenario smoke stopped the run" "$logs/fused-fault-injected.log" ||
+            { echo "  fused-fault-injected: the CUDA error or the stopped scenario not named" | tee -a "$logs/summary.txt"; fail=1; }
+        expect_rc 3 gemm-fault-injected $mpi -np 1 build/fault/megamoe bench --config configs/tiny.json --modes ll --batches 4 --timeout-ms 20000
+        grep -q "CUDA cudaErrorIllegalAddress .* in the checked ll call" "$logs/gemm-fault-injected.log" ||
+            { echo "  gemm-fault-injected: the CUDA error not named" | tee -a "$logs/summary.txt"; fail=1; }
     else
         fail=1
     fi
