@@ -117,6 +117,9 @@
 #define MM_RING_DEPTH_VARIES
 #endif
 
+#ifdef MM_FUSED_BLOCK_HANDOFF
+#define MM_TILE_HANDOFF
+#endif
 #include "comm.cuh"
 #include "gemm_tile.cuh"
 #include "layout.h"
@@ -633,6 +636,28 @@ __device__ __forceinline__ void inject_late_math(void)
 #endif
 }
 
+#ifdef MM_FUSED_BLOCK_HANDOFF
+/* An experiment (-DMM_FUSED_BLOCK_HANDOFF; not in the default build): GEMM1 items mark their I
+ * block's bit in gemm1_done[tile] (when I / 128 <= 32) instead of counting, and a GEMM2 item
+ * whose row tile is not complete at its claim loads K block kb of its rows as soon as I block kb
+ * is done, the K order unchanged (so the same bits), instead of waiting for all of them
+ * (gemm_tile.cuh mm_handoff_wait): at Pro 1 token the last tile's GEMM2 items wait for a second
+ * wave of 12 GEMM1 items (perf-notes, twenty-third session, Next 2). The bits need I / 128 <= 32
+ * (fused_supports says so). Producer thread 0, once the item is known to every producer thread:
+ * arms the wait for a GEMM2 item whose tile is not complete, or disarms it. */
+__device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_schedule &sc, int item)
+{
+    const uint32_t *word = NULL;
+    if (item >= sc.gemm1_items) {
+        const uint32_t *w = &gemm1_done(a)[mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items)];
+        const uint32_t full = sc.ib_count == 32 ? 0xffffffffu : (1u << sc.ib_count) - 1u;
+        if (mm_ld_acquire_gpu_u32(w) != full) word = w;
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    *(const uint32_t *volatile *)&mm_handoff_word_s = word;
+}
+#endif
+
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
@@ -657,11 +682,13 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
             if (item >= sc.gemm1_items && item < sc.items) {
+#ifndef MM_FUSED_BLOCK_HANDOFF /* with it, each K block waits for its I block (below) */
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
+#endif
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
             *claim_s = item;
@@ -673,6 +700,11 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             return;
         }
+#ifdef MM_FUSED_BLOCK_HANDOFF
+        /* every producer thread is past the previous item's loads (the barrier above) and reads
+         * these only after the barrier below */
+        if (threadIdx.x == 0) handoff_arm(a, sc, item);
+#endif
         mm_tile_a_map am;
         mm_tile_b b;
         int k;
@@ -757,7 +789,12 @@ __device__ __forceinline__ void gemm1_item_done(const mm_fused_args &a, const fu
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     if (mm_math_thread() == 0) {
         asm volatile("fence.proxy.async.global;" ::: "memory");
+#ifdef MM_FUSED_BLOCK_HANDOFF /* a bit per I block (handoff_arm) */
+        asm volatile("red.release.gpu.global.or.b32 [%0], %1;" ::"l"(&gemm1_done(a)[it->tile]), "r"(1u << it->block)
+                     : "memory");
+#else
         mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
+#endif
     }
 }
 

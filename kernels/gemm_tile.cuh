@@ -430,6 +430,42 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
  * garbage fails every check. */
 #define MM_STAGE_WAIT_NS 10000000000ull
 
+#ifdef MM_TILE_HANDOFF
+/* The fused kernel's per-I-block hand-off (fused.cu, MM_FUSED_BLOCK_HANDOFF): while the producer
+ * streams a GEMM2 item whose row tile was not complete at its claim, mm_handoff_word_s points at
+ * the tile's gemm1_done word, a bit per I block (else NULL), and each K block kb first waits
+ * (producer thread 0, acquire, bounded as the stage waits) for I block kb's bit; then the proxy
+ * fence for the rows' TMA, and the producer's barrier orders the gathering threads after it. In
+ * shared memory, read again at each block: a register held for it spilled the producer. */
+static __shared__ const uint32_t *mm_handoff_word_s;
+__device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
+{
+    const uint32_t *w = *(const uint32_t *const volatile *)&mm_handoff_word_s;
+    if (!w) return;
+    if (pt == 0) {
+        uint32_t start = 0;
+        for (uint32_t spin = 0;; spin++) {
+            uint32_t seen;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(w) : "memory");
+            if ((seen >> kb) & 1u) break;
+            if ((spin & 63u) == 0) {
+                uint64_t now;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                const uint32_t t = (uint32_t)(now >> 10) | 1u;
+                if (!start) start = t;
+                else if (*(volatile uint32_t *)&mm_stage_wait_expired) break;
+                else if (t - start > (uint32_t)(MM_STAGE_WAIT_NS >> 10)) {
+                    mm_stage_wait_expired = MM_PIPE_WAIT_GEMM1_BLOCK;
+                    break;
+                }
+            }
+        }
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+}
+#endif
+
 /* Called by thread 0 once per kernel, before a __syncthreads (and, in a cluster, before the
  * cluster barrier that precedes any remote arrival). cluster: CTAs sharing the A blocks (1 or
  * 2); a stage is free once the math warps of all of them released it. */
@@ -581,6 +617,9 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         MM_AUDIT_REFILL(s);
+#ifdef MM_TILE_HANDOFF
+        mm_handoff_wait(kb, pt);
+#endif
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
