@@ -643,8 +643,12 @@ __device__ __forceinline__ void inject_late_math(void)
  * is done, the K order unchanged (so the same bits), instead of waiting for all of them
  * (gemm_tile.cuh mm_handoff_wait): at Pro 1 token the last tile's GEMM2 items wait for a second
  * wave of 12 GEMM1 items (perf-notes, twenty-third session, Next 2). The bits need I / 128 <= 32
- * (fused_supports says so). Producer thread 0, once the item is known to every producer thread:
- * arms the wait for a GEMM2 item whose tile is not complete, or disarms it. */
+ * (not checked: an experiment). Measured on one H200 against the default (twenty-fourth session,
+ * results/h200-ep1/experiments/block-handoff-d467e93): Flash 1 token -2.7 us, but Pro 1 token
+ * +1 us and Pro 4096 +1% (early GEMM2 weights take HBM from the GEMM1 stragglers); limiting it
+ * to calls whose GEMM1 items fit one wave spilled the producer (16-24 bytes), so it stays off.
+ * Producer thread 0, once the item is known to every producer thread: arms the wait for a GEMM2
+ * item whose tile is not complete, or disarms it. */
 __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_schedule &sc, int item)
 {
     const uint32_t *word = NULL;
