@@ -39,7 +39,9 @@
  *                   GEMM1 rows are read in place from dispatch_recv (the row table points at the
  *                   row of each of the tile's metas, sender by sender); a GEMM2 item's rows (act)
  *                   are loaded only after gemm1_done[row tile] == I/128 (bounded acquire wait by
- *                   producer thread 0).
+ *                   producer thread 0), or in the hand-off form (decode calls whose GEMM1 items
+ *                   fit one wave: mm_fused_handoff_kernel) K block kb once I block kb's bit is
+ *                   set (handoff_arm, gemm_tile.cuh mm_handoff_wait).
  *                   Math warpgroups: take the items in the same order. Dual items (mm_fused_dual
  *                   says which): > 64 rows, both halves per warpgroup in two accumulators; <= 64
  *                   rows, split (half g on warpgroup g). Other GEMM1 items run the gate pass then
@@ -47,7 +49,8 @@
  *                   top-k weight and quantizes per 128 (recipe steps 4-5) into act (large tiles
  *                   from the registers, 8-byte stores after a quad transpose; tiles of <= 64 rows
  *                   from gate and up parked row-major, the valid rows spread over all 8 math
- *                   warps), then one thread adds 1 to gemm1_done[row tile] with release
+ *                   warps), then one thread adds 1 to (hand-off form: ORs its I block's bit
+ *                   into) gemm1_done[row tile] with release
  *                   semantics after a CTA barrier. GEMM2 stages the tile as BF16 (one 128 x 128
  *                   out tile at a time behind a barrier) and stores each row straight into its
  *                   token's rank at combine_recv[token][k] (NVLink). The producer ends with an
@@ -117,9 +120,7 @@
 #define MM_RING_DEPTH_VARIES
 #endif
 
-#ifdef MM_FUSED_BLOCK_HANDOFF
-#define MM_TILE_HANDOFF
-#endif
+#define MM_TILE_HANDOFF /* gemm_tile.cuh's per-I-block wait, for the hand-off form (handoff_arm) */
 #include "comm.cuh"
 #include "gemm_tile.cuh"
 #include "layout.h"
@@ -636,37 +637,40 @@ __device__ __forceinline__ void inject_late_math(void)
 #endif
 }
 
-#ifdef MM_FUSED_BLOCK_HANDOFF
-/* An experiment (-DMM_FUSED_BLOCK_HANDOFF; not in the default build): GEMM1 items mark their I
- * block's bit in gemm1_done[tile] (when I / 128 <= 32) instead of counting, and a GEMM2 item
- * whose row tile is not complete at its claim loads K block kb of its rows as soon as I block kb
+/* gemm1_done[tile] in the hand-off form: a bit per I block, set by each GEMM1 item of the tile
+ * (mm_fused_handoff_kernel picks the form only when I / 128 <= 32); its value once they are all
+ * done. The other forms count the items (gemm1_item_done). */
+__device__ __forceinline__ uint32_t gemm1_tile_bits(const fused_schedule &sc)
+{
+    return sc.ib_count == 32 ? 0xffffffffu : (1u << sc.ib_count) - 1u;
+}
+
+/* The hand-off form (HANDOFF; mm_fused_handoff_kernel picks it per call: decode calls whose GEMM1
+ * items are expected to fit one wave of CTAs, Flash at 1 token): a GEMM2 item whose row tile is
+ * not complete when it is claimed loads K block kb of its rows as soon as I block kb of the tile
  * is done, the K order unchanged (so the same bits), instead of waiting for all of them
- * (gemm_tile.cuh mm_handoff_wait): at Pro 1 token the last tile's GEMM2 items wait for a second
- * wave of 12 GEMM1 items (perf-notes, twenty-third session, Next 2). The bits need I / 128 <= 32
- * (not checked: an experiment). Measured on one H200 against the default (twenty-fourth session,
- * results/h200-ep1/experiments/block-handoff-d467e93): Flash 1 token -2.7 us, but Pro 1 token
- * +1 us and Pro 4096 +1% (early GEMM2 weights take HBM from the GEMM1 stragglers); limiting it
- * to calls whose GEMM1 items fit one wave spilled the producer (16-24 bytes), so it stays off.
- * Producer thread 0, once the item is known to every producer thread: arms the wait for a GEMM2
- * item whose tile is not complete, or disarms it. */
+ * (gemm_tile.cuh mm_handoff_wait): the CTAs with no GEMM1 item start GEMM2 on the first I blocks
+ * done. Not with a second wave of GEMM1 items: there the early GEMM2 items' weights take HBM from
+ * the stragglers on the critical path (Pro at 1 token +1 us, 4096 tokens +1%; perf-notes,
+ * twenty-fourth session). Producer thread 0, once the item is known to every producer thread
+ * (the barrier before describe_item; the word is read after the one after it): arms the wait for
+ * a GEMM2 item whose tile is incomplete, else disarms it. */
 __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_schedule &sc, int item)
 {
     const uint32_t *word = NULL;
     if (item >= sc.gemm1_items) {
         const uint32_t *w = &gemm1_done(a)[mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items)];
-        const uint32_t full = sc.ib_count == 32 ? 0xffffffffu : (1u << sc.ib_count) - 1u;
-        if (mm_ld_acquire_gpu_u32(w) != full) word = w;
+        if (mm_ld_acquire_gpu_u32(w) != gemm1_tile_bits(sc)) word = w;
         asm volatile("fence.proxy.async.global;" ::: "memory");
     }
     *(const uint32_t *volatile *)&mm_handoff_word_s = word;
 }
-#endif
 
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
-template <bool FOLD>
+template <bool FOLD, bool HANDOFF>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
@@ -685,14 +689,12 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
-            if (item >= sc.gemm1_items && item < sc.items) {
-#ifndef MM_FUSED_BLOCK_HANDOFF /* with it, each K block waits for its I block (below) */
+            if (!HANDOFF && item >= sc.gemm1_items && item < sc.items) { /* the hand-off form: handoff_arm */
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
                 if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
                     item = ITEM_ABORT;
                 /* this thread issues the item's A TMA: order it after the act stores it waited for */
                 asm volatile("fence.proxy.async.global;" ::: "memory");
-#endif
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
             *claim_s = item;
@@ -704,11 +706,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             return;
         }
-#ifdef MM_FUSED_BLOCK_HANDOFF
-        /* every producer thread is past the previous item's loads (the barrier above) and reads
-         * these only after the barrier below */
-        if (threadIdx.x == 0) handoff_arm(a, sc, item);
-#endif
+        if (HANDOFF && threadIdx.x == 0) handoff_arm(a, sc, item);
         mm_tile_a_map am;
         mm_tile_b b;
         int k;
@@ -723,20 +721,21 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD,
+                                 HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra, FOLD);
+                                 extra, FOLD, HANDOFF);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD, HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD, HANDOFF);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
@@ -785,6 +784,10 @@ __device__ __forceinline__ float *extra_accumulators(float *staging)
     return (float *)((uint8_t *)staging + STAGING_BYTES);
 }
 
+/* The launch's form is the hand-off one (the kernel's HANDOFF, stored at its start): read by
+ * gemm1_item_done, which the epilogues of every form share. */
+static __shared__ int fused_handoff_s;
+
 /* The end of every GEMM1 epilogue: a barrier of the 256 math threads (their act stores are done,
  * and the park is free again), then one thread makes the stores visible to GEMM2's TMA (the async
  * proxy reads these generic-proxy stores) and releases gemm1_done[tile]. */
@@ -793,12 +796,11 @@ __device__ __forceinline__ void gemm1_item_done(const mm_fused_args &a, const fu
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
     if (mm_math_thread() == 0) {
         asm volatile("fence.proxy.async.global;" ::: "memory");
-#ifdef MM_FUSED_BLOCK_HANDOFF /* a bit per I block (handoff_arm) */
-        asm volatile("red.release.gpu.global.or.b32 [%0], %1;" ::"l"(&gemm1_done(a)[it->tile]), "r"(1u << it->block)
-                     : "memory");
-#else
-        mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
-#endif
+        if (*(volatile int *)&fused_handoff_s) /* a bit per I block (gemm1_tile_bits) */
+            asm volatile("red.release.gpu.global.or.b32 [%0], %1;" ::"l"(&gemm1_done(a)[it->tile]), "r"(1u << it->block)
+                         : "memory");
+        else
+            mm_red_add_release_gpu(&gemm1_done(a)[it->tile], 1u);
     }
 }
 
@@ -1122,8 +1124,10 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     }
 }
 
-/* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call) */
-template <bool FOLD>
+/* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call);
+ * HANDOFF: the form whose GEMM2 items take their tile's I blocks one by one (handoff_arm;
+ * mm_fused_handoff_kernel picks it). Never both. */
+template <bool FOLD, bool HANDOFF>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -1142,6 +1146,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
+        fused_handoff_s = HANDOFF;
     }
     stamp(a, 0);
     if (counts_first(a) && blockIdx.x == gridDim.x - 1 && threadIdx.x < 32) publish_counts_first(a, epoch0, cnt);
@@ -1236,7 +1241,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
-        produce_items<FOLD>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+        produce_items<FOLD, HANDOFF>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
         mm_regs_math();
@@ -1317,6 +1322,12 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 /* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
  * larger static share of the two forms (barriers, item slots, flags). A shape whose mm_fused_smem_bytes exceeds
  * it cannot launch at all: too many experts (4 bytes each, beside the ring and staging area). */
+/* The kernel's forms: plain, folding, hand-off (mm_launch_fused picks one per call). */
+#define FUSED_FORMS 3
+static const void *const fused_forms[FUSED_FORMS] = {(const void *)fused_moe_kernel<false, false>,
+                                                      (const void *)fused_moe_kernel<true, false>,
+                                                      (const void *)fused_moe_kernel<false, true>};
+
 extern "C" cudaError_t mm_fused_smem_room(size_t *room)
 {
     *room = 0;
@@ -1325,10 +1336,9 @@ extern "C" cudaError_t mm_fused_smem_room(size_t *room)
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess) return e;
     size_t static_max = 0;
-    const void *forms[2] = {(const void *)fused_moe_kernel<false>, (const void *)fused_moe_kernel<true>};
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < FUSED_FORMS; f++) {
         cudaFuncAttributes fa;
-        if ((e = cudaFuncGetAttributes(&fa, forms[f])) != cudaSuccess) return e;
+        if ((e = cudaFuncGetAttributes(&fa, fused_forms[f])) != cudaSuccess) return e;
         if (fa.sharedSizeBytes > static_max) static_max = fa.sharedSizeBytes;
     }
     *room = (size_t)optin > static_max ? (size_t)optin - static_max : 0;
@@ -1348,13 +1358,12 @@ extern "C" cudaError_t mm_fused_prepare(int hidden, int experts, int ranks, int 
     size_t smem = mm_fused_smem_bytes(hidden, experts, ranks);
     cudaError_t e = cudaSuccess;
     int per_sm = 0, dev = 0, sms = 0;
-    const void *forms[2] = {(const void *)fused_moe_kernel<false>, (const void *)fused_moe_kernel<true>};
-    for (int f = 0; f < 2; f++) {
-        if ((e = mm_regs_split_ok(forms[f])) != cudaSuccess) return e;
-        if ((e = cudaFuncSetAttribute(forms[f], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
+    for (int f = 0; f < FUSED_FORMS; f++) {
+        if ((e = mm_regs_split_ok(fused_forms[f])) != cudaSuccess) return e;
+        if ((e = cudaFuncSetAttribute(fused_forms[f], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
             return e;
         int fits = 0;
-        if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, forms[f], MM_TILE_THREADS, smem)) != cudaSuccess)
+        if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, fused_forms[f], MM_TILE_THREADS, smem)) != cudaSuccess)
             return e;
         per_sm = f == 0 || fits < per_sm ? fits : per_sm;
     }
@@ -1429,9 +1438,11 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
 #endif
     if ((uintptr_t)a.io.x % 16) return cudaErrorMisalignedAddress; /* the dispatch loads x rows by bulk copies */
     if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
-        fused_moe_kernel<true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+        fused_moe_kernel<true, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    else if (mm_fused_handoff_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts, a.m.inter, ctas))
+        fused_moe_kernel<false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     else
-        fused_moe_kernel<false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+        fused_moe_kernel<false, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
 #ifdef MM_STEPS
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(stream, &capturing);

@@ -8,6 +8,7 @@
 #ifndef MEGAMOE_GEMM_SCHEDULE_H
 #define MEGAMOE_GEMM_SCHEDULE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -155,6 +156,24 @@ MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int expert
     if (experts < 1 || tokens < 1) return 0;
     const long long rows = (long long)ranks * tokens * topk / experts;
     return rows >= MM_GEMM_BM - MM_FUSED_FOLD_WINDOW && rows <= MM_GEMM_BM + MM_FUSED_FOLD_WINDOW;
+}
+
+/* Whether a fused call runs the hand-off form (fused.cu handoff_arm): not the folding one, a bit
+ * per I block fits a word (I / 128 <= 32), and the GEMM1 items expected on a rank fit one wave
+ * of `ctas` CTAs with a 10% margin: the rank's experts touched by the call's tokens x topk x
+ * ranks pairs, each hitting one of `experts` uniformly, times the I blocks. At Flash EP2 1 token:
+ * 5.9 experts x 16 = 94 items on 132 CTAs (yes); Pro: 5.9 x 24 = 142 (no); Flash 2 tokens: 184
+ * (no). A call whose routing touches more experts than expected still runs correctly, only
+ * without the gain (its stragglers share HBM with early GEMM2 items). */
+MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int experts, int inter, int ctas)
+{
+    if (tokens < 1 || topk < 1 || ranks < 1 || experts < ranks || inter / 128 > 32 || ctas < 1 ||
+        mm_fused_fold_kernel(tokens, topk, ranks, experts))
+        return 0;
+    const double pairs = (double)tokens * topk * ranks;
+    if (pairs > (double)ctas * experts) return 0; /* far past one wave: skip the estimate */
+    const double touched = (double)(experts / ranks) * (1.0 - exp(pairs * log1p(-1.0 / experts)));
+    return touched * (inter / 128) * 1.1 <= ctas;
 }
 
 /* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into

@@ -431,7 +431,7 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
 #define MM_STAGE_WAIT_NS 10000000000ull
 
 #ifdef MM_TILE_HANDOFF
-/* The fused kernel's per-I-block hand-off (fused.cu, MM_FUSED_BLOCK_HANDOFF): while the producer
+/* The fused kernel's per-I-block hand-off (fused.cu, its HANDOFF form): while the producer
  * streams a GEMM2 item whose row tile was not complete at its claim, mm_handoff_word_s points at
  * the tile's gemm1_done word, a bit per I block (else NULL), and each K block kb first waits
  * (producer thread 0, acquire, bounded as the stage waits) for I block kb's bit; then the proxy
@@ -575,8 +575,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
                                                 int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                int extra = 0, bool tight = false)
+                                                int extra = 0, bool tight = false, bool handoff = false)
 {
+    /* handoff (a compile-time constant at every call): the fused kernel's hand-off form, whose
+     * GEMM2 items may wait for each K block's I block (mm_handoff_wait) */
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
     /* tight (the fused kernel, whose producer keeps more across its loop): threadIdx.x read again
@@ -618,7 +620,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         MM_AUDIT_REFILL(s);
 #ifdef MM_TILE_HANDOFF
-        mm_handoff_wait(kb, pt);
+        if (handoff) mm_handoff_wait(kb, pt);
 #endif
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
@@ -885,9 +887,10 @@ __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pi
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
                                                      int kb_begin, int kb_end, bool compact = false, int extra = 0,
-                                                     bool tight = false)
+                                                     bool tight = false, bool handoff = false)
 {
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight);
+    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight,
+                    handoff);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
