@@ -165,6 +165,9 @@ MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int expert
  * 5.9 experts x 16 = 94 items on 132 CTAs (yes); Pro: 5.9 x 24 = 142 (no); Flash 2 tokens: 184
  * (no). A call whose routing touches more experts than expected still runs correctly, only
  * without the gain (its stragglers share HBM with early GEMM2 items). */
+#ifndef MM_FUSED_HANDOFF_MARGIN /* an experiment may set it (nvcc -D...; the launch decides in fused.cu) */
+#define MM_FUSED_HANDOFF_MARGIN 1.1
+#endif
 MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int experts, int inter, int ctas)
 {
     if (tokens < 1 || topk < 1 || ranks < 1 || experts < ranks || inter / 128 > 32 || ctas < 1 ||
@@ -173,7 +176,7 @@ MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int exp
     const double pairs = (double)tokens * topk * ranks;
     if (pairs > (double)ctas * experts) return 0; /* far past one wave: skip the estimate */
     const double touched = (double)(experts / ranks) * (1.0 - exp(pairs * log1p(-1.0 / experts)));
-    return touched * (inter / 128) * 1.1 <= ctas;
+    return touched * (inter / 128) * MM_FUSED_HANDOFF_MARGIN <= ctas;
 }
 
 /* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into
