@@ -160,22 +160,24 @@ MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int expert
 
 /* Whether a fused call runs the hand-off form (fused.cu handoff_arm): not the folding one, a bit
  * per I block fits a word (I / 128 <= 32), and the GEMM1 items expected on a rank fit one wave
- * of `ctas` CTAs with a 10% margin: the rank's experts touched by the call's tokens x topk x
- * ranks pairs, each hitting one of `experts` uniformly, times the I blocks. At Flash EP2 1 token:
- * 5.9 experts x 16 = 94 items on 132 CTAs (yes); Pro: 5.9 x 24 = 142 (no); Flash 2 tokens: 184
- * (no). A call whose routing touches more experts than expected still runs correctly, only
- * without the gain (its stragglers share HBM with early GEMM2 items). */
+ * of `ctas` CTAs (times MM_FUSED_HANDOFF_MARGIN): the rank's experts touched when each of
+ * tokens x ranks tokens picks topk distinct experts of `experts` uniformly, times the I blocks.
+ * Flash at 1 token: 5.9 experts x 16 = 95 items on 132 CTAs at EP1, EP2 and EP8 (yes); V3 at 1
+ * token: 8 x 16 = 128 at EP1 (yes: -2.5 us on one GPU), 126 at EP2 (yes, unmeasured); Pro at 1
+ * token: 6 x 24 = 144 (no: its second wave of GEMM1 items is the critical path); Flash at 2
+ * tokens: 185 (no). A call whose routing touches more experts than expected still runs correctly,
+ * only without the gain (its stragglers share HBM with early GEMM2 items: ~1 us at Pro's 12). */
 #ifndef MM_FUSED_HANDOFF_MARGIN /* an experiment may set it (nvcc -D...; the launch decides in fused.cu) */
-#define MM_FUSED_HANDOFF_MARGIN 1.1
+#define MM_FUSED_HANDOFF_MARGIN 1.0
 #endif
 MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int experts, int inter, int ctas)
 {
-    if (tokens < 1 || topk < 1 || ranks < 1 || experts < ranks || inter / 128 > 32 || ctas < 1 ||
+    if (tokens < 1 || topk < 1 || topk > experts || ranks < 1 || experts < ranks || inter / 128 > 32 || ctas < 1 ||
         mm_fused_fold_kernel(tokens, topk, ranks, experts))
         return 0;
-    const double pairs = (double)tokens * topk * ranks;
-    if (pairs > (double)ctas * experts) return 0; /* far past one wave: skip the estimate */
-    const double touched = (double)(experts / ranks) * (1.0 - exp(pairs * log1p(-1.0 / experts)));
+    const double picks = (double)tokens * ranks; /* tokens, each picking topk distinct experts */
+    if (picks * topk > (double)ctas * experts) return 0; /* far past one wave: skip the estimate */
+    const double touched = (double)(experts / ranks) * (1.0 - exp(picks * log1p(-(double)topk / experts)));
     return touched * (inter / 128) * MM_FUSED_HANDOFF_MARGIN <= ctas;
 }
 

@@ -313,17 +313,18 @@ static void fused_extra_rows(void **state)
     assert_false(mm_fused_fold_kernel(512, 6, 2, 256));
     assert_false(mm_fused_fold_kernel(1, 6, 2, 256));
     assert_false(mm_fused_fold_kernel(0, 6, 2, 256));
-    /* the hand-off form: GEMM1 items expected to fit one wave with a 10% margin. Flash at 1 token
-     * (EP1, EP2, EP8: 5.5-5.9 experts x 16 I blocks), the check's small scenarios; not Pro at 1
-     * token (5.9 x 24 = 142 on 132 CTAs), Flash at 2 tokens (11.5 x 16), V3 at 1 token EP2 (7.8 x
-     * 16 x 1.1 = 137), more than 32 I blocks, a folding call, no tokens, or too few CTAs */
+    /* the hand-off form: GEMM1 items expected to fit one wave. Flash at 1 token (EP1, EP2, EP8:
+     * 5.8-6 experts x 16 I blocks), V3 at 1 token (8 x 16 = 128 at EP1), the check's small
+     * scenarios; not Pro at 1 token (6 x 24 = 144 on 132 CTAs), Flash at 2 tokens (11.6 x 16),
+     * more than 32 I blocks, a folding call, no tokens, or too few CTAs */
     assert_true(mm_fused_handoff_kernel(1, 6, 2, 256, 2048, 132));
     assert_true(mm_fused_handoff_kernel(1, 6, 1, 256, 2048, 132));
     assert_true(mm_fused_handoff_kernel(1, 6, 8, 256, 2048, 132));
     assert_true(mm_fused_handoff_kernel(4, 2, 1, 8, 128, 132));
     assert_false(mm_fused_handoff_kernel(1, 6, 2, 384, 3072, 132));
     assert_false(mm_fused_handoff_kernel(2, 6, 2, 256, 2048, 132));
-    assert_false(mm_fused_handoff_kernel(1, 8, 2, 256, 2048, 132));
+    assert_true(mm_fused_handoff_kernel(1, 8, 1, 256, 2048, 132));
+    assert_false(mm_fused_handoff_kernel(1, 6, 1, 384, 3072, 132));
     assert_false(mm_fused_handoff_kernel(1, 6, 2, 256, 8192, 132));
     assert_false(mm_fused_handoff_kernel(4096, 6, 2, 384, 3072, 132));
     assert_false(mm_fused_handoff_kernel(8192, 6, 2, 256, 2048, 132));
