@@ -646,7 +646,7 @@ __device__ __forceinline__ uint32_t gemm1_tile_bits(const fused_schedule &sc)
 }
 
 /* The hand-off form (HANDOFF; mm_fused_handoff_kernel picks it per call: decode calls whose GEMM1
- * items are expected to fit one wave of CTAs, Flash at 1 token): a GEMM2 item whose row tile is
+ * items are expected to fit one wave of CTAs, Flash and V3 at 1 token): a GEMM2 item whose row tile is
  * not complete when it is claimed loads K block kb of its rows as soon as I block kb of the tile
  * is done, the K order unchanged (so the same bits), instead of waiting for all of them
  * (gemm_tile.cuh mm_handoff_wait): the CTAs with no GEMM1 item start GEMM2 on the first I blocks
