@@ -1319,15 +1319,16 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
     return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + mm_fused_smem_counts_bytes(experts, ranks);
 }
 
-/* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
- * larger static share of the two forms (barriers, item slots, flags). A shape whose mm_fused_smem_bytes exceeds
- * it cannot launch at all: too many experts (4 bytes each, beside the ring and staging area). */
 /* The kernel's forms: plain, folding, hand-off (mm_launch_fused picks one per call). */
 #define FUSED_FORMS 3
 static const void *const fused_forms[FUSED_FORMS] = {(const void *)fused_moe_kernel<false, false>,
                                                       (const void *)fused_moe_kernel<true, false>,
                                                       (const void *)fused_moe_kernel<false, true>};
 
+/* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
+ * largest static share of the forms (barriers, item slots, flags). A shape whose
+ * mm_fused_smem_bytes exceeds it cannot launch at all: too many experts (4 bytes each, beside the
+ * ring and staging area). */
 extern "C" cudaError_t mm_fused_smem_room(size_t *room)
 {
     *room = 0;
