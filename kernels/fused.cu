@@ -110,16 +110,6 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-/* An experiment (nvcc -DMM_FUSED_WAVE_DEPTH=n; not in the default build, whose code it leaves
- * as it is): the stage ring n deep in calls whose GEMM1 items all fit one wave of CTAs (Flash at
- * 1 token: 96 items on 132 CTAs, where five stages measured 1.7 us slower than four; Pro at 1
- * token, 144 items, equal; perf-notes, twenty-second session). In that build the folding form
- * spills 12 bytes: compare batches that run the other form (`scripts/ab.sh run LOGDIR
- * --new-extra -DMM_FUSED_WAVE_DEPTH=4 --batches 1,2,4,8,64`). */
-#ifdef MM_FUSED_WAVE_DEPTH
-#define MM_RING_DEPTH_VARIES
-#endif
-
 #define MM_TILE_HANDOFF /* gemm_tile.cuh's per-I-block wait, for the hand-off form (handoff_arm) */
 #include "comm.cuh"
 #include "gemm_tile.cuh"
@@ -610,15 +600,17 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
     }
 }
 
-/* The stage ring's depth in this call, the same for the producer and the math (from the schedule
- * every thread of the CTA holds). */
-#ifdef MM_FUSED_WAVE_DEPTH
-__device__ __forceinline__ int fused_ring_depth(const fused_schedule &sc)
-{
-    static_assert(MM_FUSED_WAVE_DEPTH >= 2 && MM_FUSED_WAVE_DEPTH <= MM_TILE_STAGES, "a depth the ring has");
-    return sc.gemm1_items <= (int)gridDim.x ? MM_FUSED_WAVE_DEPTH : MM_TILE_STAGES;
-}
+/* The stage ring's depth per form, a compile-time constant (gemm_tile.cuh MM_RING_START). The
+ * hand-off form runs four of the five stages: its calls' GEMM1 items fit one wave (Flash at 1
+ * token: 96 compact items on 132 CTAs, one a CTA), where a fifth stage of weights in flight per SM
+ * cost the phase, which ends with its last CTA, 1.7 us; at 4096 tokens the fifth stage gains
+ * 8-10% (perf-notes, twenty-second and twenty-fifth sessions). Overridable for A/B runs
+ * (-DMM_FUSED_HANDOFF_STAGES=5). */
+#ifndef MM_FUSED_HANDOFF_STAGES
+#define MM_FUSED_HANDOFF_STAGES 4
 #endif
+static_assert(MM_FUSED_HANDOFF_STAGES >= 2 && MM_FUSED_HANDOFF_STAGES <= MM_TILE_STAGES, "a depth the ring has");
+#define FUSED_RING_DEPTH(handoff) ((handoff) ? MM_FUSED_HANDOFF_STAGES : MM_TILE_STAGES)
 
 /* The next item in the one global order (all GEMM1 items, then all GEMM2 items), or past the
  * end when the call is aborting. */
@@ -674,7 +666,7 @@ template <bool FOLD, bool HANDOFF>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
-    mm_ring ring = MM_RING_START(fused_ring_depth(sc));
+    mm_ring ring = MM_RING_START(FUSED_RING_DEPTH(HANDOFF));
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
@@ -1051,11 +1043,11 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
  * g on warpgroup g. A GEMM1 item that is not dual runs the gate pass then the up pass; small
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
-template <bool FOLD>
+template <bool FOLD, bool HANDOFF>
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
-    mm_ring ring = MM_RING_START(fused_ring_depth(sc));
+    mm_ring ring = MM_RING_START(FUSED_RING_DEPTH(HANDOFF));
     const uint64_t limit = a.comm.timeout_ns + 1000000000ull; /* the producer's waits are bounded by timeout_ns */
     stamp_math(a, 3); /* then the end of each GEMM1 item: the last one's stays */
     for (uint32_t n = 0;; n++) {
@@ -1245,7 +1237,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     } else {
         inject_late_math();
         mm_regs_math();
-        ok = consume_items<FOLD>(a, sc, stages, &pipe, &ring_items, slots, staging);
+        ok = consume_items<FOLD, HANDOFF>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the

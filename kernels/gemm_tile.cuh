@@ -137,31 +137,24 @@ typedef struct {
 } mm_tile_pipe;
 
 /* Position in the stage ring: both roles walk the same sequence of blocks, each with its own
- * copy of this. `phase` is the parity of the ring's current round. */
+ * copy of this. `phase` is the parity of the ring's current round; `depth` the stages it uses
+ * (at most MM_TILE_STAGES). */
 typedef struct {
     int stage;
     uint32_t phase;
+    int depth;
 } mm_ring;
 
-/* `mm_ring ring = MM_RING_START(depth);`: a ring at its start. Its depth is MM_TILE_STAGES
- * unless a kernel is compiled with MM_RING_DEPTH_VARIES (an experiment: fused.cu
- * MM_FUSED_WAVE_DEPTH): then every thread stores the launch's depth (the same value in every
- * role) in shared memory, read again at each advance (a register held for it spilled the
- * producer); otherwise `depth` is not even evaluated and the code is the fixed ring's. */
-#ifdef MM_RING_DEPTH_VARIES
-static __shared__ int mm_ring_depth_s;
-#define MM_RING_START(depth) {0, 0u}; mm_ring_depth_s = (depth)
-#else
-#define MM_RING_START(depth) {0, 0u}
-#endif
+/* `mm_ring ring = MM_RING_START(depth);`: a ring at its start. The depth must be a compile-time
+ * constant where the ring is made (a kernel form's, fused.cu FUSED_RING_DEPTH): the ring is a
+ * local that never leaves the inlined tile functions, so the compare in mm_ring_advance folds to
+ * that constant. A depth held at run time (in a register or read from shared memory at each
+ * advance) spilled the producer's 64 registers. */
+#define MM_RING_START(depth) {0, 0u, (depth)}
 
 __device__ __forceinline__ void mm_ring_advance(mm_ring &r)
 {
-#ifdef MM_RING_DEPTH_VARIES
-    if (++r.stage == *(volatile int *)&mm_ring_depth_s) {
-#else
-    if (++r.stage == MM_TILE_STAGES) {
-#endif
+    if (++r.stage == r.depth) {
         r.stage = 0;
         r.phase ^= 1u;
     }
