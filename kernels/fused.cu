@@ -601,13 +601,14 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
 }
 
 /* The stage ring's depth per form, a compile-time constant (gemm_tile.cuh MM_RING_START). The
- * hand-off form runs four of the five stages: its calls' GEMM1 items fit one wave (Flash at 1
- * token: 96 compact items on 132 CTAs, one a CTA), where a fifth stage of weights in flight per SM
- * cost the phase, which ends with its last CTA, 1.7 us; at 4096 tokens the fifth stage gains
- * 8-10% (perf-notes, twenty-second and twenty-fifth sessions). Overridable for A/B runs
- * (-DMM_FUSED_HANDOFF_STAGES=5). */
+ * hand-off form runs three of the five stages: its calls' GEMM1 items fit one wave (Flash at 1
+ * token: 96 compact items on 132 CTAs, one a CTA, then GEMM2 on every CTA), and each phase ends
+ * with its last CTA; with fewer weight bytes in flight per SM the last one ends sooner (Flash 1
+ * token, one GPU: 5 -> 4 stages -1.4 us, 4 -> 3 -1.6 us, the GEMM2 phase -2 us; V3 within 0.6 us).
+ * At 4096 tokens the fifth stage gains 8-10% (perf-notes, twenty-second and twenty-fifth sessions).
+ * Overridable for A/B runs (-DMM_FUSED_HANDOFF_STAGES=n). */
 #ifndef MM_FUSED_HANDOFF_STAGES
-#define MM_FUSED_HANDOFF_STAGES 4
+#define MM_FUSED_HANDOFF_STAGES 3
 #endif
 static_assert(MM_FUSED_HANDOFF_STAGES >= 2 && MM_FUSED_HANDOFF_STAGES <= MM_TILE_STAGES, "a depth the ring has");
 #define FUSED_RING_DEPTH(handoff) ((handoff) ? MM_FUSED_HANDOFF_STAGES : MM_TILE_STAGES)
