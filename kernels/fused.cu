@@ -668,10 +668,6 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = MM_RING_START(FUSED_RING_DEPTH(HANDOFF));
-    /* the hand-off form's calls (one wave of decode items) read each weight block once: into L2
-     * as evict-first (gemm_tile.cuh mm_tile_tma_b) */
-    constexpr bool WEIGHTS_ONCE = HANDOFF;
-    constexpr bool TIGHT = FOLD || HANDOFF; /* mm_tile_produce's tight: the forms whose producers keep more */
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
@@ -718,27 +714,25 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, TIGHT,
-                                 HANDOFF, WEIGHTS_ONCE);
+            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD,
+                                 HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra, TIGHT, HANDOFF, WEIGHTS_ONCE);
+                                 extra, FOLD, HANDOFF);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, TIGHT, HANDOFF, WEIGHTS_ONCE);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD, HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, TIGHT, HANDOFF,
-                            WEIGHTS_ONCE);
+            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD, HANDOFF);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
                 b.scale += (size_t)sc.ib_count * sc.hb_count;
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, TIGHT, false,
-                                WEIGHTS_ONCE);
+                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, FOLD);
             }
         }
         if (threadIdx.x == 0) {

@@ -537,24 +537,9 @@ __device__ __forceinline__ void mm_wgmma_64x8x32(float d[4], uint64_t a, uint64_
 }
 
 /* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
- * the stage's `full` barrier. weights_once (a compile-time constant at every call): the launch reads each
- * weight block once (the fused kernel's hand-off form: decode calls whose GEMM1 items fit one
- * wave), so the block enters L2 as evict-first: the weight stream's lines replace each other, not
- * the lines others hold (the rows, act; in the benchmark the dirty lines of the L2 flush, whose
- * write-back would share HBM with the stream). Not for calls that read a weight block from
- * several row tiles or stream long: with most of each L2 set protected, a long stream has fewer
- * ways for its misses in flight (+2-3% from 8 tokens up; perf-notes, sixteenth session). */
-__device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full, bool weights_once = false)
+ * the stage's `full` barrier. */
+__device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
 {
-    if (weights_once) {
-        /* the policy made inside the asm: a value held across the producer's loop spilled it */
-        asm volatile("{\n.reg .b64 policy;\ncreatepolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
-                     "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-                     "[%0], [%1, {%2, %3}], [%4], policy;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
-                     "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
-                     : "memory");
-        return;
-    }
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                  "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb)),
                  "l"(b.map), "r"(kb * MM_GEMM_BK), "r"(b.row0), "r"(full)
@@ -577,18 +562,16 @@ __device__ __forceinline__ bool mm_tile_a_by_tma(const void *a_map, int rows)
  * group with a valid row are not loaded, the MMA's results for them are never stored); the
  * scales by cp.async; the weight block by one TMA (thread 0); then report on `full`. */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
-                                                  int kb, bool weights_once);
+                                                  int kb);
 
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
                                                 int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                int extra = 0, bool tight = false, bool handoff = false,
-                                                bool weights_once = false)
+                                                int extra = 0, bool tight = false, bool handoff = false)
 {
     /* handoff (a compile-time constant at every call): the fused kernel's hand-off form, whose
      * GEMM2 items may wait for each K block's I block (mm_handoff_wait) */
-    /* weights_once (compile-time too): every weight block is read once per launch (mm_tile_tma_b) */
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
      * offsets, not a second mm_tile_b, which the producer's 64 registers could not keep */
     /* tight (the fused kernel, whose producer keeps more across its loop): threadIdx.x read again
@@ -647,7 +630,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            mm_tile_tma_b(sb, b, kb, full, weights_once);
+            mm_tile_tma_b(sb, b, kb, full);
         }
         /* skipped by a branch when A came by TMA: predicated off, the gather's ~60 instructions
          * per warp and block still took issue slots from the math warps of the same SM
@@ -689,9 +672,9 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* compact: the second block into this stage's A area, after the arrivals (the expected
          * bytes above keep the phase open until it lands; issued here, the producer's registers
          * suffice) */
-        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full, weights_once);
+        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
         if (second_rows && !compact)
-            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb, weights_once);
+            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
     }
 }
 
@@ -876,7 +859,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
  * 2-CTA clusters already share A, and it would lose its in-flight block; perf-notes, eighth
  * session.) */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
-                                                  int kb, bool weights_once)
+                                                  int kb)
 {
     const int pt = threadIdx.x, s = ring.stage;
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
@@ -886,7 +869,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
-        mm_tile_tma_b(sb, b, kb, full, weights_once);
+        mm_tile_tma_b(sb, b, kb, full);
     }
     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
@@ -897,10 +880,10 @@ __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pi
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
                                                      int kb_begin, int kb_end, bool compact = false, int extra = 0,
-                                                     bool tight = false, bool handoff = false, bool weights_once = false)
+                                                     bool tight = false, bool handoff = false)
 {
     mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight,
-                    handoff, weights_once);
+                    handoff);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
