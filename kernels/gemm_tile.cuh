@@ -378,6 +378,29 @@ __device__ __forceinline__ void mm_audit_refill(int s)
 #define MM_AUDIT_REFILL(s) ((void)0)
 #endif
 
+/* The clock check of the CTA's bounded waits (mm_mbar_wait, mm_handoff_wait), made every so many
+ * failed polls: true when the wait should give up, `limit` (1024-ns units) after its first check
+ * or as soon as another wait of the CTA expired; the first to expire records `what`. start: 0
+ * until the first check (a reading is never 0). Time in units of 1024 ns, 32 bits (4398 s;
+ * --timeout-ms is at most 3600 s): one register less than a 64-bit start in every wait loop of
+ * the producer's 64. */
+__device__ __forceinline__ bool mm_wait_gives_up(uint32_t &start, uint32_t limit, uint32_t what)
+{
+    uint64_t now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    const uint32_t t = (uint32_t)(now >> 10) | 1u;
+    if (!start) {
+        start = t;
+        return false;
+    }
+    if (*(volatile uint32_t *)&mm_stage_wait_expired) return true;
+    if (t - start > limit) {
+        mm_stage_wait_expired = what;
+        return true;
+    }
+    return false;
+}
+
 /* Waits until the barrier's phase with this parity completed; false after `limit_ns`, or soon
  * after another wait of the CTA expired. `what` (an mm_pipe_wait) names the wait in the report.
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
@@ -386,10 +409,8 @@ __device__ __forceinline__ void mm_audit_refill(int s)
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    /* time in units of 1024 ns, 32 bits (4398 s; --timeout-ms is at most 3600 s): one register
-     * less than a 64-bit start in every wait loop of the producer's 64 */
-    const uint32_t limit = (uint32_t)(limit_ns >> 10);
-    uint32_t start = 0; /* 0: not read yet (a reading is never 0) */
+    const uint32_t limit = (uint32_t)(limit_ns >> 10); /* mm_wait_gives_up's units */
+    uint32_t start = 0;
     MM_STEP(0x0300u | what);
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
@@ -400,20 +421,9 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             MM_STEP_PAST(0x0300u | what);
             return true;
         }
-        if ((spin & 1023u) == 0) {
-            uint64_t now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            const uint32_t t = (uint32_t)(now >> 10) | 1u;
-            if (!start) {
-                start = t;
-            } else if (*(volatile uint32_t *)&mm_stage_wait_expired) {
-                MM_STEP(0x0390u | what);
-                return false;
-            } else if (t - start > limit) {
-                mm_stage_wait_expired = what;
-                MM_STEP(0x0390u | what);
-                return false;
-            }
+        if ((spin & 1023u) == 0 && mm_wait_gives_up(start, limit, what)) {
+            MM_STEP(0x0390u | what);
+            return false;
         }
     }
 }
@@ -441,17 +451,8 @@ __device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
             uint32_t seen;
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(w) : "memory");
             if ((seen >> kb) & 1u) break;
-            if ((spin & 63u) == 0) {
-                uint64_t now;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                const uint32_t t = (uint32_t)(now >> 10) | 1u;
-                if (!start) start = t;
-                else if (*(volatile uint32_t *)&mm_stage_wait_expired) break;
-                else if (t - start > (uint32_t)(MM_STAGE_WAIT_NS >> 10)) {
-                    mm_stage_wait_expired = MM_PIPE_WAIT_GEMM1_BLOCK;
-                    break;
-                }
-            }
+            if ((spin & 63u) == 0 && mm_wait_gives_up(start, (uint32_t)(MM_STAGE_WAIT_NS >> 10), MM_PIPE_WAIT_GEMM1_BLOCK))
+                break;
         }
         asm volatile("fence.proxy.async.global;" ::: "memory");
     }
