@@ -437,10 +437,14 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
 /* The fused kernel's per-I-block hand-off (fused.cu, its HANDOFF form): while the producer
  * streams a GEMM2 item whose row tile was not complete at its claim, mm_handoff_word_s points at
  * the tile's gemm1_done word, a bit per I block (else NULL), and each K block kb first waits
- * (producer thread 0, acquire, bounded as the stage waits) for I block kb's bit; then the proxy
+ * (producer thread 0, acquire, bounded: MM_HANDOFF_WAIT_NS) for I block kb's bit; then the proxy
  * fence for the rows' TMA, and the producer's barrier orders the gathering threads after it. In
  * shared memory, read again at each block: a register held for it spilled the producer. */
 static __shared__ const uint32_t *mm_handoff_word_s;
+/* 1 s longer than the stage waits: a GEMM1 item that stalls in another CTA is that CTA's stage wait
+ * to report (the cause), not this one (its consequence); this loop also checks its clock far more
+ * often than a stage wait, so with the same limit it expired first (the injected-stall test). */
+#define MM_HANDOFF_WAIT_NS (MM_STAGE_WAIT_NS + 1000000000ull)
 __device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
 {
     const uint32_t *w = *(const uint32_t *const volatile *)&mm_handoff_word_s;
@@ -451,7 +455,7 @@ __device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
             uint32_t seen;
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(w) : "memory");
             if ((seen >> kb) & 1u) break;
-            if ((spin & 63u) == 0 && mm_wait_gives_up(start, (uint32_t)(MM_STAGE_WAIT_NS >> 10), MM_PIPE_WAIT_GEMM1_BLOCK))
+            if ((spin & 63u) == 0 && mm_wait_gives_up(start, (uint32_t)(MM_HANDOFF_WAIT_NS >> 10), MM_PIPE_WAIT_GEMM1_BLOCK))
                 break;
         }
         asm volatile("fence.proxy.async.global;" ::: "memory");
