@@ -104,9 +104,14 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
     # math's 10 s stage wait; and two math warps per CTA start 2 ms late, after the producers of CTAs
     # without items are done) ends as a fused-pipeline TIMEOUT naming the wait (exit 4), not a hang
     if step build-inject make -j16 "${cjson[@]}" inject; then
-        expect_rc 4 fused-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes fused --timeout-ms 60000
-        grep -q "fused-pipeline: CTA [0-9]*'s stage full" "$logs/fused-stall-injected.log" ||
-            { echo "  fused-stall-injected: no fused-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+        # in both of the kernel's forms that EP1 runs here: smoke takes the hand-off form (whose
+        # GEMM2 items wait per I block) and tokens-1000 the plain one (mm_fused_handoff_kernel)
+        for run in fused-stall-injected:smoke fused-stall-injected-plain:tokens-1000; do
+            name=${run%%:*}
+            expect_rc 4 "$name" $mpi -np 1 build/inject/megamoe check --filter "${run#*:}" --modes fused --timeout-ms 60000
+            grep -q "fused-pipeline: CTA [0-9]*'s stage full" "$logs/$name.log" ||
+                { echo "  $name: no fused-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+        done
         # the grouped GEMM of ll (and normal) in the same build: tile 0's producer stalls 12 s
         expect_rc 4 gemm-stall-injected $mpi -np 1 build/inject/megamoe check --filter smoke --modes ll --timeout-ms 60000
         grep -q "gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-stall-injected.log" ||
