@@ -58,18 +58,15 @@ __device__ __forceinline__ void issue_block(uint64_t da, uint64_t db, int stage,
 }
 
 /* the producer's part: signal each stage once it is free (128 arrivals + 1, as the core's `full`) */
-__device__ void signal_stages(mm_tile_pipe *p, int stages, int kblocks)
+template <int STAGES>
+__device__ void signal_stages(mm_tile_pipe *p, int kblocks)
 {
-    int stage = 0;
-    uint32_t phase = 0;
+    mm_ring ring = MM_RING_START(STAGES);
     for (int kb = 0; kb < kblocks; kb++) {
-        mm_mbar_wait(&p->empty[stage], phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-        mm_mbar_arrive(&p->full[stage]);
-        if (threadIdx.x == 0) mm_mbar_arrive(&p->full[stage]);
-        if (++stage == stages) {
-            stage = 0;
-            phase ^= 1u;
-        }
+        mm_mbar_wait(&p->empty[ring.stage], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
+        mm_mbar_arrive(&p->full[ring.stage]);
+        if (threadIdx.x == 0) mm_mbar_arrive(&p->full[ring.stage]);
+        mm_ring_advance(ring);
     }
 }
 
@@ -82,10 +79,10 @@ __device__ void retire_each(uint8_t *stages, mm_tile_pipe *p, int kblocks, float
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + A_ROWS * 128);
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-    int stage = 0;
-    uint32_t phase = 0;
+    mm_ring ring = MM_RING_START(STAGES);
     for (int kb = 0; kb < kblocks; kb++) {
-        mm_mbar_wait(&p->full[stage], phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        const int stage = ring.stage;
+        mm_mbar_wait(&p->full[stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         const float *sc = (const float *)(stages + stage * STAGE_BYTES + A_ROWS * 128 + 128 * 128);
         const float sw = sc[A_ROWS], s_lo = sc[r_lo] * sw, s_hi = sc[r_hi] * sw;
         float blk[MM_TILE_ACC];
@@ -94,10 +91,7 @@ __device__ void retire_each(uint8_t *stages, mm_tile_pipe *p, int kblocks, float
         __syncwarp();
         if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[stage]);
         mm_tile_promote(s_lo, s_hi, blk, acc);
-        if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1u;
-        }
+        mm_ring_advance(ring);
     }
 }
 
@@ -131,7 +125,7 @@ __global__ void __launch_bounds__(MODE == 2 ? 512 : 384, 1) wide_probe_kernel(in
     if (mm_warpgroup() == 0) {
         if (MODE == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         else mm_regs_producer();
-        signal_stages(&pipe, nstages, kblocks);
+        signal_stages<nstages>(&pipe, kblocks);
         return;
     }
     float acc[MM_TILE_ACC];
