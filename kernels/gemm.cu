@@ -206,15 +206,191 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
 }
 
+/* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
+ * it, mm_gemm_tile_rows).
+ * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
+ * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows),
+ * publishes each in the item ring and streams its K blocks into a 4-stage ring: per stage this
+ * CTA's 96 of the block's 192 A rows into both CTAs' stages (TMA multicast), the weight block
+ * (TMA), the rows' and the weight block's scales (cp.async). Warpgroups 1-3 (math, 152
+ * registers) compute rows 64g..64g+63 of the tile for all 128 columns, each K block's four k32
+ * wgmmas into a fresh block sum retired (stage freed, sum promoted) before the next block: the
+ * registers hold one accumulator and one block sum, and three warpgroups keep the tensor cores
+ * busy through each other's promotions (tests/gpu/wide_tile_probe.cu: 1531-1543 TFLOP/s without
+ * loads, against 1550-1614 for the core's two warpgroups with a block in flight).
+ * Buffers: as the core's, but A must have a rows map (mm_rows_map_create: its 192- and 96-row
+ * boxes) and the wide tile prefix is wide_tile_start (tile_start still gets the 128-row prefix,
+ * which ll's and normal's activation kernel walks after GEMM1).
+ * Shared memory: 4 stages of 41 KB (A 24 KB, B 16 KB, 1 KB of scales), then three warpgroups'
+ * epilogue boxes (48 KB): 218112 B.
+ * Synchronization: the core's (mm_tile_pipe, mm_item_ring) with 12 math warps a CTA; `empty`
+ * counts the math warps of both CTAs, `full` the producer's 128 cp.async arrivals + the TMA
+ * bytes (the whole A block arrives in each CTA). Nothing across pairs. */
+#define WIDE_THREADS 512
+#define WIDE_MATH_WARPS 12
+#define WIDE_STAGES 4
+#define WIDE_A_STAGE (MM_WIDE_BM * MM_GEMM_BK)
+#define WIDE_STAGE_BYTES (WIDE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
+#define WIDE_STAGING_BYTES (3 * 2 * MM_OUT_BOX_BYTES)
+#define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES)
+/* 512 x 128 registers at launch: 128 x 56 + 384 x 152 = 65536, the whole file */
+#define WIDE_LAUNCH_REGS 128
+#define WIDE_PRODUCER_REGS 56
+#define WIDE_MATH_REGS 152
+static_assert(WIDE_STAGES <= MM_TILE_STAGES, "the wide ring uses mm_tile_pipe's barriers");
+static_assert(WIDE_SMEM_BYTES <= 227 * 1024 - 1024, "the wide ring and its boxes fit one CTA");
+static_assert(WIDE_STAGE_BYTES % 1024 == 0 && WIDE_A_STAGE % 1024 == 0, "swizzle atoms on 1 KB boundaries");
+static_assert(MM_WIDE_BM + 1 <= MM_TILE_SCALE_BYTES / 4, "the A scales and the weight scale fit the scale area");
+
+/* the wide tile prefix (tile_prefix_kernel writes it; one grouped GEMM at a time per process) */
+static __device__ int32_t wide_tile_start[MM_WIDE_MAX_EXPERTS + 1];
+
+typedef struct {
+    int rows, a_row0, n0, last;
+} wide_item;
+
+__global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_grouped_gemm_args g)
+{
+    extern __shared__ __align__(128) uint8_t smem[];
+    __shared__ wide_item slot[2];
+    __shared__ __align__(8) mm_tile_pipe pipe;
+    __shared__ __align__(8) mm_item_ring items;
+    uint8_t *stages = mm_tile_stages(smem);
+    uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
+    if (threadIdx.x == 0) {
+        mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS);
+        mm_item_ring_init(&items, WIDE_MATH_WARPS);
+    }
+    mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
+    const int total = wide_tile_start[g.experts] * col_tiles;
+    mm_ring ring = MM_RING_START(WIDE_STAGES);
+
+    if (mm_warpgroup() == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WIDE_PRODUCER_REGS));
+        const unsigned rank = mm_cluster_rank();
+        const void *half_map = (const uint8_t *)g.a_map + 3 * 128; /* the 96-row box */
+        for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
+            wide_item *it = &slot[n & 1];
+            mm_item_wait_free(&items, n);
+            if ((int)item >= total) {
+                if (threadIdx.x == 0) it->last = 1;
+                mm_item_publish(&items, n);
+                break;
+            }
+            const mm_tile t = mm_tile_locate(wide_tile_start, g.experts, col_tiles, (int)item);
+            const int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_WIDE_BM;
+            int rows = g.row_count[t.expert] - t.row_tile * MM_WIDE_BM;
+            rows = rows < MM_WIDE_BM ? rows : MM_WIDE_BM;
+            if (threadIdx.x == 0) {
+                it->last = 0;
+                it->rows = rows;
+                it->a_row0 = a_row0;
+                it->n0 = t.col_tile * MM_GEMM_BN;
+            }
+            mm_item_publish(&items, n);
+            mm_inject_stall((int)item);
+            const int pt = mm_tid();
+            /* this thread's scale copies: row pt, and row pt + 128 for pt < 64 (rows past the
+             * tile's are not loaded; the math gives them scale 0) */
+            const float *s_lo = pt < rows ? g.a_scale + (size_t)(a_row0 + pt) * kblocks : NULL;
+            const float *s_hi = pt + 128 < rows ? g.a_scale + (size_t)(a_row0 + pt + 128) * kblocks : NULL;
+            const float *s_w = g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks;
+            const int w_row0 = t.expert * g.n + t.col_tile * MM_GEMM_BN;
+            for (int kb = 0; kb < kblocks; kb++) {
+                const int st = ring.stage;
+                uint8_t *sa = stages + st * WIDE_STAGE_BYTES, *sb = sa + WIDE_A_STAGE;
+                float *sc = (float *)(sb + MM_TILE_B_STAGE);
+                mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
+                MM_AUDIT_REFILL(st);
+                const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
+                if (pt == 0) {
+                    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                                 ::"r"(full), "r"(WIDE_A_STAGE + MM_TILE_B_STAGE) : "memory");
+                    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                                 ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * (MM_WIDE_BM / 2) * 128)),
+                                 "l"(half_map), "r"(kb * MM_GEMM_BK), "r"(a_row0 + (MM_WIDE_BM / 2) * (int)rank),
+                                 "r"(full), "h"((uint16_t)3)
+                                 : "memory");
+                    mm_tile_tma_b(sb, mm_tile_b{g.w_map, w_row0, NULL}, kb, full);
+                }
+                if (s_lo) mm_cp_async4(sc + pt, s_lo + kb);
+                if (s_hi) mm_cp_async4(sc + 128 + pt, s_hi + kb);
+                if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_WIDE_BM, s_w + kb);
+                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+                mm_ring_advance(ring);
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
+        const int wg = mm_warpgroup() - 1;
+        for (uint32_t n = 0;; n++) {
+            const wide_item *it = &slot[n & 1];
+            const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
+            if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last)) break;
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            float acc[MM_TILE_ACC];
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+            const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+            if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
+                for (int kb = 0; kb < kblocks; kb++) {
+                    mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+                    MM_AUDIT_ENTER(ring.stage);
+                    mm_tile_release(&pipe, ring.stage, true);
+                    mm_ring_advance(ring);
+                }
+            } else {
+                const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const int st = ring.stage;
+                    mm_mbar_wait(&pipe.full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+                    MM_AUDIT_ENTER(st);
+                    const float *sc = (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
+                    const float sw = sc[MM_WIDE_BM];
+                    const float t_lo = r_lo < rows ? sc[r_lo] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi] * sw : 0.0f;
+                    float blk[MM_TILE_ACC];
+                    mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
+                    MM_WGMMA_WAIT(0, 12);
+                    mm_tile_release(&pipe, st, true);
+                    mm_tile_promote(t_lo, t_hi, blk, acc);
+                    mm_ring_advance(ring);
+                }
+            }
+            mm_item_release(&items, n);
+            if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1)) {
+                store_half_tma(g, staging, acc, a_row0, n0);
+                continue;
+            }
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i += 2) {
+                const int r = mm_acc_row(i);
+                if (r >= rows) continue;
+                const size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
+                if (g.out_fp32) *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
+                else *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            }
+        }
+        if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+    mm_cluster_sync();
+    if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
+        mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
+}
+
 /* One thread block computes the tile prefix on the device: no host sync between the count and
- * the GEMM. */
-__global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start)
+ * the GEMM. wide: the wide form's prefix too (the 128-row one is always written: the modes'
+ * activation kernel walks it after GEMM1). */
+__global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start, int wide)
 {
     /* the GEMM may start its launch now; it reads tile_start and its claim counter only after
      * this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
     if (threadIdx.x == 0) {
         mm_tile_prefix(row_count, experts, tile_start);
+        if (wide) mm_tile_prefix_bm(row_count, experts, MM_WIDE_BM, wide_tile_start);
         gemm_claims = 0u;
     }
 }
@@ -257,10 +433,10 @@ static cudaError_t fp8_rows_maps(const uint8_t *p, uint64_t rows, uint64_t k, ui
     *out = NULL;
     cudaError_t e = tensor_map_encoder(&encode);
     if (e != cudaSuccess) return e;
-    if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || count < 1 || count > 2)
+    if (k % MM_GEMM_BK || stride < k || stride % 16 || rows == 0 || rows > 0xffffffffull || count < 1 || count > 4)
         return cudaErrorInvalidValue;
-    static_assert(sizeof(CUtensorMap) == 128, "the pair's second map is 128 bytes after the first");
-    CUtensorMap maps[2];
+    static_assert(sizeof(CUtensorMap) == 128, "the maps lie 128 bytes apart");
+    CUtensorMap maps[4];
     for (int i = 0; i < count; i++) {
         cuuint64_t dims[2] = {k, rows}, strides[1] = {stride};
         cuuint32_t box[2] = {MM_GEMM_BK, (cuuint32_t)box_rows[i]}, elem[2] = {1, 1};
@@ -280,11 +456,12 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
     return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
-/* Two descriptors: whole 128-row A blocks, and the 64-row halves the CTAs of a pair load. */
+/* Four descriptors: whole 128-row A blocks and the 64-row halves the CTAs of a pair load (the
+ * core), then the wide form's 192-row blocks and 96-row halves. */
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
 {
-    const int box[2] = {MM_GEMM_BM, MM_GEMM_BM / 2};
-    return fp8_rows_maps(a, rows, k, k, box, 2, out);
+    const int box[4] = {MM_GEMM_BM, MM_GEMM_BM / 2, MM_WIDE_BM, MM_WIDE_BM / 2};
+    return fp8_rows_maps(a, rows, k, k, box, 4, out);
 }
 
 /* The epilogue's 64 x 64 BF16 boxes (store_half_tma), 128-byte swizzle. */
@@ -338,8 +515,10 @@ static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, 
 }
 
 /* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
- * GPC, so this can be fewer than half the SMs. */
-static int pairs_resident = 0;
+ * GPC, so this can be fewer than half the SMs. The same for the wide form's pairs. */
+static int pairs_resident = 0, wide_pairs_resident = 0;
+/* the tile height asked for (mm_grouped_gemm_set_tile): MM_GEMM_TILE_AUTO or a form's */
+static int tile_asked = MM_GEMM_TILE_AUTO;
 
 /* Raises the kernel's shared-memory limit and measures how many CTA pairs fit; call once before
  * the first launch (and before any graph capture). */
@@ -347,14 +526,32 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
+    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
     e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
     if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     cudaLaunchConfig_t cfg = gemm_launch(sms / 2, 0, 0, attr);
-    return cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
+    if (e != cudaSuccess) return e;
+    cfg.blockDim = dim3(WIDE_THREADS);
+    cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
+    return cudaOccupancyMaxActiveClusters(&wide_pairs_resident, (const void *)grouped_gemm_wide_kernel, &cfg);
+}
+
+extern "C" void mm_grouped_gemm_set_tile(int rows)
+{
+    tile_asked = rows;
+}
+
+extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, int mean_rows)
+{
+    return mm_gemm_tile_rows(tile_asked, g->a_map != NULL, g->experts, g->n, mean_rows,
+                             MM_GEMM_CLUSTER < 2 ? 0 : wide_pairs_resident);
 }
 
 /* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
@@ -365,13 +562,22 @@ extern "C" int mm_grouped_gemm_pairs(int n, int ctas, int max_rows)
     return mm_tile_pairs(n, ctas, pairs_resident, max_rows);
 }
 
-extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, int max_rows, cudaStream_t stream)
+extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, int max_rows, int mean_rows,
+                                              cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
-    tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start);
+    const int wide = mm_grouped_gemm_tile_rows(&g, mean_rows) == MM_WIDE_BM;
+    tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
+    if (wide) {
+        const int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
+        cudaLaunchConfig_t cfg = gemm_launch(pairs, 0, stream, attr);
+        cfg.blockDim = dim3(WIDE_THREADS);
+        cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
+        return cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel, g);
+    }
     cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }

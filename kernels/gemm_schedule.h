@@ -24,16 +24,49 @@ MM_HD int mm_row_tiles(int rows)
     return (rows + MM_GEMM_BM - 1) / MM_GEMM_BM;
 }
 
-/* tile_start[0..experts]: prefix sum of row tiles; returns the total. */
-MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_start)
+/* tile_start[0..experts]: prefix sum of row tiles `bm` rows high; returns the total. */
+MM_HD int mm_tile_prefix_bm(const int32_t *row_count, int experts, int bm, int32_t *tile_start)
 {
     int total = 0;
     for (int e = 0; e < experts; e++) {
         tile_start[e] = total;
-        total += mm_row_tiles(row_count[e] > 0 ? row_count[e] : 0);
+        total += ((row_count[e] > 0 ? row_count[e] : 0) + bm - 1) / bm;
     }
     tile_start[experts] = total;
     return total;
+}
+
+MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_start)
+{
+    return mm_tile_prefix_bm(row_count, experts, MM_GEMM_BM, tile_start);
+}
+
+/* The wide form of the standalone grouped GEMM (gemm.cu): 192 x 128 tiles on three math
+ * warpgroups, each block retired before the next (the core's 128 x 128 keeps one block in
+ * flight). Per 128^3 of work a 2-CTA pair of wide tiles moves 18.7 KB from L2 instead of 24 and
+ * its wgmmas read B from shared memory for 192 rows instead of 128 (perf-notes, twenty-fifth and
+ * twenty-sixth sessions). It wants many rows an expert (a 192-row tile of a 100-row expert idles
+ * a warpgroup), its A rows contiguous (A by TMA only) and at most MM_WIDE_MAX_EXPERTS experts
+ * (its tile prefix lives in a fixed device array). */
+#define MM_WIDE_BM 192
+#define MM_WIDE_MAX_EXPERTS 1024
+/* the mean rows an expert must have for `auto` to take the wide form (measured: perf-notes,
+ * twenty-sixth session) */
+#define MM_WIDE_MIN_MEAN_ROWS 384
+
+/* gemm --tile and the modes: 0 auto, or the tile height asked for */
+#define MM_GEMM_TILE_AUTO 0
+
+/* The tile height a launch takes: `asked` MM_WIDE_BM or MM_GEMM_BM forces a form (the wide one
+ * only where it can run); auto takes the wide form when the caller knows the experts' mean row
+ * count (mean_rows > 0) and it is at least MM_WIDE_MIN_MEAN_ROWS. wide_resident: how many wide
+ * pairs fit at once (0: the wide kernel cannot run here). */
+MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, int mean_rows, int wide_resident)
+{
+    const int can = has_a_map && experts <= MM_WIDE_MAX_EXPERTS && (n / MM_GEMM_BN) % 2 == 0 && wide_resident > 0;
+    if (asked == MM_WIDE_BM) return can ? MM_WIDE_BM : MM_GEMM_BM;
+    if (asked == MM_GEMM_BM) return MM_GEMM_BM;
+    return can && mean_rows >= MM_WIDE_MIN_MEAN_ROWS ? MM_WIDE_BM : MM_GEMM_BM;
 }
 
 typedef struct {

@@ -213,12 +213,12 @@ __device__ __forceinline__ bool mm_named_barrier_and(int id, int threads, bool p
 #ifdef __CUDACC__
 /* Host side: a kernel that uses the split must have been given exactly MM_LAUNCH_REGS per thread
  * by ptxas (fewer: the math warpgroups' setmaxnreg.inc would wait forever). */
-static inline cudaError_t mm_regs_split_ok(const void *kernel)
+static inline cudaError_t mm_regs_split_ok(const void *kernel, int launch_regs = MM_LAUNCH_REGS)
 {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
     if (e != cudaSuccess) return e;
-    return fa.numRegs == MM_LAUNCH_REGS ? cudaSuccess : cudaErrorInvalidKernelImage;
+    return fa.numRegs == launch_regs ? cudaSuccess : cudaErrorInvalidKernelImage;
 }
 #endif
 
@@ -466,8 +466,8 @@ __device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
 
 /* Called by thread 0 once per kernel, before a __syncthreads (and, in a cluster, before the
  * cluster barrier that precedes any remote arrival). cluster: CTAs sharing the A blocks (1 or
- * 2); a stage is free once the math warps of all of them released it. */
-__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
+ * 2); a stage is free once the math warps (consumer_warps a CTA) of all of them released it. */
+__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster, int consumer_warps = MM_CONSUMER_WARPS)
 {
     mm_stage_wait_expired = 0u;
 #ifdef MM_RING_AUDIT
@@ -475,7 +475,7 @@ __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster)
 #endif
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
-        mm_mbar_init(&p->empty[s], MM_CONSUMER_WARPS * cluster);
+        mm_mbar_init(&p->empty[s], consumer_warps * cluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -728,9 +728,10 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
  * descriptors of stage 0's A rows of this warpgroup and of its B block; a stage, and a k32 step
  * (32 bytes), are constant offsets from them (the descriptors hold the address >> 4 in their low
  * 14 bits, which shared memory never overflows). */
-__device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint64_t desc_b0, int sb, float blk[MM_TILE_ACC])
+__device__ __forceinline__ void mm_tile_issue_ab(uint64_t desc_a0, int sa, uint64_t desc_b0, int sb, float blk[MM_TILE_ACC],
+                                                 int stage_bytes = MM_TILE_STAGE_BYTES)
 {
-    const uint64_t step_a = (uint64_t)sa * (MM_TILE_STAGE_BYTES >> 4), step_b = (uint64_t)sb * (MM_TILE_STAGE_BYTES >> 4);
+    const uint64_t step_a = (uint64_t)sa * (stage_bytes >> 4), step_b = (uint64_t)sb * (stage_bytes >> 4);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     mm_wgmma_64x128x32_fresh(blk, desc_a0 + step_a, desc_b0 + step_b);
 #pragma unroll
@@ -1061,11 +1062,11 @@ typedef struct {
     uint64_t free_[2];
 } mm_item_ring;
 
-__device__ __forceinline__ void mm_item_ring_init(mm_item_ring *r)
+__device__ __forceinline__ void mm_item_ring_init(mm_item_ring *r, int consumer_warps = MM_CONSUMER_WARPS)
 {
     for (int j = 0; j < 2; j++) {
         mm_mbar_init(&r->ready[j], MM_PRODUCER_THREADS);
-        mm_mbar_init(&r->free_[j], MM_CONSUMER_WARPS);
+        mm_mbar_init(&r->free_[j], consumer_warps);
     }
 }
 

@@ -27,7 +27,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_SWEEPS, OPT_INTERLEAVE,
+    OPT_SPREAD, OPT_TILE, OPT_SWEEPS, OPT_INTERLEAVE,
 };
 
 #define B (1u << CMD_BENCH)
@@ -93,6 +93,9 @@ static const struct {
     {"spread", 1, OPT_SPREAD, M, "uniform|skewed|routing",
      "rows per expert: even, ~1/(e+1), or as bench's --routing and --seed give rank 0's local experts for "
      "rows/top-k tokens per rank (the total is then the routing's) (default uniform)"},
+    {"tile", 1, OPT_TILE, M, "auto|128|192",
+     "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 from 384 mean rows an "
+     "expert) (default auto)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
@@ -293,6 +296,15 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_SWEEPS:
         s = parse_int(v, 1, 1000, &n, sub, sizeof sub);
         o->sweeps = (int)n;
+        break;
+    case OPT_TILE:
+        if (strcmp(v, "auto") == 0) o->tile = 0;
+        else if (strcmp(v, "128") == 0) o->tile = 128;
+        else if (strcmp(v, "192") == 0) o->tile = 192;
+        else {
+            mm_fmt(sub, sizeof sub, "expected auto, 128 or 192, got '%s'", v);
+            s = MM_USAGE;
+        }
         break;
     case OPT_SPREAD:
         if (strcmp(v, "uniform") == 0) o->spread = MM_SPREAD_UNIFORM;

@@ -62,6 +62,7 @@ typedef struct {
     int rows[MM_MAX_BATCHES];
     int n_rows;
     int spread; /* mm_gemm_spread */
+    int tile;   /* --tile: 0 auto, or 128 / 192 rows */
 } mm_options;
 
 /* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */

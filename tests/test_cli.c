@@ -41,6 +41,15 @@ static void parses(void **state)
     const char *gs[] = {"megamoe", "gemm", "--spread", "zipf"};
     assert_int_equal(run(&o, err, 4, gs), MM_USAGE);
     assert_non_null(strstr(err, "uniform, skewed or routing"));
+    assert_int_equal(o.tile, 0); /* auto unless asked */
+    const char *gt[] = {"megamoe", "gemm", "--tile", "192"};
+    assert_int_equal(run(&o, err, 4, gt), MM_OK);
+    assert_int_equal(o.tile, 192);
+    const char *gt2[] = {"megamoe", "gemm", "--tile", "256"};
+    assert_int_equal(run(&o, err, 4, gt2), MM_USAGE);
+    assert_non_null(strstr(err, "auto, 128 or 192"));
+    const char *gt3[] = {"megamoe", "bench", "--tile", "128"};
+    assert_int_equal(run(&o, err, 4, gt3), MM_USAGE); /* a gemm option */
     const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
     assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
     assert_non_null(strstr(err, "on, off or clean"));

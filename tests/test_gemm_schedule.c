@@ -62,6 +62,52 @@ static void row_index(void **state)
     assert_false(mm_tile_row_index(start, offset, count, 3, 2, 2, &row));
 }
 
+/* The wide form's prefix: tiles of 192 rows, every row of every expert in exactly one tile, no
+ * tile past an expert's rows; the 128-row prefix of the same counts is what mm_tile_prefix gives. */
+static void wide_prefix_covers_rows(void **state)
+{
+    (void)state;
+    const int32_t count[] = {0, 1, 191, 192, 193, 0, 384, 1536, 100};
+    const int experts = 9;
+    int32_t wide[10], core[10], core_again[10];
+    const int total = mm_tile_prefix_bm(count, experts, MM_WIDE_BM, wide);
+    assert_int_equal(total, 0 + 1 + 1 + 1 + 2 + 0 + 2 + 8 + 1);
+    assert_int_equal(wide[experts], total);
+    for (int e = 0; e < experts; e++) {
+        const int tiles = wide[e + 1] - wide[e];
+        assert_true(tiles * MM_WIDE_BM >= count[e]);         /* every row covered */
+        assert_true(tiles == 0 || (tiles - 1) * MM_WIDE_BM < count[e]); /* no empty tile */
+    }
+    /* a pair walks items w, w + 1 on the same row tile, as the core's does */
+    for (int w = 0; w + 1 < total * 32; w += 2) {
+        mm_tile a = mm_tile_locate(wide, experts, 32, w), b2 = mm_tile_locate(wide, experts, 32, w + 1);
+        assert_int_equal(a.expert, b2.expert);
+        assert_int_equal(a.row_tile, b2.row_tile);
+        assert_true(a.row_tile * MM_WIDE_BM < count[a.expert]);
+    }
+    assert_int_equal(mm_tile_prefix_bm(count, experts, MM_GEMM_BM, core), mm_tile_prefix(count, experts, core_again));
+    assert_memory_equal(core, core_again, sizeof core);
+}
+
+/* Which tile a launch takes: the wide form only with a rows map, an even column count, experts
+ * that fit its prefix and room for its pairs; auto from a known mean of MM_WIDE_MIN_MEAN_ROWS. */
+static void tile_form_choice(void **state)
+{
+    (void)state;
+    const int n = 32 * MM_GEMM_BN, big = 4 * MM_WIDE_MIN_MEAN_ROWS;
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, big, 66), MM_WIDE_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, MM_WIDE_MIN_MEAN_ROWS, 66), MM_WIDE_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, MM_WIDE_MIN_MEAN_ROWS - 1, 66), MM_GEMM_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, 0, 66), MM_GEMM_BM); /* mean unknown */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 0, 32, n, big, 66), MM_GEMM_BM); /* no rows map */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n + MM_GEMM_BN, big, 66), MM_GEMM_BM); /* odd */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, MM_WIDE_MAX_EXPERTS + 1, n, big, 66), MM_GEMM_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, big, 0), MM_GEMM_BM); /* no pair fits */
+    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 1, 32, n, 1, 66), MM_WIDE_BM);   /* forced */
+    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 0, 32, n, big, 66), MM_GEMM_BM); /* forced, cannot run */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_BM, 1, 32, n, big, 66), MM_GEMM_BM);
+}
+
 /* The clusters' invariant: with an even count of column tiles, the two CTAs of a pair always
  * hold items on the same expert and row tile, in adjacent columns (they split that A block), and
  * run out of items at the same step; odd column counts or no room for pairs mean no clusters. */
@@ -507,6 +553,8 @@ int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_every_tile_once),
+        cmocka_unit_test(wide_prefix_covers_rows),
+        cmocka_unit_test(tile_form_choice),
         cmocka_unit_test(fused_max_experts_fit),
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
