@@ -82,7 +82,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->w1, w->w1_map, w->s1, f->row_offset, f->row_count,
                                f->tile_start, local_experts, 2 * m->inter, m->hidden, 1, f->gemm1_out, f->x_map,
                                comm->error, comm->abort_flag, comm->peers.rank};
-    if ((e = mm_launch_grouped_gemm(g1, sm_count, max_rows, 0, stream)) != cudaSuccess) return e;
+    if ((e = mm_launch_grouped_gemm(g1, sm_count, max_rows, NULL, stream)) != cudaSuccess) return e;
     MM_MARK(0);
     mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
                        f->row_count, f->packed_meta, f->gemm1_out, f->act, f->act_scales};
@@ -91,5 +91,5 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
                                f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out, f->act_map,
                                comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
-    return mm_launch_grouped_gemm(g2, sm_count, max_rows, 0, stream);
+    return mm_launch_grouped_gemm(g2, sm_count, max_rows, NULL, stream);
 }

@@ -228,10 +228,16 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * bytes (the whole A block arrives in each CTA). Nothing across pairs. */
 #define WIDE_THREADS 512
 #define WIDE_MATH_WARPS 12
-#define WIDE_STAGES 4
+#ifndef MM_WIDE_STAGES /* experiments: -DMM_WIDE_STAGES=3 / 5 (5 only with -DMM_WIDE_STAGING=0) */
+#define MM_WIDE_STAGES 4
+#endif
+#ifndef MM_WIDE_STAGING /* experiments: 0 stores every tile from the registers, no epilogue boxes */
+#define MM_WIDE_STAGING 1
+#endif
+#define WIDE_STAGES MM_WIDE_STAGES
 #define WIDE_A_STAGE (MM_WIDE_BM * MM_GEMM_BK)
 #define WIDE_STAGE_BYTES (WIDE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
-#define WIDE_STAGING_BYTES (3 * 2 * MM_OUT_BOX_BYTES)
+#define WIDE_STAGING_BYTES (MM_WIDE_STAGING * 3 * 2 * MM_OUT_BOX_BYTES)
 #define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES)
 /* 512 x 128 registers at launch: 128 x 56 + 384 x 152 = 65536, the whole file */
 #define WIDE_LAUNCH_REGS 128
@@ -335,7 +341,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
             const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 1 /* timing only: the loads alone, no MMAs (outputs wrong) */
+            if (true) {
+#else
             if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
+#endif
                 for (int kb = 0; kb < kblocks; kb++) {
                     mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(ring.stage);
@@ -360,7 +370,10 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
             }
             mm_item_release(&items, n);
-            if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1)) {
+#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 2 /* timing only: nothing stored (outputs wrong) */
+            if (a_row0 >= 0) continue;
+#endif
+            if (MM_WIDE_STAGING && rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1)) {
                 store_half_tma(g, staging, acc, a_row0, n0);
                 continue;
             }
@@ -548,9 +561,9 @@ extern "C" void mm_grouped_gemm_set_tile(int rows)
     tile_asked = rows;
 }
 
-extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, int mean_rows)
+extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, const int32_t *host_counts)
 {
-    return mm_gemm_tile_rows(tile_asked, g->a_map != NULL, g->experts, g->n, mean_rows,
+    return mm_gemm_tile_rows(tile_asked, g->a_map != NULL, g->experts, g->n, host_counts,
                              MM_GEMM_CLUSTER < 2 ? 0 : wide_pairs_resident);
 }
 
@@ -562,11 +575,11 @@ extern "C" int mm_grouped_gemm_pairs(int n, int ctas, int max_rows)
     return mm_tile_pairs(n, ctas, pairs_resident, max_rows);
 }
 
-extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, int max_rows, int mean_rows,
-                                              cudaStream_t stream)
+extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, int max_rows,
+                                              const int32_t *host_counts, cudaStream_t stream)
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
-    const int wide = mm_grouped_gemm_tile_rows(&g, mean_rows) == MM_WIDE_BM;
+    const int wide = mm_grouped_gemm_tile_rows(&g, host_counts) == MM_WIDE_BM;
     tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;

@@ -50,23 +50,44 @@ MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_st
  * (its tile prefix lives in a fixed device array). */
 #define MM_WIDE_BM 192
 #define MM_WIDE_MAX_EXPERTS 1024
-/* the mean rows an expert must have for `auto` to take the wide form (measured: perf-notes,
- * twenty-sixth session) */
+/* `auto` takes the wide form when the caller knows the experts' row counts and (a) the active
+ * experts average at least MM_WIDE_MIN_MEAN_ROWS rows and (b) their rows padded to 192-row tiles
+ * are at most MM_WIDE_MAX_PAD_PCT % more than padded to 128: the wide form computes its padding
+ * too, and gains only a few % on equal work (perf-notes, twenty-sixth session: Pro GEMM1 at 1024
+ * rows an expert, 1152 padded against 1024, ran 3-6% slower wide). */
 #define MM_WIDE_MIN_MEAN_ROWS 384
+#define MM_WIDE_MAX_PAD_PCT 2
 
 /* gemm --tile and the modes: 0 auto, or the tile height asked for */
 #define MM_GEMM_TILE_AUTO 0
 
+/* Whether the wide form pays for these counts (count NULL: unknown, no). */
+MM_HD int mm_wide_pays(const int32_t *count, int experts)
+{
+    if (!count) return 0;
+    long long rows = 0, pad128 = 0, pad192 = 0;
+    int active = 0;
+    for (int e = 0; e < experts; e++) {
+        const int c = count[e] > 0 ? count[e] : 0;
+        rows += c;
+        active += c > 0;
+        pad128 += (long long)((c + MM_GEMM_BM - 1) / MM_GEMM_BM) * MM_GEMM_BM;
+        pad192 += (long long)((c + MM_WIDE_BM - 1) / MM_WIDE_BM) * MM_WIDE_BM;
+    }
+    return active > 0 && rows >= (long long)MM_WIDE_MIN_MEAN_ROWS * active &&
+           pad192 * 100 <= pad128 * (100 + MM_WIDE_MAX_PAD_PCT);
+}
+
 /* The tile height a launch takes: `asked` MM_WIDE_BM or MM_GEMM_BM forces a form (the wide one
- * only where it can run); auto takes the wide form when the caller knows the experts' mean row
- * count (mean_rows > 0) and it is at least MM_WIDE_MIN_MEAN_ROWS. wide_resident: how many wide
- * pairs fit at once (0: the wide kernel cannot run here). */
-MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, int mean_rows, int wide_resident)
+ * only where it can run); auto takes the wide form where mm_wide_pays for the caller's host copy
+ * of the counts (NULL: unknown). wide_resident: how many wide pairs fit at once (0: the wide
+ * kernel cannot run here). */
+MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, const int32_t *count, int wide_resident)
 {
     const int can = has_a_map && experts <= MM_WIDE_MAX_EXPERTS && (n / MM_GEMM_BN) % 2 == 0 && wide_resident > 0;
     if (asked == MM_WIDE_BM) return can ? MM_WIDE_BM : MM_GEMM_BM;
     if (asked == MM_GEMM_BM) return MM_GEMM_BM;
-    return can && mean_rows >= MM_WIDE_MIN_MEAN_ROWS ? MM_WIDE_BM : MM_GEMM_BM;
+    return can && mm_wide_pays(count, experts) ? MM_WIDE_BM : MM_GEMM_BM;
 }
 
 typedef struct {

@@ -195,16 +195,16 @@ cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count); max_rows: the most rows the caller knows an expert
- * has (<= 0: unknown), which picks the launch form only (mm_grouped_gemm_pairs); mean_rows: the
- * experts' mean row count where the caller knows it (<= 0: unknown), which picks the tile
- * (mm_grouped_gemm_tile_rows). */
-cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_rows, int mean_rows,
+ * has (<= 0: unknown), which picks the launch form only (mm_grouped_gemm_pairs); host_counts: a
+ * host copy of row_count where the caller has one (NULL: unknown), which picks the tile
+ * (mm_grouped_gemm_tile_rows; unknown: 128 x 128). */
+cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_rows, const int32_t *host_counts,
                                    cudaStream_t stream);
 /* The tile height the next launches take: MM_GEMM_TILE_AUTO (0, the default), MM_GEMM_BM or
  * MM_WIDE_BM (gemm --tile; the wide form only where it can run). */
 void mm_grouped_gemm_set_tile(int rows);
 /* The tile height a launch of these arguments takes (after mm_grouped_gemm_prepare). */
-int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *args, int mean_rows);
+int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *args, const int32_t *host_counts);
 /* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one
  * CTA per tile (odd column-tile count, no room for pairs, or no expert with more than 64 rows).
  * After mm_grouped_gemm_prepare. */

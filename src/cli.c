@@ -94,8 +94,8 @@ static const struct {
      "rows per expert: even, ~1/(e+1), or as bench's --routing and --seed give rank 0's local experts for "
      "rows/top-k tokens per rank (the total is then the routing's) (default uniform)"},
     {"tile", 1, OPT_TILE, M, "auto|128|192",
-     "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 from 384 mean rows an "
-     "expert) (default auto)"},
+     "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
+     ">= 384 rows and 192-row tiles pad them no worse) (default auto)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 

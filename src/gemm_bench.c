@@ -83,12 +83,12 @@ static mm_status pipeline_status(const gemm_buffers *b)
     return MM_TIMEOUT;
 }
 
-static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas, int most, int mean,
+static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas, int most, const int32_t *counts,
                            cudaStream_t st, double *calc)
 {
     size_t n_out = (size_t)rows * g.n;
     CUDA_TRY(mm_launch_poison(b->out, n_out * (g.out_fp32 ? 4 : 2), st));
-    CUDA_TRY(mm_launch_grouped_gemm(g, ctas, most, mean, st));
+    CUDA_TRY(mm_launch_grouped_gemm(g, ctas, most, counts, st));
     if (g.out_fp32) CUDA_TRY(mm_launch_compare_f32((const float *)b->out, b->ref, (long long)n_out, b->diff, st));
     else CUDA_TRY(mm_launch_compare((const uint16_t *)b->out, b->ref, (long long)n_out, b->diff, st));
     mm_device_diff d;
@@ -106,13 +106,14 @@ typedef mm_step_fn enqueue_fn; /* timing.h: one call of a work on a stream */
 
 typedef struct {
     mm_grouped_gemm_args g;
-    int ctas, most, mean; /* an expert's most rows and the mean (the launch form and tile) */
+    int ctas, most;         /* an expert's most rows (the launch form) */
+    const int32_t *counts; /* the experts' rows (the tile, mm_grouped_gemm_tile_rows) */
 } ours_ctx;
 
 static mm_status ours_enqueue(void *ctx, cudaStream_t st)
 {
     ours_ctx *c = ctx;
-    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, c->most, c->mean, st));
+    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, c->most, c->counts, st));
     return MM_OK;
 }
 
@@ -195,10 +196,9 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
                               b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     double calc = 0, calc32 = 0;
-    const int mean = rows / local_experts;
-    mm_status cs = check_one(b, g, rows, ctas, most, mean, st, &calc);
+    mm_status cs = check_one(b, g, rows, ctas, most, count, st, &calc);
     g.out_fp32 = 1;
-    if (cs == MM_OK) cs = check_one(b, g, rows, ctas, most, mean, st, &calc32);
+    if (cs == MM_OK) cs = check_one(b, g, rows, ctas, most, count, st, &calc32);
     g.out_fp32 = 0;
     if (cs != MM_OK) {
         free(count); free(offset); free(owner);
@@ -210,7 +210,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     lt_runner *lt = NULL;
     char why[256];
     mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
-    ours_ctx oc = {g, ctas, most, mean};
+    ours_ctx oc = {g, ctas, most, count};
     const enqueue_fn fns[2] = {ours_enqueue, lt_enqueue};
     void *const ctxs[2] = {&oc, lt};
     mm_stats times[2];
@@ -226,7 +226,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
     printf("gemm%d %6d x %5d x %5d %8.1f %4d %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s  ", sh.gemm, rows, sh.n, sh.k,
-           (double)rows / local_experts, mm_grouped_gemm_tile_rows(&g, mean), s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
+           (double)rows / local_experts, mm_grouped_gemm_tile_rows(&g, count), s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
            ok ? "OK" : "FAIL");
 
     if (lt) {
@@ -236,7 +236,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         ls = lt_runner_output(lt, st, &lt_out);
         /* ours (BF16) against cuBLASLt's output */
         if (ls == MM_OK && (mm_launch_bf16_to_f64(lt_out, (long long)rows * sh.n, b->ref_lt, st) != cudaSuccess ||
-                            mm_launch_grouped_gemm(g, ctas, most, mean, st) != cudaSuccess))
+                            mm_launch_grouped_gemm(g, ctas, most, count, st) != cudaSuccess))
             ls = MM_RUNTIME;
         if (ls == MM_OK) {
             mm_device_diff d;
@@ -355,8 +355,9 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
         else printf("# gemm%d: one CTA per tile, no clusters, tiles claimed from a counter\n", gi);
     }
     printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
-           "three math warpgroups, always in pairs; auto takes it from a mean of %d rows an expert); --tile %s\n",
-           MM_WIDE_MIN_MEAN_ROWS,
+           "three math warpgroups, always in pairs; auto takes it where the active experts average %d rows or more "
+           "and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
+           MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT,
            o->tile == MM_WIDE_BM ? "192" : o->tile == MM_GEMM_BM ? "128" : "auto");
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");

@@ -90,22 +90,39 @@ static void wide_prefix_covers_rows(void **state)
 }
 
 /* Which tile a launch takes: the wide form only with a rows map, an even column count, experts
- * that fit its prefix and room for its pairs; auto from a known mean of MM_WIDE_MIN_MEAN_ROWS. */
+ * that fit its prefix and room for its pairs; auto only from known counts that average
+ * MM_WIDE_MIN_MEAN_ROWS an active expert and pad no worse than 128-row tiles (+ the margin). */
 static void tile_form_choice(void **state)
 {
     (void)state;
-    const int n = 32 * MM_GEMM_BN, big = 4 * MM_WIDE_MIN_MEAN_ROWS;
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, big, 66), MM_WIDE_BM);
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, MM_WIDE_MIN_MEAN_ROWS, 66), MM_WIDE_BM);
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, MM_WIDE_MIN_MEAN_ROWS - 1, 66), MM_GEMM_BM);
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, 0, 66), MM_GEMM_BM); /* mean unknown */
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 0, 32, n, big, 66), MM_GEMM_BM); /* no rows map */
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n + MM_GEMM_BN, big, 66), MM_GEMM_BM); /* odd */
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, MM_WIDE_MAX_EXPERTS + 1, n, big, 66), MM_GEMM_BM);
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, big, 0), MM_GEMM_BM); /* no pair fits */
-    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 1, 32, n, 1, 66), MM_WIDE_BM);   /* forced */
-    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 0, 32, n, big, 66), MM_GEMM_BM); /* forced, cannot run */
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_BM, 1, 32, n, big, 66), MM_GEMM_BM);
+    const int n = 32 * MM_GEMM_BN;
+    int32_t even[32], pro[32], small[32], skew[4] = {1536, 0, 0, 0};
+    for (int e = 0; e < 32; e++) {
+        even[e] = 1536; /* Flash at 49152 rows: 8 tiles of 192 or 12 of 128, no padding either way */
+        pro[e] = 1024;  /* 6 x 192 = 1152 padded rows against 8 x 128 = 1024 */
+        small[e] = 128;
+    }
+    assert_true(mm_wide_pays(even, 32));
+    assert_false(mm_wide_pays(pro, 32));
+    assert_false(mm_wide_pays(small, 32)); /* below the mean */
+    assert_true(mm_wide_pays(skew, 4));     /* the mean is over active experts */
+    assert_false(mm_wide_pays(NULL, 32));
+    const int32_t none[3] = {0, 0, 0};
+    assert_false(mm_wide_pays(none, 3));
+    /* 384 rows: 2 x 192 = 3 x 128; 400 rows: 576 against 512, +12.5% */
+    const int32_t at384[2] = {384, 384}, at400[2] = {400, 400};
+    assert_true(mm_wide_pays(at384, 2));
+    assert_false(mm_wide_pays(at400, 2));
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, even, 66), MM_WIDE_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, pro, 66), MM_GEMM_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, NULL, 66), MM_GEMM_BM); /* counts unknown */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 0, 32, n, even, 66), MM_GEMM_BM); /* no rows map */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n + MM_GEMM_BN, even, 66), MM_GEMM_BM); /* odd */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, MM_WIDE_MAX_EXPERTS + 1, n, NULL, 66), MM_GEMM_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, even, 0), MM_GEMM_BM); /* no pair fits */
+    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 1, 32, n, small, 66), MM_WIDE_BM);  /* forced */
+    assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 0, 32, n, even, 66), MM_GEMM_BM);   /* forced, cannot run */
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_BM, 1, 32, n, even, 66), MM_GEMM_BM);
 }
 
 /* The clusters' invariant: with an even count of column tiles, the two CTAs of a pair always
