@@ -8,7 +8,7 @@
 #      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
-#   4. gemm (the GEMM core alone: tiny skewed and by routing, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
+#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
@@ -79,6 +79,13 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         # alone with every sum right, draws the same reports: the tool's model of cp.async writes
         # ordered by an mbarrier wait, not the kernel (docs/perf-notes.md, twenty-second and
         # twenty-third sessions).
+        # the GEMM core's wide form (192 x 128 tiles in pairs), forced onto ragged tiny experts
+        for tool in memcheck racecheck; do
+            expect_rc 0 sanitizer-$tool-gemm-wide $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
+                --report-api-errors no build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300 --spread skewed --tile 192 --iters 1 --warmup 0
+            grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-wide.log" ||
+                { echo "  sanitizer-$tool-gemm-wide: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+        done
         step sanitizer-racecheck-fold $mpi -np 1 compute-sanitizer --tool racecheck --error-exitcode 9 \
             --report-api-errors no build/megamoe check --filter fold-extra-rows --modes fused --timeout-ms 60000
         echo "  sanitizer-racecheck-fold (not judged): $(grep -h 'RACECHECK SUMMARY' "$logs/sanitizer-racecheck-fold.log")" |
@@ -90,7 +97,8 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
     if step build-audit make -j16 "${cjson[@]}" audit audit-break; then
         expect_rc 0 audit-check $mpi -np 1 build/audit/megamoe check --timeout-ms 60000
         expect_rc 0 audit-gemm $mpi -np 1 build/audit/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,512,4096 --iters 3
-        for name in audit-check audit-gemm; do
+        expect_rc 0 audit-gemm-wide $mpi -np 1 build/audit/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,4096,12288 --tile 192 --iters 3
+        for name in audit-check audit-gemm audit-gemm-wide; do
             ! grep -q "ring audit" "$logs/$name.log" ||
                 { echo "  $name: the ring audit found a refill of a stage still being read" | tee -a "$logs/summary.txt"; fail=1; }
         done
@@ -120,6 +128,10 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         expect_rc 4 gemm-lab-stall-injected $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 37 --iters 3
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected.log" ||
             { echo "  gemm-lab-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+        # the same in the wide form
+        expect_rc 4 gemm-lab-stall-injected-wide $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 300 --tile 192 --iters 3
+        grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected-wide.log" ||
+            { echo "  gemm-lab-stall-injected-wide: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
     else
         fail=1
     fi
@@ -143,7 +155,11 @@ fi
 # shapes against the cuBLASLt per-expert loop; a wrong output exits 1, a pipeline expiry 4
 expect_rc 0 gemm-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300 --spread skewed --iters 3
 expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --iters 3
-expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --iters 10
+# the wide form (192 x 128) forced onto the same ragged and empty experts (auto takes it only for
+# large, evenly padded counts: the Flash rows below from 12288)
+expect_rc 0 gemm-tiny-skewed-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
+expect_rc 0 gemm-tiny-routing-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --tile 192 --iters 3
+expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
 # spread can then be read against the clock states it met (a sustained load lowers the clocks)
