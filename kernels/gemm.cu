@@ -238,12 +238,24 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 #define WIDE_A_STAGE (MM_WIDE_BM * MM_GEMM_BK)
 #define WIDE_STAGE_BYTES (WIDE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
 #define WIDE_STAGING_BYTES (MM_WIDE_STAGING * 3 * 2 * MM_OUT_BOX_BYTES)
-#define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES)
+#ifndef MM_WIDE_GROUP_SCALES /* experiments: 0 copies every K block's scales into its stage */
+#define MM_WIDE_GROUP_SCALES 1
+#endif
+/* The scales of 4 K blocks at a time (where K / 128 is a multiple of 4): per row 16 contiguous
+ * bytes of its [K/128] scales, one cp.async each, into one of two slots beside the ring
+ * ([193][4] floats: the tile's rows, then the weight block's 4 scales). */
+#define WIDE_GROUP 4
+#define WIDE_SLOT_FLOATS ((MM_WIDE_BM + 1) * WIDE_GROUP)
+#define WIDE_SLOTS_BYTES (MM_WIDE_GROUP_SCALES * 2 * WIDE_SLOT_FLOATS * 4)
+#define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES + WIDE_SLOTS_BYTES)
 /* 512 x 128 registers at launch: 128 x 56 + 384 x 152 = 65536, the whole file */
 #define WIDE_LAUNCH_REGS 128
 #define WIDE_PRODUCER_REGS 56
 #define WIDE_MATH_REGS 152
 static_assert(WIDE_STAGES <= MM_TILE_STAGES, "the wide ring uses mm_tile_pipe's barriers");
+/* a scale slot is rewritten for group G + 2 once the producer passed `empty` for block 4 (G + 2):
+ * that stage last held block 4 (G + 2) - WIDE_STAGES, which must come after group G's last */
+static_assert(WIDE_STAGES <= WIDE_GROUP + 1, "two scale slots cover a ring this deep");
 static_assert(WIDE_SMEM_BYTES <= 227 * 1024 - 1024, "the wide ring and its boxes fit one CTA");
 static_assert(WIDE_STAGE_BYTES % 1024 == 0 && WIDE_A_STAGE % 1024 == 0, "swizzle atoms on 1 KB boundaries");
 static_assert(MM_WIDE_BM + 1 <= MM_TILE_SCALE_BYTES / 4, "the A scales and the weight scale fit the scale area");
@@ -261,17 +273,27 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ wide_item slot[2];
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
+    __shared__ __align__(8) uint64_t scales_full[2]; /* per slot: the producer's 128 copies landed */
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
+    float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
+    const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
+    /* grouped: the scales by 16-byte copies every 4 K blocks (the copies' sources aligned), and
+     * `full` waits for thread 0's TMAs alone; else each block's scales in its stage, copied by
+     * the producer's 128 threads, which all arrive on `full` */
+    const bool grouped = MM_WIDE_GROUP_SCALES && kblocks % WIDE_GROUP == 0 && ((uintptr_t)g.a_scale & 15u) == 0 &&
+                         ((uintptr_t)g.w_scale & 15u) == 0;
     if (threadIdx.x == 0) {
-        mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS);
+        mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
         mm_item_ring_init(&items, WIDE_MATH_WARPS);
+        for (int j = 0; j < 2; j++) mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = wide_tile_start[g.experts] * col_tiles;
     mm_ring ring = MM_RING_START(WIDE_STAGES);
+    uint32_t group = 0; /* both roles count the scale groups in the same order (the slot: group % 2) */
 
     if (mm_warpgroup() == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WIDE_PRODUCER_REGS));
@@ -308,8 +330,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 const int st = ring.stage;
                 uint8_t *sa = stages + st * WIDE_STAGE_BYTES, *sb = sa + WIDE_A_STAGE;
                 float *sc = (float *)(sb + MM_TILE_B_STAGE);
-                mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-                MM_AUDIT_REFILL(st);
+                const bool group_start = grouped && kb % WIDE_GROUP == 0;
+                /* grouped, warps 1-3 act at a group's first block only (its slot is free once
+                 * that block's stage is: the static_assert above) and do not poll the others */
+                if (!grouped || pt < 32 || group_start) {
+                    mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
+                    MM_AUDIT_REFILL(st);
+                }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
                 if (pt == 0) {
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
@@ -322,10 +349,20 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                                  : "memory");
                     mm_tile_tma_b(sb, mm_tile_b{g.w_map, w_row0, NULL}, kb, full);
                 }
-                if (s_lo) mm_cp_async4(sc + pt, s_lo + kb);
-                if (s_hi) mm_cp_async4(sc + 128 + pt, s_hi + kb);
-                if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_WIDE_BM, s_w + kb);
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+                if (group_start) {
+                    float *slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
+                    if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
+                    if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
+                    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
+                    const unsigned sf = (unsigned)__cvta_generic_to_shared(&scales_full[group & 1u]);
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
+                    group++;
+                } else if (!grouped) {
+                    if (s_lo) mm_cp_async4(sc + pt, s_lo + kb);
+                    if (s_hi) mm_cp_async4(sc + 128 + pt, s_hi + kb);
+                    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_WIDE_BM, s_w + kb);
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+                }
                 mm_ring_advance(ring);
             }
         }
@@ -346,6 +383,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
 #else
             if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
 #endif
+                if (grouped) group += kblocks / WIDE_GROUP; /* its scales are not read */
                 for (int kb = 0; kb < kblocks; kb++) {
                     mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(ring.stage);
@@ -354,13 +392,22 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
             } else {
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
+                const float *slot_f = scale_slots;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const int st = ring.stage;
+                    if (grouped && kb % WIDE_GROUP == 0) {
+                        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+                        slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
+                        group++;
+                    }
                     mm_mbar_wait(&pipe.full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(st);
-                    const float *sc = (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
-                    const float sw = sc[MM_WIDE_BM];
-                    const float t_lo = r_lo < rows ? sc[r_lo] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi] * sw : 0.0f;
+                    /* row r's scale of this block: in the group's slot at [r][kb % 4], else in the stage */
+                    const float *sc = grouped ? slot_f + kb % WIDE_GROUP
+                                              : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
+                    const int step = grouped ? WIDE_GROUP : 1;
+                    const float sw = sc[MM_WIDE_BM * step];
+                    const float t_lo = r_lo < rows ? sc[r_lo * step] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi * step] * sw : 0.0f;
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);

@@ -467,14 +467,15 @@ __device__ __forceinline__ void mm_handoff_wait(int kb, int pt)
 /* Called by thread 0 once per kernel, before a __syncthreads (and, in a cluster, before the
  * cluster barrier that precedes any remote arrival). cluster: CTAs sharing the A blocks (1 or
  * 2); a stage is free once the math warps (consumer_warps a CTA) of all of them released it. */
-__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster, int consumer_warps = MM_CONSUMER_WARPS)
+__device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster, int consumer_warps = MM_CONSUMER_WARPS,
+                                                  int full_arrivals = MM_PRODUCER_THREADS + 1)
 {
     mm_stage_wait_expired = 0u;
 #ifdef MM_RING_AUDIT
     for (int s = 0; s < MM_TILE_STAGES_MAX; s++) mm_ring_readers[s] = 0;
 #endif
     for (int s = 0; s < MM_TILE_STAGES; s++) {
-        mm_mbar_init(&p->full[s], MM_PRODUCER_THREADS + 1);
+        mm_mbar_init(&p->full[s], full_arrivals);
         mm_mbar_init(&p->empty[s], consumer_warps * cluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

@@ -79,10 +79,12 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         # alone with every sum right, draws the same reports: the tool's model of cp.async writes
         # ordered by an mbarrier wait, not the kernel (docs/perf-notes.md, twenty-second and
         # twenty-third sessions).
-        # the GEMM core's wide form (192 x 128 tiles in pairs), forced onto ragged tiny experts
+        # the GEMM core's wide form (192 x 128 tiles in pairs), forced onto ragged small experts
+        # whose K / 128 is a multiple of 4 (its scales then come 4 K blocks at a time, as at every
+        # model shape; tiny's K takes the per-block path, run unsanitized below)
         for tool in memcheck racecheck; do
             expect_rc 0 sanitizer-$tool-gemm-wide $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-                --report-api-errors no build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300 --spread skewed --tile 192 --iters 1 --warmup 0
+                --report-api-errors no build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,37,300 --spread skewed --tile 192 --iters 1 --warmup 0
             grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-wide.log" ||
                 { echo "  sanitizer-$tool-gemm-wide: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
         done
@@ -129,7 +131,7 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected.log" ||
             { echo "  gemm-lab-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
         # the same in the wide form
-        expect_rc 4 gemm-lab-stall-injected-wide $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 300 --tile 192 --iters 3
+        expect_rc 4 gemm-lab-stall-injected-wide $mpi -np 1 build/inject/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 300 --tile 192 --iters 3
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected-wide.log" ||
             { echo "  gemm-lab-stall-injected-wide: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
     else
@@ -159,6 +161,7 @@ expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tin
 # large, evenly padded counts: the Flash rows below from 12288)
 expect_rc 0 gemm-tiny-skewed-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-tiny-routing-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --tile 192 --iters 3
+expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
