@@ -244,10 +244,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 /* The scales of 4 K blocks at a time (where K / 128 is a multiple of 4): per row 16 contiguous
  * bytes of its [K/128] scales, one cp.async each, into one of two slots beside the ring
  * ([193][4] floats: the tile's rows, then the weight block's 4 scales). */
-#ifndef MM_WIDE_GROUP /* experiments: 8 (two copies a row; K / 128 a multiple of 8) */
-#define MM_WIDE_GROUP 4
-#endif
-#define WIDE_GROUP MM_WIDE_GROUP
+#define WIDE_GROUP 4
 #define WIDE_SLOT_FLOATS ((MM_WIDE_BM + 1) * WIDE_GROUP)
 #define WIDE_SLOTS_BYTES (MM_WIDE_GROUP_SCALES * 2 * WIDE_SLOT_FLOATS * 4)
 #define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES + WIDE_SLOTS_BYTES)
@@ -259,7 +256,6 @@ static_assert(WIDE_STAGES <= MM_TILE_STAGES, "the wide ring uses mm_tile_pipe's 
 /* a scale slot is rewritten for group G + 2 once the producer passed `empty` for block 4 (G + 2):
  * that stage last held block 4 (G + 2) - WIDE_STAGES, which must come after group G's last */
 static_assert(WIDE_STAGES <= WIDE_GROUP + 1, "two scale slots cover a ring this deep");
-static_assert(WIDE_GROUP % 4 == 0, "16-byte copies of a row's scales");
 static_assert(WIDE_SMEM_BYTES <= 227 * 1024 - 1024, "the wide ring and its boxes fit one CTA");
 static_assert(WIDE_STAGE_BYTES % 1024 == 0 && WIDE_A_STAGE % 1024 == 0, "swizzle atoms on 1 KB boundaries");
 static_assert(MM_WIDE_BM + 1 <= MM_TILE_SCALE_BYTES / 4, "the A scales and the weight scale fit the scale area");
@@ -355,12 +351,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 if (group_start) {
                     float *slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
-#pragma unroll
-                    for (int c = 0; c < WIDE_GROUP; c += 4) {
-                        if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP + c, s_lo + kb + c);
-                        if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP + c, s_hi + kb + c);
-                        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP + c, s_w + kb + c);
-                    }
+                    if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
+                    if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
+                    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
                     const unsigned sf = (unsigned)__cvta_generic_to_shared(&scales_full[group & 1u]);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
                     group++;
