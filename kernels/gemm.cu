@@ -1,5 +1,7 @@
 /* Grouped FP8 GEMM core as a standalone launch: the warp-specialized tile machinery of
- * gemm_tile.cuh driven over the grouped tile schedule of gemm_schedule.h.
+ * gemm_tile.cuh driven over the grouped tile schedule of gemm_schedule.h, in two forms: the
+ * 128 x 128 kernel described here, and the wide 192 x 128 one (grouped_gemm_wide_kernel, its own
+ * header below) that the launch picks for many rows an expert (mm_gemm_tile_rows).
  *
  * out[r][n] = sum over 128-wide K blocks kb of (sa[r][kb] * sw[e][n/128][kb]) * (FP32 sum of
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
@@ -211,8 +213,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
  * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows),
  * publishes each in the item ring and streams its K blocks into a 4-stage ring: per stage this
- * CTA's 96 of the block's 192 A rows into both CTAs' stages (TMA multicast), the weight block
- * (TMA), the rows' and the weight block's scales (cp.async). Warpgroups 1-3 (math, 152
+ * CTA's 96 of the block's 192 A rows into both CTAs' stages (TMA multicast) and the weight block
+ * (TMA), issued by thread 0; every 4 K blocks the rows' and the weight block's scales for those
+ * 4 (one 16-byte cp.async a row, all 128 threads) into one of two scale slots (where K / 128 is
+ * not a multiple of 4: each block's scales into its stage, 4 bytes a row). Warpgroups 1-3 (math, 152
  * registers) compute rows 64g..64g+63 of the tile for all 128 columns, each K block's four k32
  * wgmmas into a fresh block sum retired (stage freed, sum promoted) before the next block: the
  * registers hold one accumulator and one block sum, and three warpgroups keep the tensor cores
@@ -221,11 +225,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * Buffers: as the core's, but A must have a rows map (mm_rows_map_create: its 192- and 96-row
  * boxes) and the wide tile prefix is wide_tile_start (tile_start still gets the 128-row prefix,
  * which ll's and normal's activation kernel walks after GEMM1).
- * Shared memory: 4 stages of 41 KB (A 24 KB, B 16 KB, 1 KB of scales), then three warpgroups'
- * epilogue boxes (48 KB): 218112 B.
+ * Shared memory: 4 stages of 41 KB (A 24 KB, B 16 KB, 1 KB of per-block scales), three
+ * warpgroups' epilogue boxes (48 KB), two scale slots ([193][4] floats each): 224288 B.
  * Synchronization: the core's (mm_tile_pipe, mm_item_ring) with 12 math warps a CTA; `empty`
- * counts the math warps of both CTAs, `full` the producer's 128 cp.async arrivals + the TMA
- * bytes (the whole A block arrives in each CTA). Nothing across pairs. */
+ * counts the math warps of both CTAs, `full` thread 0's arrival with the TMA bytes (the whole A
+ * block arrives in each CTA; with per-block scales also the 128 threads' cp.async arrivals);
+ * scales_full[j] the 128 threads' cp.async arrivals for slot j, waited by the math at a group's
+ * first block. A slot is rewritten two groups later, after `empty` of a stage that followed the
+ * group's last block (static_assert). Nothing across pairs. */
 #define WIDE_THREADS 512
 #define WIDE_MATH_WARPS 12
 #ifndef MM_WIDE_STAGES /* experiments: -DMM_WIDE_STAGES=3 / 5 (5 only with -DMM_WIDE_STAGING=0) */

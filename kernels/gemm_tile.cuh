@@ -1,7 +1,9 @@
 /* The tile machinery of the grouped FP8 GEMM core, as device functions any kernel can drive with
  * its own schedule: the standalone grouped GEMM (gemm.cu) and the fused mega-MoE kernel
  * (fused.cu) both run one producer warpgroup and two consumer warpgroups over the same stage
- * ring and differ only in where a tile's rows come from and what the epilogue does.
+ * ring and differ only in where a tile's rows come from and what the epilogue does. (gemm.cu's
+ * wide form, 192 x 128 on three consumer warpgroups, has its own loops and shares the
+ * barriers, descriptors, MMAs and promotion below.)
  *
  * Version 12: warp specialization; A by TMA for large tiles of contiguous rows; in large tiles
  * one block's MMAs in flight while the previous one is promoted; 2-CTA clusters that share A
