@@ -86,6 +86,20 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
     }
 }
 
+/* A tile's valid rows of this math thread straight from its accumulators (BF16 or FP32). */
+__device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp32, int n, const float acc[MM_TILE_ACC],
+                                                          int rows, int a_row0, int n0)
+{
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const int r = mm_acc_row(i);
+        if (r >= rows) continue;
+        const size_t at = (size_t)(a_row0 + r) * n + n0 + mm_acc_col(i);
+        if (out_fp32) *(float2 *)((float *)out + at) = make_float2(acc[i], acc[i + 1]);
+        else *(__nv_bfloat162 *)((__nv_bfloat16 *)out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    }
+}
+
 /* The next tile of a launch of single CTAs (a pair walks its tiles in a fixed order: both CTAs
  * need the same one), zeroed by tile_prefix_kernel before every launch. One stream runs one
  * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
@@ -188,14 +202,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 store_half_tma(g, staging, acc, a_row0, n0);
                 continue;
             }
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i += 2) {
-                const int r = mm_acc_row(i);
-                if (r >= rows) continue;
-                const size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
-                if (g.out_fp32) *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
-                else *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-            }
+            store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -431,14 +438,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 store_half_tma(g, staging, acc, a_row0, n0);
                 continue;
             }
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i += 2) {
-                const int r = mm_acc_row(i);
-                if (r >= rows) continue;
-                const size_t at = (size_t)(a_row0 + r) * g.n + n0 + mm_acc_col(i);
-                if (g.out_fp32) *(float2 *)((float *)g.out + at) = make_float2(acc[i], acc[i + 1]);
-                else *(__nv_bfloat162 *)((__nv_bfloat16 *)g.out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-            }
+            store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
