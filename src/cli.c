@@ -95,7 +95,7 @@ static const struct {
      "rows/top-k tokens per rank (the total is then the routing's) (default uniform)"},
     {"tile", 1, OPT_TILE, M, "auto|128|192",
      "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
-     ">= 384 rows and 192-row tiles pad them no worse) (default auto)"},
+     ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
