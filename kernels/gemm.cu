@@ -355,12 +355,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 if (pt == 0) {
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  ::"r"(full), "r"(WIDE_A_STAGE + MM_TILE_B_STAGE) : "memory");
-                    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                                 ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * (MM_WIDE_BM / 2) * 128)),
-                                 "l"(half_map), "r"(kb * MM_GEMM_BK), "r"(a_row0 + (MM_WIDE_BM / 2) * (int)rank),
-                                 "r"(full), "h"((uint16_t)3)
-                                 : "memory");
+                    mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
+                                            a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
                     mm_tile_tma_b(sb, mm_tile_b{g.w_map, w_row0, NULL}, kb, full);
                 }
                 if (group_start) {

@@ -554,6 +554,17 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
                  : "memory");
 }
 
+/* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)
+ * into both CTAs' stages at the same offset `dst` (TMA multicast), counted on each CTA's `full`. */
+__device__ __forceinline__ void mm_tile_tma_a_multicast(uint8_t *dst, const void *map, int kb, int row, unsigned full)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(map), "r"(kb * MM_GEMM_BK), "r"(row), "r"(full),
+                 "h"((uint16_t)3)
+                 : "memory");
+}
+
 /* Whether a tile's A blocks come by TMA (async proxy) rather than gathered by cp.async (generic
  * proxy): tiles of more than 64 rows with a rows map. The producer loads by it and the math
  * decides by it whether a stage needs a proxy fence before its wgmmas read A. */
@@ -628,11 +639,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
                          : "memory");
             if (a_tma && am.pair)
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                             ::"r"((unsigned)__cvta_generic_to_shared(sa + rank * 64 * 128)), "l"(half_map),
-                             "r"(kb * MM_GEMM_BK), "r"(am.row0 + 64 * (int)rank), "r"(full), "h"((uint16_t)3)
-                             : "memory");
+                mm_tile_tma_a_multicast(sa + rank * 64 * 128, half_map, kb, am.row0 + 64 * (int)rank, full);
             else if (a_tma)
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
