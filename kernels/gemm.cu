@@ -8,8 +8,8 @@
  * accumulators, promoted with one FMA per block in K order.
  *
  * Roles: warpgroup 0 walks this CTA's tiles (a pair: blockIdx.x, + gridDim.x, ...; single CTAs
- * claim them from a counter), writes each tile's
- * row table into a slot of the item ring and streams its K blocks into the stage ring; the two
+ * claim them from a counter; items in the banded order of mm_tile_locate_banded), writes each
+ * tile's row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
  * tile's 128 rows for all 128 columns, and store their rows (a full BF16 half by tensor copies,
  * store_half_tma; the rest from the registers). A tile's rows never straddle experts; rows past
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                 mm_item_publish(&items, n);
                 break;
             }
-            mm_tile t = mm_tile_locate(g.tile_start, g.experts, col_tiles, item);
+            mm_tile t = mm_tile_locate_banded(g.tile_start, g.experts, col_tiles, MM_GEMM_BAND, item);
             int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
             rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 mm_item_publish(&items, n);
                 break;
             }
-            const mm_tile t = mm_tile_locate(wide_tile_start, g.experts, col_tiles, (int)item);
+            const mm_tile t = mm_tile_locate_banded(wide_tile_start, g.experts, col_tiles, MM_GEMM_BAND, (int)item);
             const int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_WIDE_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_WIDE_BM;
             rows = rows < MM_WIDE_BM ? rows : MM_WIDE_BM;
@@ -543,6 +543,12 @@ extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, v
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
     return tensor_maps_upload(&m, 1, map);
+}
+
+/* The column band of the item order this build walks (MM_GEMM_BAND; gemm's header names it). */
+extern "C" int mm_grouped_gemm_band(void)
+{
+    return MM_GEMM_BAND;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

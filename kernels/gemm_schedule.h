@@ -114,6 +114,32 @@ MM_HD mm_tile mm_tile_locate(const int32_t *tile_start, int experts, int col_til
     return t;
 }
 
+/* The standalone GEMM's item order (gemm.cu): inside each expert, bands of `band` column tiles,
+ * each band's row tiles in turn, its columns fastest; the last band may be narrower; band <= 0 or
+ * >= col_tiles: the plain order of mm_tile_locate. Why: in the plain order the CTAs of one wave
+ * span 2-3 row tiles and every column of the expert, so each wave streams the expert's whole
+ * weight matrix again (Pro GEMM1: 44 MB an expert against a 50 MB L2, re-read from HBM by every
+ * wave); a band keeps a wave on a few weight columns that all its row tiles share while they are
+ * in L2, and the expert's A rows, re-read once per band, are the smaller operand. With an even
+ * band and an even count of column tiles, items w and w + 1 (w even) still share their row tile
+ * (a pair's A blocks). */
+#ifndef MM_GEMM_BAND /* -DMM_GEMM_BAND=0: the plain order (A/B runs) */
+#define MM_GEMM_BAND 8
+#endif
+MM_HD mm_tile mm_tile_locate_banded(const int32_t *tile_start, int experts, int col_tiles, int band, int w)
+{
+    mm_tile t = mm_tile_locate(tile_start, experts, col_tiles, w);
+    if (band <= 0 || band >= col_tiles) return t;
+    const int row_tiles = tile_start[t.expert + 1] - tile_start[t.expert];
+    const int local = w - tile_start[t.expert] * col_tiles;
+    const int b = local / (row_tiles * band), first = b * band;
+    const int width = col_tiles - first < band ? col_tiles - first : band;
+    const int in_band = local - b * row_tiles * band;
+    t.row_tile = in_band / width;
+    t.col_tile = first + in_band % width;
+    return t;
+}
+
 /* The 2-CTA clusters of the standalone grouped GEMM (gemm.cu): CTA 2c + r of a grid of 2p CTAs
  * walks items 2c + r, 2c + r + 2p, ..., so a pair always holds items w and w + 1 (w even); with
  * an even count of column tiles those share their row tile (the A blocks the pair splits), and

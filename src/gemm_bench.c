@@ -354,6 +354,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
                    gi, 2 * pairs, MM_GEMM_BM / 2);
         else printf("# gemm%d: one CTA per tile, no clusters, tiles claimed from a counter\n", gi);
     }
+    if (mm_grouped_gemm_band() > 0)
+        printf("# order: inside an expert, bands of %d column tiles, each band's row tiles in turn, so a wave of CTAs "
+               "shares a few weight columns while they are in L2\n", mm_grouped_gemm_band());
+    else printf("# order: inside an expert, every column tile of a row tile before the next row tile\n");
     printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
            "three math warpgroups, always in pairs; auto takes it where the active experts average %d rows or more "
            "and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",

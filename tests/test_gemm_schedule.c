@@ -125,6 +125,62 @@ static void tile_form_choice(void **state)
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_BM, 1, 32, n, even, 66), MM_GEMM_BM);
 }
 
+/* The banded order: every tile once, each expert's items still contiguous, every band's items on
+ * its own columns only (all its row tiles before the next band), pairs (w, w + 1, w even) on one
+ * row tile and adjacent columns for an even band and column count, and the plain order for no
+ * band or one as wide as the columns. */
+static void banded_order_covers_once(void **state)
+{
+    (void)state;
+    const int32_t count[] = {0, 1, 64, MM_GEMM_BM, 0, 8 * MM_GEMM_BM, 3 * MM_GEMM_BM + 8, 0};
+    const int experts = 8;
+    int32_t start[9];
+    const int total_rows = mm_tile_prefix(count, experts, start);
+    static int seen[8][8][56];
+    const int bands[] = {0, 1, 2, 4, 6, 8, 16, 56, 100};
+    for (int col_tiles = 1; col_tiles <= 56; col_tiles += 5) {
+        for (size_t bi = 0; bi < sizeof bands / sizeof bands[0]; bi++) {
+            const int band = bands[bi];
+            memset(seen, 0, sizeof seen);
+            for (int w = 0; w < total_rows * col_tiles; w++) {
+                const mm_tile t = mm_tile_locate_banded(start, experts, col_tiles, band, w);
+                const mm_tile plain = mm_tile_locate(start, experts, col_tiles, w);
+                assert_int_equal(t.expert, plain.expert); /* an expert's items stay its own */
+                assert_true(t.row_tile >= 0 && t.row_tile < mm_row_tiles(count[t.expert]));
+                assert_true(t.col_tile >= 0 && t.col_tile < col_tiles);
+                seen[t.expert][t.row_tile][t.col_tile]++;
+                if (band <= 0 || band >= col_tiles) {
+                    assert_int_equal(t.row_tile, plain.row_tile);
+                    assert_int_equal(t.col_tile, plain.col_tile);
+                } else {
+                    /* the band this item's column lies in holds local items [b * R * band, ...) */
+                    const int rows = start[t.expert + 1] - start[t.expert];
+                    const int local = w - start[t.expert] * col_tiles, b = t.col_tile / band;
+                    assert_true(local >= b * rows * band && local < (b + 1) * rows * band);
+                }
+                if (band > 0 && band % 2 == 0 && col_tiles % 2 == 0 && w % 2 == 1) {
+                    const mm_tile prev = mm_tile_locate_banded(start, experts, col_tiles, band, w - 1);
+                    assert_int_equal(prev.expert, t.expert);
+                    assert_int_equal(prev.row_tile, t.row_tile);
+                    assert_int_equal(prev.col_tile + 1, t.col_tile);
+                }
+            }
+            for (int e = 0; e < experts; e++)
+                for (int r = 0; r < mm_row_tiles(count[e]); r++)
+                    for (int c = 0; c < col_tiles; c++) assert_int_equal(seen[e][r][c], 1);
+        }
+    }
+    /* Pro GEMM1's shape at 1024 rows an expert, the default band: the first 8 x 8 items are row
+     * tiles 0-7 over columns 0-7, then the band of columns 8-15 begins */
+    int32_t pro[2] = {8 * MM_GEMM_BM, 8 * MM_GEMM_BM}, pro_start[3];
+    mm_tile_prefix(pro, 2, pro_start);
+    const mm_tile a = mm_tile_locate_banded(pro_start, 2, 48, 8, 8 * 8 - 1), b = mm_tile_locate_banded(pro_start, 2, 48, 8, 8 * 8);
+    assert_int_equal(a.row_tile, 7);
+    assert_int_equal(a.col_tile, 7);
+    assert_int_equal(b.row_tile, 0);
+    assert_int_equal(b.col_tile, 8);
+}
+
 /* The clusters' invariant: with an even count of column tiles, the two CTAs of a pair always
  * hold items on the same expert and row tile, in adjacent columns (they split that A block), and
  * run out of items at the same step; odd column counts or no room for pairs mean no clusters. */
@@ -576,6 +632,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
         cmocka_unit_test(pairs_share_row_tiles),
+        cmocka_unit_test(banded_order_covers_once),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
