@@ -733,7 +733,11 @@ __device__ __forceinline__ void mm_tile_produce_grouped(uint8_t *stages, mm_tile
         const int s = ring.stage;
         uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES, *sb = sa + MM_TILE_A_STAGE;
         const bool group_start = kb % MM_SCALE_GROUP == 0;
+#ifdef MM_GEMM_GROUP_WAIT_ALL /* experiments: every producer warp waits for every stage */
+        if (true) {
+#else
         if (pt < 32 || group_start) {
+#endif
             mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
             MM_AUDIT_REFILL(s);
         }
