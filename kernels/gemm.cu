@@ -46,7 +46,7 @@ typedef struct {
  * time, ~1000 cycles per warpgroup and tile without MMAs (ncu source counters); the tensor
  * copies gained 4-10% at 49152 rows and 2-3% at 4096 (perf-notes, eighteenth session). */
 #define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
-#define GEMM_SLOTS_BYTES (2 * MM_SCALE_SLOT_FLOATS * 4) /* the grouped scales' two slots (mm_scale_groups) */
+#define GEMM_SLOTS_BYTES (MM_SCALE_SLOTS * MM_SCALE_SLOT_FLOATS * 4) /* the grouped scales' slots (mm_scale_groups) */
 #define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES + GEMM_SLOTS_BYTES)
 #ifndef MM_GEMM_GROUP_SCALES /* experiments: 0 copies every K block's scales into its stage */
 #define MM_GEMM_GROUP_SCALES 1
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     __shared__ int claimed;
-    __shared__ __align__(8) uint64_t scales_full[2];
+    __shared__ __align__(8) uint64_t scales_full[MM_SCALE_SLOTS];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     mm_scale_groups sg = {scales_full, (float *)(staging + GEMM_STAGING_BYTES), NULL, 0u};
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
-        for (int j = 0; j < 2; j++) mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
+        for (int j = 0; j < MM_SCALE_SLOTS; j++) mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
         mm_tile_pipe_init(&pipe, pair ? 2 : 1); /* its fence covers the barriers above too */
         mm_item_ring_init(&items);
     }

@@ -288,6 +288,17 @@ __device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 
+/* 16 bytes of scales: through L1 (.ca) or not (experiments: MM_SCALES_CA) */
+__device__ __forceinline__ void mm_cp_async16_scales(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+#ifdef MM_SCALES_CA
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#endif
+}
+
 __device__ __forceinline__ void mm_mbar_init(uint64_t *bar, unsigned count)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
@@ -577,10 +588,13 @@ __device__ __forceinline__ void mm_tile_tma_a_multicast(uint8_t *dst, const void
  * groups in the same order, each in its own copy. */
 #define MM_SCALE_GROUP 4
 #define MM_SCALE_SLOT_FLOATS ((MM_GEMM_BM + 1) * MM_SCALE_GROUP)
-static_assert(MM_TILE_STAGES <= MM_SCALE_GROUP + 1, "two scale slots cover a ring this deep");
+#ifndef MM_SCALE_SLOTS /* experiments: 3 slots, each group's scales copied one group ahead */
+#define MM_SCALE_SLOTS 2
+#endif
+static_assert(MM_TILE_STAGES <= MM_SCALE_GROUP + 1, "the slots cover a ring this deep");
 typedef struct {
-    uint64_t *full;     /* [2]: the producer's 128 arrivals per slot */
-    float *slots;       /* [2][MM_SCALE_SLOT_FLOATS] */
+    uint64_t *full;     /* [MM_SCALE_SLOTS]: the producer's 128 arrivals per slot */
+    float *slots;       /* [MM_SCALE_SLOTS][MM_SCALE_SLOT_FLOATS] */
     const float *slot;  /* the math: the current group's */
     uint32_t group;     /* groups begun */
 } mm_scale_groups;
@@ -754,11 +768,14 @@ __device__ __forceinline__ void mm_tile_produce_grouped(uint8_t *stages, mm_tile
             mm_tile_tma_b(sb, b, kb, full);
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS) : "memory");
         }
-        if (group_start) {
-            const uint32_t j = sg->group & 1u;
+        /* with 3 slots a group's scales go one group ahead: at block 0 groups 0 and 1, at block
+         * 4j group j + 1 (its slot held group j - 2, whose last block preceded this stage's) */
+        const int ahead = MM_SCALE_SLOTS > 2 ? MM_SCALE_GROUP : 0;
+        for (int kg = kb == 0 ? 0 : kb + ahead; group_start && kg <= kb + ahead && kg < kblocks; kg += MM_SCALE_GROUP) {
+            const uint32_t j = sg->group % MM_SCALE_SLOTS;
             float *slot = sg->slots + j * MM_SCALE_SLOT_FLOATS;
-            if (s_row) mm_cp_async16(slot + pt * MM_SCALE_GROUP, s_row + kb);
-            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot + MM_GEMM_BM * MM_SCALE_GROUP, b.scale + kb);
+            if (s_row) mm_cp_async16_scales(slot + pt * MM_SCALE_GROUP, s_row + kg);
+            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16_scales(slot + MM_GEMM_BM * MM_SCALE_GROUP, b.scale + kg);
             const unsigned sf = (unsigned)__cvta_generic_to_shared(&sg->full[j]);
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
             sg->group++;
@@ -801,8 +818,8 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
                                                       bool a_gathered, mm_scale_groups *sg = NULL, int kb = 0)
 {
     if (sg && kb % MM_SCALE_GROUP == 0) {
-        const uint32_t j = sg->group & 1u;
-        mm_mbar_wait(&sg->full[j], (sg->group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        const uint32_t j = sg->group % MM_SCALE_SLOTS;
+        mm_mbar_wait(&sg->full[j], (sg->group / MM_SCALE_SLOTS) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         sg->slot = sg->slots + j * MM_SCALE_SLOT_FLOATS;
         sg->group++;
     }
