@@ -46,11 +46,7 @@ typedef struct {
  * time, ~1000 cycles per warpgroup and tile without MMAs (ncu source counters); the tensor
  * copies gained 4-10% at 49152 rows and 2-3% at 4096 (perf-notes, eighteenth session). */
 #define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
-#define GEMM_SLOTS_BYTES (MM_SCALE_SLOTS * MM_SCALE_SLOT_FLOATS * 4) /* the grouped scales' slots (mm_scale_groups) */
-#define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES + GEMM_SLOTS_BYTES)
-#ifndef MM_GEMM_GROUP_SCALES /* experiments: 0 copies every K block's scales into its stage */
-#define MM_GEMM_GROUP_SCALES 1
-#endif
+#define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
 static_assert(GEMM_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
 static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes start on a 1 KB boundary (the swizzle's)");
@@ -122,16 +118,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     __shared__ int claimed;
-    __shared__ __align__(8) uint64_t scales_full[MM_SCALE_SLOTS];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
-    mm_scale_groups sg = {scales_full, (float *)(staging + GEMM_STAGING_BYTES), NULL, 0u};
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
-        for (int j = 0; j < MM_SCALE_SLOTS; j++) mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
-        mm_tile_pipe_init(&pipe, pair ? 2 : 1); /* its fence covers the barriers above too */
+        mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         mm_item_ring_init(&items);
     }
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
@@ -143,11 +136,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = MM_RING_START(MM_TILE_STAGES);
-    /* tiles whose A comes by TMA take their scales 4 K blocks at a time where K / 128 is a
-     * multiple of 4 and the scale arrays allow 16-byte copies (every model shape); the rest
-     * (gathered tiles, other K) one block at a time in the stage */
-    const bool grouping = MM_GEMM_GROUP_SCALES && g.a_map && kblocks % MM_SCALE_GROUP == 0 &&
-                          ((uintptr_t)g.a_scale & 15u) == 0 && ((uintptr_t)g.w_scale & 15u) == 0;
 
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
@@ -191,9 +179,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            if (grouping && mm_tile_a_by_tma(g.a_map, rows))
-                mm_tile_produce_grouped(stages, &pipe, ring, &sg, rows, am, b, g.a_scale + (size_t)a_row0 * kblocks, kblocks);
-            else mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
             if (!claims) item += gridDim.x;
             else if (threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         }
@@ -207,8 +193,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            if (grouping && mm_tile_a_by_tma(g.a_map, rows)) mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, false, acc, &sg);
-            else mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
+            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
              * weights are the limit, a partial half, FP32) straight from the registers, valid rows

@@ -288,17 +288,6 @@ __device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 
-/* 16 bytes of scales: through L1 (.ca) or not (experiments: MM_SCALES_CA) */
-__device__ __forceinline__ void mm_cp_async16_scales(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-#ifdef MM_SCALES_CA
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#endif
-}
-
 __device__ __forceinline__ void mm_mbar_init(uint64_t *bar, unsigned count)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
@@ -576,29 +565,6 @@ __device__ __forceinline__ void mm_tile_tma_a_multicast(uint8_t *dst, const void
                  : "memory");
 }
 
-/* The scales of 4 K blocks at a time (the standalone GEMM's TMA tiles, gemm.cu; where K / 128 is a
- * multiple of 4): per row the 16 contiguous bytes of its 4 block scales, one cp.async, into one
- * of two slots beside the ring ([BM][4] floats for the rows, then the weight block's 4), filled by
- * the producer at a group's first block (mm_tile_produce_grouped) and announced on full[slot] by
- * its 128 threads' cp.async arrivals; the math waits for them at a group's first block. Per 4
- * blocks that is 129 copies and 128 arrivals instead of 516 and 516 (the per-block scales and
- * `full`'s arrivals were shared-memory traffic beside the MMAs': perf-notes, twenty-sixth
- * session). A slot is rewritten two groups later, once `empty` of a stage that followed the
- * group's last block passed, which a ring of at most 5 stages guarantees. Both roles count the
- * groups in the same order, each in its own copy. */
-#define MM_SCALE_GROUP 4
-#define MM_SCALE_SLOT_FLOATS ((MM_GEMM_BM + 1) * MM_SCALE_GROUP)
-#ifndef MM_SCALE_SLOTS /* experiments: 3 slots, each group's scales copied one group ahead */
-#define MM_SCALE_SLOTS 2
-#endif
-static_assert(MM_TILE_STAGES <= MM_SCALE_GROUP + 1, "the slots cover a ring this deep");
-typedef struct {
-    uint64_t *full;     /* [MM_SCALE_SLOTS]: the producer's 128 arrivals per slot */
-    float *slots;       /* [MM_SCALE_SLOTS][MM_SCALE_SLOT_FLOATS] */
-    const float *slot;  /* the math: the current group's */
-    uint32_t group;     /* groups begun */
-} mm_scale_groups;
-
 /* Whether a tile's A blocks come by TMA (async proxy) rather than gathered by cp.async (generic
  * proxy): tiles of more than 64 rows with a rows map. The producer loads by it and the math
  * decides by it whether a stage needs a proxy fence before its wgmmas read A. */
@@ -727,63 +693,6 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
     }
 }
 
-/* Producer of a tile whose A block comes by TMA with its scales grouped (mm_scale_groups; the
- * standalone GEMM): per K block thread 0 sets the stage's expected bytes, issues the A (this
- * CTA's half in a pair, multicast) and weight TMAs and arrives for the 128 threads too (`full`
- * keeps the count of 129 that gathered tiles in the same launch need); at a group's first block
- * every thread copies its row's 16 bytes of scales (rows past `rows`: none) and thread 127 the
- * weight block's, each then arriving on the slot's barrier. Warps 1-3 wait for `empty` only at a
- * group's first block (the slot they rewrite is free once that stage is) and skip the other
- * blocks. a_scale: the tile's first row's scales ([rows][kblocks], 16-byte aligned). */
-__device__ __forceinline__ void mm_tile_produce_grouped(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                        mm_scale_groups *sg, int rows, const mm_tile_a_map &am,
-                                                        const mm_tile_b &b, const float *a_scale, int kblocks)
-{
-    const int pt = threadIdx.x;
-    const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
-    const void *half_map = (const uint8_t *)am.map + 128;
-    const float *s_row = pt < rows ? a_scale + (size_t)pt * kblocks : NULL;
-    for (int kb = 0; kb < kblocks; kb++) {
-        const int s = ring.stage;
-        uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES, *sb = sa + MM_TILE_A_STAGE;
-        const bool group_start = kb % MM_SCALE_GROUP == 0;
-#ifdef MM_GEMM_GROUP_WAIT_ALL /* experiments: every producer warp waits for every stage */
-        if (true) {
-#else
-        if (pt < 32 || group_start) {
-#endif
-            mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-            MM_AUDIT_REFILL(s);
-        }
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        if (pt == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                         ::"r"(full), "r"(MM_TILE_A_STAGE + MM_TILE_B_STAGE) : "memory");
-            if (am.pair) mm_tile_tma_a_multicast(sa + rank * 64 * 128, half_map, kb, am.row0 + 64 * (int)rank, full);
-            else
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
-                             "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
-                             : "memory");
-            mm_tile_tma_b(sb, b, kb, full);
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_PRODUCER_THREADS) : "memory");
-        }
-        /* with 3 slots a group's scales go one group ahead: at block 0 groups 0 and 1, at block
-         * 4j group j + 1 (its slot held group j - 2, whose last block preceded this stage's) */
-        const int ahead = MM_SCALE_SLOTS > 2 ? MM_SCALE_GROUP : 0;
-        for (int kg = kb == 0 ? 0 : kb + ahead; group_start && kg <= kb + ahead && kg < kblocks; kg += MM_SCALE_GROUP) {
-            const uint32_t j = sg->group % MM_SCALE_SLOTS;
-            float *slot = sg->slots + j * MM_SCALE_SLOT_FLOATS;
-            if (s_row) mm_cp_async16_scales(slot + pt * MM_SCALE_GROUP, s_row + kg);
-            if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16_scales(slot + MM_GEMM_BM * MM_SCALE_GROUP, b.scale + kg);
-            const unsigned sf = (unsigned)__cvta_generic_to_shared(&sg->full[j]);
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
-            sg->group++;
-        }
-        mm_ring_advance(ring);
-    }
-}
-
 /* A stage's scales: [BM] A scales, then the weight block's scale at [BM]. */
 __device__ __forceinline__ const float *mm_tile_stage_scales(const uint8_t *stages, int stage)
 {
@@ -811,28 +720,13 @@ typedef struct {
  * came by TMA need no fence (TMA and wgmma are both the async proxy, ordered by the barrier; the
  * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
  * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
-/* sg (NULL at every call but the standalone GEMM's grouped tiles): the scales come from the
- * group's slot, kb being the block's index in the pass. */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
-                                                      bool a_gathered, mm_scale_groups *sg = NULL, int kb = 0)
+                                                      bool a_gathered)
 {
-    if (sg && kb % MM_SCALE_GROUP == 0) {
-        const uint32_t j = sg->group % MM_SCALE_SLOTS;
-        mm_mbar_wait(&sg->full[j], (sg->group / MM_SCALE_SLOTS) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-        sg->slot = sg->slots + j * MM_SCALE_SLOT_FLOATS;
-        sg->group++;
-    }
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     MM_AUDIT_ENTER(r.stage);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (sg) { /* row r's scale of this block at [r][kb % 4] */
-        const float *sc = sg->slot + kb % MM_SCALE_GROUP;
-        const float sw = sc[MM_GEMM_BM * MM_SCALE_GROUP];
-        mm_block b = {r.stage, valid_lo ? sc[r_lo * MM_SCALE_GROUP] * sw : 0.0f,
-                      valid_hi ? sc[r_hi * MM_SCALE_GROUP] * sw : 0.0f};
-        return b;
-    }
     const float *sc = mm_tile_stage_scales(stages, r.stage);
     const float sw = sc[MM_GEMM_BM];
     mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
@@ -865,10 +759,9 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
 __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
-                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC],
-                                                       mm_scale_groups *sg = NULL, int kb = 0)
+                                                       bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered, sg, kb);
+    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -918,8 +811,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
-                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC],
-                                                mm_scale_groups *sg = NULL)
+                                                int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
@@ -928,7 +820,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false, sg, kb); /* no wgmma reads here */
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -942,8 +834,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0,
-                                                  sg, kb);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -952,18 +843,18 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, sg, 0), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, sg, kb + 1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
         mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0, sg, kb + 2);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
         mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1, sg, kb + 1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
         mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
