@@ -8,7 +8,8 @@
 #      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
-#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
+#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-n2048 and Flash skewed
+#      (the banded item order), Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
@@ -88,6 +89,16 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
             grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-wide.log" ||
                 { echo "  sanitizer-$tool-gemm-wide: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
         done
+        # the banded item order (bands of 8 column tiles inside an expert) over ragged experts with
+        # more column tiles than a band: small-n2048's GEMM2 has 16, in both tile forms
+        for tool in memcheck racecheck; do
+            for tile in 128 192; do
+                expect_rc 0 sanitizer-$tool-gemm-band-$tile $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
+                    --report-api-errors no build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 37,300 --spread skewed --tile $tile --iters 1 --warmup 0
+                grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-band-$tile.log" ||
+                    { echo "  sanitizer-$tool-gemm-band-$tile: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+            done
+        done
         step sanitizer-racecheck-fold $mpi -np 1 compute-sanitizer --tool racecheck --error-exitcode 9 \
             --report-api-errors no build/megamoe check --filter fold-extra-rows --modes fused --timeout-ms 60000
         echo "  sanitizer-racecheck-fold (not judged): $(grep -h 'RACECHECK SUMMARY' "$logs/sanitizer-racecheck-fold.log")" |
@@ -162,6 +173,11 @@ expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tin
 expect_rc 0 gemm-tiny-skewed-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-tiny-routing-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --tile 192 --iters 3
 expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
+# the banded item order with ragged experts and more column tiles than a band (small-n2048's GEMM2:
+# 16; Flash's 32), both forms
+expect_rc 0 gemm-n2048-skewed $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --iters 3
+expect_rc 0 gemm-n2048-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --tile 192 --iters 3
+expect_rc 0 gemm-flash-skewed $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 37,3000,20000 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
