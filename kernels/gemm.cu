@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, false, false, true);
             if (!claims) item += gridDim.x;
             else if (threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         }
@@ -350,6 +350,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 if (!grouped || pt < 32 || group_start) {
                     mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
                     MM_AUDIT_REFILL(st);
+                }
+                /* once a wait of the CTA expired, no more loads (mm_tile_produce's give_up) */
+                if (*(volatile uint32_t *)&mm_stage_wait_expired) {
+                    mm_ring_advance(ring);
+                    continue;
                 }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
                 if (pt == 0) {

