@@ -100,6 +100,90 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
     }
 }
 
+/* A tile's output: a full BF16 half by tensor copies; the rest (a small tile at decode, whose
+ * streamed weights are the limit, a partial half, FP32) straight from the registers, valid rows
+ * only: staging a decode tile's 64 rows cost 1-4% (eleventh session). */
+__device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
+                                           int rows, int a_row0, int n0)
+{
+    if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) store_half_tma(g, staging, acc, a_row0, n0);
+    else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
+}
+
+#ifndef MM_GEMM_CHAIN /* experiments: 1 chains large tiles (consume_items_chained) */
+#define MM_GEMM_CHAIN 0
+#endif
+
+/* The math warpgroups' item loop with large tiles chained (MM_GEMM_CHAIN, an experiment not yet
+ * measured): both warpgroups end a tile together, and in mm_tile_consume's order the tensor pipe
+ * then idles through the last promotion and the epilogue; here a run of large tiles is consumed
+ * one block at a time (retire each block: an accumulator and one block sum, so a carried block
+ * fits the registers; the in-flight form with a carried block spilled, perf-notes twenty-seventh
+ * session) and the next large tile's first block is issued before this tile's rows are stored.
+ * Small tiles (<= 64 rows) as in the default loop. ptxas keeps the wgmmas asynchronous only if
+ * every join sees the same groups in flight: one at the run's loop head (the first block, issued
+ * before it or carried), none where the run ends. */
+__device__ __forceinline__ void consume_items_chained(const mm_grouped_gemm_args &g, uint8_t *stages, uint8_t *staging,
+                                                      mm_tile_pipe *pipe, mm_item_ring *items, const gemm_item *slot,
+                                                      mm_ring &ring, bool pair, int kblocks)
+{
+    const int wg = mm_warpgroup() - 1;
+    /* peeked: item n's slot was waited for and agreed on at the end of item n - 1; go: there is one */
+    bool peeked = false, go = false;
+    for (uint32_t n = 0;; n++) {
+        const gemm_item *it = &slot[n & 1];
+        if (!peeked) {
+            const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
+            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last);
+        }
+        if (!go) break;
+        peeked = false;
+        if (it->rows <= 64) {
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            float acc[MM_TILE_ACC];
+            mm_tile_consume(stages, pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
+            mm_item_release(items, n);
+            store_tile(g, staging, acc, rows, a_row0, n0);
+            continue;
+        }
+        const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+        const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
+        float blk[MM_TILE_ACC];
+        mm_block b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, r_lo < it->rows, r_hi < it->rows,
+                                        !mm_tile_a_by_tma(g.a_map, it->rows), blk);
+        for (;;) { /* item n, its first block in flight */
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            const bool vlo = r_lo < rows, vhi = r_hi < rows, gathered = !mm_tile_a_by_tma(g.a_map, rows);
+            float acc[MM_TILE_ACC];
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+            MM_WGMMA_WAIT(0, 7);
+            mm_tile_retire(b, pipe, pair, blk, acc);
+            for (int kb = 1; kb < kblocks; kb++) {
+                b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, vlo, vhi, gathered, blk);
+                MM_WGMMA_WAIT(0, 8);
+                mm_tile_retire(b, pipe, pair, blk, acc);
+            }
+            const gemm_item *next = &slot[(n + 1) & 1];
+            const bool ready = mm_item_wait_ready(items, n + 1, MM_STAGE_WAIT_NS);
+            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !next->last);
+            peeked = true;
+            if (go && next->rows > 64) {
+                b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, r_lo < next->rows, r_hi < next->rows,
+                                       !mm_tile_a_by_tma(g.a_map, next->rows), blk);
+                mm_item_release(items, n);
+                store_tile(g, staging, acc, rows, a_row0, n0);
+                n++;
+                it = next;
+                continue;
+            }
+            mm_item_release(items, n);
+            store_tile(g, staging, acc, rows, a_row0, n0);
+            break;
+        }
+    }
+}
+
 /* The next tile of a launch of single CTAs (a pair walks its tiles in a fixed order: both CTAs
  * need the same one), zeroed by tile_prefix_kernel before every launch. One stream runs one
  * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
@@ -185,6 +269,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         }
     } else {
         mm_regs_math();
+#if MM_GEMM_CHAIN
+        consume_items_chained(g, stages, staging, &pipe, &items, slot, ring, pair, kblocks);
+#else
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
@@ -204,6 +291,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
             store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
+#endif
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
