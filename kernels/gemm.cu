@@ -56,9 +56,9 @@ static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes sta
  * map names, then thread 0 of the warpgroup issues the copies. Before rewriting the boxes it
  * waits until its copies of the previous tile have read them (wait_group.read). */
 __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
-                                               int a_row0, int n0)
+                                               int a_row0, int n0, int t = mm_math_thread())
 {
-    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
+    const int wg = t / 128, lt = t % 128;
     uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
     if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
@@ -369,6 +369,143 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
+/* One K block of a wide tile as a math warpgroup sees it: at a scale group's first block the wait
+ * for its slot; the stage's wait; this thread's two rows' scales (a_scale * w_scale, 0 past the
+ * tile's rows: in the group's slot at [r][kb % 4], else in the stage); the block's four wgmmas
+ * into a fresh sum `blk`, committed. The caller waits for them, then retires the block. */
+typedef struct {
+    int stage;
+    float t_lo, t_hi;
+} wide_block;
+
+/* group: the scale groups this warpgroup began (the current one's slot: (group - 1) % 2) */
+__device__ __forceinline__ wide_block wide_issue(uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
+                                                 uint64_t *scales_full, const float *scale_slots, uint32_t &group,
+                                                 bool grouped, int kb, int rows, int r_lo, int r_hi, uint64_t da,
+                                                 uint64_t db, float blk[MM_TILE_ACC])
+{
+    const int st = ring.stage;
+    if (grouped && kb % WIDE_GROUP == 0) {
+        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        group++;
+    }
+    mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    MM_AUDIT_ENTER(st);
+    const float *sc = grouped ? scale_slots + ((group - 1u) & 1u) * WIDE_SLOT_FLOATS + kb % WIDE_GROUP
+                              : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
+    const int step = grouped ? WIDE_GROUP : 1;
+    const float sw = sc[MM_WIDE_BM * step];
+    const wide_block b = {st, r_lo < rows ? sc[r_lo * step] * sw : 0.0f, r_hi < rows ? sc[r_hi * step] * sw : 0.0f};
+    mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
+    return b;
+}
+
+/* A wide tile's output, as the default loop below stores it, with the thread index read again
+ * (mm_tid): addresses worked out once and held across the chained loop were registers its 152
+ * lack (ptxas spilled). */
+__device__ __forceinline__ void store_wide(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
+                                           int rows, int a_row0, int n0, int wg)
+{
+    if (MM_WIDE_STAGING && rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1))
+        store_half_tma(g, staging, acc, a_row0, n0, mm_tid() - MM_PRODUCER_THREADS);
+    else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
+}
+
+/* mm_acc_row(i) from the thread index read again (the same reason) */
+__device__ __forceinline__ int acc_row_reread(int i)
+{
+    const int t = mm_tid() - MM_PRODUCER_THREADS;
+    return 64 * (t / 128) + mm_frag_row((t / 32) % 4, t % 32, i);
+}
+
+/* The wide form's math with full tiles chained (MM_GEMM_CHAIN, an experiment not yet measured; if
+ * it is adopted, the default loop below goes and wide_issue serves both): the three warpgroups end
+ * a tile together and the tensor pipe idles through their epilogues ("nothing stored" was 3-8%
+ * faster, twenty-sixth session), so in a run of tiles of more than 128 rows (every warpgroup has
+ * rows) the next tile's first block is issued before this tile's rows are stored. One group of
+ * wgmmas in flight at the run's loop head, none where it ends (ptxas's condition for keeping them
+ * asynchronous). Tiles of 128 rows or fewer one at a time, as in the default loop. */
+__device__ __forceinline__ void consume_wide_chained(const mm_grouped_gemm_args &g, uint8_t *stages, uint8_t *staging,
+                                                     mm_tile_pipe *pipe, mm_item_ring *items, const wide_item *slot,
+                                                     mm_ring &ring, uint64_t *scales_full, const float *scale_slots,
+                                                     uint32_t &group, bool grouped, int kblocks)
+{
+    const int wg = mm_warpgroup() - 1;
+    const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
+    bool peeked = false, go = false; /* as in consume_items_chained */
+    for (uint32_t n = 0;; n++) {
+        const wide_item *it = &slot[n & 1];
+        if (!peeked) {
+            const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
+            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last);
+        }
+        if (!go) break;
+        peeked = false;
+        if (it->rows <= 2 * 64) {
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            float acc[MM_TILE_ACC];
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+            if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
+                if (grouped) group += kblocks / WIDE_GROUP;
+                for (int kb = 0; kb < kblocks; kb++) {
+                    mm_mbar_wait(&pipe->full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+                    MM_AUDIT_ENTER(ring.stage);
+                    mm_tile_release(pipe, ring.stage, true);
+                    mm_ring_advance(ring);
+                }
+            } else {
+                for (int kb = 0; kb < kblocks; kb++) {
+                    float blk[MM_TILE_ACC];
+                    const wide_block b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, kb, rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
+                    mm_ring_advance(ring);
+                    MM_WGMMA_WAIT(0, 13);
+                    mm_tile_release(pipe, b.stage, true);
+                    mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
+                }
+            }
+            mm_item_release(items, n);
+            store_wide(g, staging, acc, rows, a_row0, n0, wg);
+            continue;
+        }
+        float blk[MM_TILE_ACC];
+        wide_block b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, 0, it->rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
+        mm_ring_advance(ring);
+        for (;;) { /* item n, its first block in flight */
+            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            float acc[MM_TILE_ACC];
+#pragma unroll
+            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+            MM_WGMMA_WAIT(0, 14);
+            mm_tile_release(pipe, b.stage, true);
+            mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
+            for (int kb = 1; kb < kblocks; kb++) {
+                b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, kb, rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
+                mm_ring_advance(ring);
+                MM_WGMMA_WAIT(0, 15);
+                mm_tile_release(pipe, b.stage, true);
+                mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
+            }
+            const wide_item *next = &slot[(n + 1) & 1];
+            const bool ready = mm_item_wait_ready(items, n + 1, MM_STAGE_WAIT_NS);
+            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !next->last);
+            peeked = true;
+            if (go && next->rows > 2 * 64) {
+                b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, 0, next->rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
+                mm_ring_advance(ring);
+                mm_item_release(items, n);
+                store_wide(g, staging, acc, rows, a_row0, n0, wg);
+                n++;
+                it = next;
+                continue;
+            }
+            mm_item_release(items, n);
+            store_wide(g, staging, acc, rows, a_row0, n0, wg);
+            break;
+        }
+    }
+}
+
 __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -471,6 +608,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
+#if MM_GEMM_CHAIN
+        consume_wide_chained(g, stages, staging, &pipe, &items, slot, ring, scales_full, scale_slots, group, grouped, kblocks);
+#else
         const int wg = mm_warpgroup() - 1;
         for (uint32_t n = 0;; n++) {
             const wide_item *it = &slot[n & 1];
@@ -529,6 +669,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             }
             store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
+#endif
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     mm_cluster_sync();
