@@ -114,6 +114,15 @@ __device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_
 #define MM_GEMM_CHAIN 0
 #endif
 
+/* Item n of the ring, waited for and agreed on by the warpgroup (its epilogue has a 128-thread
+ * barrier: after an expired wait some threads may read a stale slot; all leave together): whether
+ * there is one. last: the slot's end marker, read only once the slot is ready. */
+__device__ __forceinline__ bool agree_on_item(mm_item_ring *items, uint32_t n, int wg, const int *last)
+{
+    const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
+    return mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !*last);
+}
+
 /* The math warpgroups' item loop with large tiles chained (MM_GEMM_CHAIN, an experiment not yet
  * measured): both warpgroups end a tile together, and in mm_tile_consume's order the tensor pipe
  * then idles through the last promotion and the epilogue; here a run of large tiles is consumed
@@ -132,10 +141,7 @@ __device__ __forceinline__ void consume_items_chained(const mm_grouped_gemm_args
     bool peeked = false, go = false;
     for (uint32_t n = 0;; n++) {
         const gemm_item *it = &slot[n & 1];
-        if (!peeked) {
-            const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
-            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last);
-        }
+        if (!peeked) go = agree_on_item(items, n, wg, &it->last);
         if (!go) break;
         peeked = false;
         if (it->rows <= 64) {
@@ -165,8 +171,7 @@ __device__ __forceinline__ void consume_items_chained(const mm_grouped_gemm_args
                 mm_tile_retire(b, pipe, pair, blk, acc);
             }
             const gemm_item *next = &slot[(n + 1) & 1];
-            const bool ready = mm_item_wait_ready(items, n + 1, MM_STAGE_WAIT_NS);
-            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !next->last);
+            go = agree_on_item(items, n + 1, wg, &next->last);
             peeked = true;
             if (go && next->rows > 64) {
                 b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, r_lo < next->rows, r_hi < next->rows,
@@ -435,10 +440,7 @@ __device__ __forceinline__ void consume_wide_chained(const mm_grouped_gemm_args 
     bool peeked = false, go = false; /* as in consume_items_chained */
     for (uint32_t n = 0;; n++) {
         const wide_item *it = &slot[n & 1];
-        if (!peeked) {
-            const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
-            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last);
-        }
+        if (!peeked) go = agree_on_item(items, n, wg, &it->last);
         if (!go) break;
         peeked = false;
         if (it->rows <= 2 * 64) {
@@ -487,8 +489,7 @@ __device__ __forceinline__ void consume_wide_chained(const mm_grouped_gemm_args 
                 mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
             }
             const wide_item *next = &slot[(n + 1) & 1];
-            const bool ready = mm_item_wait_ready(items, n + 1, MM_STAGE_WAIT_NS);
-            go = mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !next->last);
+            go = agree_on_item(items, n + 1, wg, &next->last);
             peeked = true;
             if (go && next->rows > 2 * 64) {
                 b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, 0, next->rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
