@@ -29,6 +29,8 @@ grep -hE "^gemm[12] " /tmp/c-ragged-*.log | grep -c " OK " | sed 's/^/ragged OK 
 grep -hE "^gemm[12] " /tmp/c-ragged-*.log | grep -v " OK " | head -5
 r 0 check-ch $mpi build/ch/megamoe check --timeout-ms 60000
 tail -1 /tmp/c-check-ch.log | tee -a $OUT/steps.txt
+wait # the test builds, before the timed rounds
+echo "test builds $((SECONDS-t0)) s"
 {
 for round in 1 2 3; do
   for b in default chain; do
@@ -40,7 +42,6 @@ for round in 1 2 3; do
 done
 } > $OUT/ab.txt 2>&1
 cat $OUT/ab.txt
-wait
 r 0 audit-gemm $mpi build/ch-audit/megamoe gemm $F --rows 8,512,4096,20000 --spread skewed --iters 3
 r 0 audit-gemm-wide $mpi build/ch-audit/megamoe gemm $F --rows 4096,12288 --tile 192 --iters 3
 r 3 audit-break-gemm $mpi build/ch-break/megamoe gemm $F --rows 4096 --iters 3
