@@ -56,9 +56,9 @@ static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes sta
  * map names, then thread 0 of the warpgroup issues the copies. Before rewriting the boxes it
  * waits until its copies of the previous tile have read them (wait_group.read). */
 __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
-                                               int a_row0, int n0, int t = mm_math_thread())
+                                               int a_row0, int n0)
 {
-    const int wg = t / 128, lt = t % 128;
+    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
     uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
     if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
@@ -97,95 +97,6 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
         const size_t at = (size_t)(a_row0 + r) * n + n0 + mm_acc_col(i);
         if (out_fp32) *(float2 *)((float *)out + at) = make_float2(acc[i], acc[i + 1]);
         else *(__nv_bfloat162 *)((__nv_bfloat16 *)out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-    }
-}
-
-/* A tile's output: a full BF16 half by tensor copies; the rest (a small tile at decode, whose
- * streamed weights are the limit, a partial half, FP32) straight from the registers, valid rows
- * only: staging a decode tile's 64 rows cost 1-4% (eleventh session). */
-__device__ __forceinline__ void store_tile(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
-                                           int rows, int a_row0, int n0)
-{
-    if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) store_half_tma(g, staging, acc, a_row0, n0);
-    else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
-}
-
-#ifndef MM_GEMM_CHAIN /* experiments: 1 chains large tiles (consume_items_chained) */
-#define MM_GEMM_CHAIN 0
-#endif
-
-/* Item n of the ring, waited for and agreed on by the warpgroup (its epilogue has a 128-thread
- * barrier: after an expired wait some threads may read a stale slot; all leave together): whether
- * there is one. last: the slot's end marker, read only once the slot is ready. */
-__device__ __forceinline__ bool agree_on_item(mm_item_ring *items, uint32_t n, int wg, const int *last)
-{
-    const bool ready = mm_item_wait_ready(items, n, MM_STAGE_WAIT_NS);
-    return mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !*last);
-}
-
-/* The math warpgroups' item loop with large tiles chained (MM_GEMM_CHAIN, an experiment not yet
- * measured): both warpgroups end a tile together, and in mm_tile_consume's order the tensor pipe
- * then idles through the last promotion and the epilogue; here a run of large tiles is consumed
- * one block at a time (retire each block: an accumulator and one block sum, so a carried block
- * fits the registers; the in-flight form with a carried block spilled, perf-notes twenty-seventh
- * session) and the next large tile's first block is issued before this tile's rows are stored.
- * Small tiles (<= 64 rows) as in the default loop. ptxas keeps the wgmmas asynchronous only if
- * every join sees the same groups in flight: one at the run's loop head (the first block, issued
- * before it or carried), none where the run ends. */
-__device__ __forceinline__ void consume_items_chained(const mm_grouped_gemm_args &g, uint8_t *stages, uint8_t *staging,
-                                                      mm_tile_pipe *pipe, mm_item_ring *items, const gemm_item *slot,
-                                                      mm_ring &ring, bool pair, int kblocks)
-{
-    const int wg = mm_warpgroup() - 1;
-    /* peeked: item n's slot was waited for and agreed on at the end of item n - 1; go: there is one */
-    bool peeked = false, go = false;
-    for (uint32_t n = 0;; n++) {
-        const gemm_item *it = &slot[n & 1];
-        if (!peeked) go = agree_on_item(items, n, wg, &it->last);
-        if (!go) break;
-        peeked = false;
-        if (it->rows <= 64) {
-            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
-            mm_item_release(items, n);
-            store_tile(g, staging, acc, rows, a_row0, n0);
-            continue;
-        }
-        const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
-        const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
-        float blk[MM_TILE_ACC];
-        mm_block b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, r_lo < it->rows, r_hi < it->rows,
-                                        !mm_tile_a_by_tma(g.a_map, it->rows), blk);
-        for (;;) { /* item n, its first block in flight */
-            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            const bool vlo = r_lo < rows, vhi = r_hi < rows, gathered = !mm_tile_a_by_tma(g.a_map, rows);
-            float acc[MM_TILE_ACC];
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-            MM_WGMMA_WAIT(0, 7);
-            mm_tile_retire(b, pipe, pair, blk, acc);
-            for (int kb = 1; kb < kblocks; kb++) {
-                b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, vlo, vhi, gathered, blk);
-                MM_WGMMA_WAIT(0, 8);
-                mm_tile_retire(b, pipe, pair, blk, acc);
-            }
-            const gemm_item *next = &slot[(n + 1) & 1];
-            go = agree_on_item(items, n + 1, wg, &next->last);
-            peeked = true;
-            if (go && next->rows > 64) {
-                b = mm_tile_issue_next(stages, pipe, ring, da, db, r_lo, r_hi, r_lo < next->rows, r_hi < next->rows,
-                                       !mm_tile_a_by_tma(g.a_map, next->rows), blk);
-                mm_item_release(items, n);
-                store_tile(g, staging, acc, rows, a_row0, n0);
-                n++;
-                it = next;
-                continue;
-            }
-            mm_item_release(items, n);
-            store_tile(g, staging, acc, rows, a_row0, n0);
-            break;
-        }
     }
 }
 
@@ -274,9 +185,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         }
     } else {
         mm_regs_math();
-#if MM_GEMM_CHAIN
-        consume_items_chained(g, stages, staging, &pipe, &items, slot, ring, pair, kblocks);
-#else
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
@@ -296,7 +204,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             }
             store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
-#endif
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
@@ -373,139 +280,6 @@ static __device__ int32_t wide_tile_start[MM_WIDE_MAX_EXPERTS + 1];
 typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
-
-/* One K block of a wide tile as a math warpgroup sees it: at a scale group's first block the wait
- * for its slot; the stage's wait; this thread's two rows' scales (a_scale * w_scale, 0 past the
- * tile's rows: in the group's slot at [r][kb % 4], else in the stage); the block's four wgmmas
- * into a fresh sum `blk`, committed. The caller waits for them, then retires the block. */
-typedef struct {
-    int stage;
-    float t_lo, t_hi;
-} wide_block;
-
-/* group: the scale groups this warpgroup began (the current one's slot: (group - 1) % 2) */
-__device__ __forceinline__ wide_block wide_issue(uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
-                                                 uint64_t *scales_full, const float *scale_slots, uint32_t &group,
-                                                 bool grouped, int kb, int rows, int r_lo, int r_hi, uint64_t da,
-                                                 uint64_t db, float blk[MM_TILE_ACC])
-{
-    const int st = ring.stage;
-    if (grouped && kb % WIDE_GROUP == 0) {
-        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-        group++;
-    }
-    mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-    MM_AUDIT_ENTER(st);
-    const float *sc = grouped ? scale_slots + ((group - 1u) & 1u) * WIDE_SLOT_FLOATS + kb % WIDE_GROUP
-                              : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
-    const int step = grouped ? WIDE_GROUP : 1;
-    const float sw = sc[MM_WIDE_BM * step];
-    const wide_block b = {st, r_lo < rows ? sc[r_lo * step] * sw : 0.0f, r_hi < rows ? sc[r_hi * step] * sw : 0.0f};
-    mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
-    return b;
-}
-
-/* A wide tile's output, as the default loop below stores it, with the thread index read again
- * (mm_tid): addresses worked out once and held across the chained loop were registers its 152
- * lack (ptxas spilled). */
-__device__ __forceinline__ void store_wide(const mm_grouped_gemm_args &g, uint8_t *staging, const float acc[MM_TILE_ACC],
-                                           int rows, int a_row0, int n0, int wg)
-{
-    if (MM_WIDE_STAGING && rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1))
-        store_half_tma(g, staging, acc, a_row0, n0, mm_tid() - MM_PRODUCER_THREADS);
-    else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
-}
-
-/* mm_acc_row(i) from the thread index read again (the same reason) */
-__device__ __forceinline__ int acc_row_reread(int i)
-{
-    const int t = mm_tid() - MM_PRODUCER_THREADS;
-    return 64 * (t / 128) + mm_frag_row((t / 32) % 4, t % 32, i);
-}
-
-/* The wide form's math with full tiles chained (MM_GEMM_CHAIN, an experiment not yet measured; if
- * it is adopted, the default loop below goes and wide_issue serves both): the three warpgroups end
- * a tile together and the tensor pipe idles through their epilogues ("nothing stored" was 3-8%
- * faster, twenty-sixth session), so in a run of tiles of more than 128 rows (every warpgroup has
- * rows) the next tile's first block is issued before this tile's rows are stored. One group of
- * wgmmas in flight at the run's loop head, none where it ends (ptxas's condition for keeping them
- * asynchronous). Tiles of 128 rows or fewer one at a time, as in the default loop. */
-__device__ __forceinline__ void consume_wide_chained(const mm_grouped_gemm_args &g, uint8_t *stages, uint8_t *staging,
-                                                     mm_tile_pipe *pipe, mm_item_ring *items, const wide_item *slot,
-                                                     mm_ring &ring, uint64_t *scales_full, const float *scale_slots,
-                                                     uint32_t &group, bool grouped, int kblocks)
-{
-    const int wg = mm_warpgroup() - 1;
-    const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
-    bool peeked = false, go = false; /* as in consume_items_chained */
-    for (uint32_t n = 0;; n++) {
-        const wide_item *it = &slot[n & 1];
-        if (!peeked) go = agree_on_item(items, n, wg, &it->last);
-        if (!go) break;
-        peeked = false;
-        if (it->rows <= 2 * 64) {
-            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            float acc[MM_TILE_ACC];
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-            if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
-                if (grouped) group += kblocks / WIDE_GROUP;
-                for (int kb = 0; kb < kblocks; kb++) {
-                    mm_mbar_wait(&pipe->full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-                    MM_AUDIT_ENTER(ring.stage);
-                    mm_tile_release(pipe, ring.stage, true);
-                    mm_ring_advance(ring);
-                }
-            } else {
-                for (int kb = 0; kb < kblocks; kb++) {
-                    float blk[MM_TILE_ACC];
-                    const wide_block b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, kb, rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
-                    mm_ring_advance(ring);
-                    MM_WGMMA_WAIT(0, 13);
-                    mm_tile_release(pipe, b.stage, true);
-                    mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
-                }
-            }
-            mm_item_release(items, n);
-            store_wide(g, staging, acc, rows, a_row0, n0, wg);
-            continue;
-        }
-        float blk[MM_TILE_ACC];
-        wide_block b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, 0, it->rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
-        mm_ring_advance(ring);
-        for (;;) { /* item n, its first block in flight */
-            const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            float acc[MM_TILE_ACC];
-#pragma unroll
-            for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-            MM_WGMMA_WAIT(0, 14);
-            mm_tile_release(pipe, b.stage, true);
-            mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
-            for (int kb = 1; kb < kblocks; kb++) {
-                b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, kb, rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
-                mm_ring_advance(ring);
-                MM_WGMMA_WAIT(0, 15);
-                mm_tile_release(pipe, b.stage, true);
-                mm_tile_promote(b.t_lo, b.t_hi, blk, acc);
-            }
-            const wide_item *next = &slot[(n + 1) & 1];
-            go = agree_on_item(items, n + 1, wg, &next->last);
-            peeked = true;
-            if (go && next->rows > 2 * 64) {
-                b = wide_issue(stages, pipe, ring, scales_full, scale_slots, group, grouped, 0, next->rows, acc_row_reread(0), acc_row_reread(2), da, db, blk);
-                mm_ring_advance(ring);
-                mm_item_release(items, n);
-                store_wide(g, staging, acc, rows, a_row0, n0, wg);
-                n++;
-                it = next;
-                continue;
-            }
-            mm_item_release(items, n);
-            store_wide(g, staging, acc, rows, a_row0, n0, wg);
-            break;
-        }
-    }
-}
 
 __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_grouped_gemm_args g)
 {
@@ -609,9 +383,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
-#if MM_GEMM_CHAIN
-        consume_wide_chained(g, stages, staging, &pipe, &items, slot, ring, scales_full, scale_slots, group, grouped, kblocks);
-#else
         const int wg = mm_warpgroup() - 1;
         for (uint32_t n = 0;; n++) {
             const wide_item *it = &slot[n & 1];
@@ -670,7 +441,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             }
             store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
-#endif
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     mm_cluster_sync();
