@@ -281,6 +281,73 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
+#ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
+#define MM_WIDE_NARROW 1
+#endif
+/* A narrow tile: at most 64 rows (an expert's last, e.g. Pro's 1024 = 5 x 192 + 64). One
+ * warpgroup computing it alone ran its K blocks one dependent chain at a time (wait, four
+ * wgmmas, retire, promote) and such a tile cost more than a full one (perf-notes, twenty-eighth
+ * session); split over two warpgroups, 64 columns each, and loaded as 64 rows by CTA 0 alone, it
+ * costs what its loads do. */
+__device__ __forceinline__ bool wide_tile_narrow(int rows)
+{
+    return MM_WIDE_NARROW && rows <= 64;
+}
+
+/* Math warpgroup wg (0 or 1) of a narrow tile: its rows 0..63 x columns 64 wg..64 wg + 63 over
+ * every K block (m64n64k32: the elements' bits are the full form's), promoted into acc. */
+__device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
+                                                    uint64_t *scales_full, const float *scale_slots, uint32_t &group,
+                                                    bool grouped, int kblocks, int rows, int wg,
+                                                    float acc[MM_TILE_ACC / 2])
+{
+    const int t = mm_math_thread() % 128;
+    const int r_lo = mm_frag_row(t / 32, t % 32, 0), r_hi = mm_frag_row(t / 32, t % 32, 2);
+    const uint64_t da = mm_wgmma_desc(stages), db = mm_wgmma_desc(stages + WIDE_A_STAGE + wg * 64 * 128);
+    const float *slot_f = scale_slots;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = 0.0f;
+    for (int kb = 0; kb < kblocks; kb++) {
+        const int st = ring.stage;
+        if (grouped && kb % WIDE_GROUP == 0) {
+            mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+            slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
+            group++;
+        }
+        mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        MM_AUDIT_ENTER(st);
+        const float *sc = grouped ? slot_f + kb % WIDE_GROUP
+                                  : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
+        const int step = grouped ? WIDE_GROUP : 1;
+        const float sw = sc[MM_WIDE_BM * step];
+        const float t_lo = r_lo < rows ? sc[r_lo * step] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi * step] * sw : 0.0f;
+        const uint64_t at = (uint64_t)st * (WIDE_STAGE_BYTES >> 4);
+        float blk[MM_TILE_ACC / 2];
+        mm_tile_issue_n64(da + at, db + at, blk);
+        MM_WGMMA_WAIT(0, 13);
+        mm_tile_release(pipe, st, true);
+#pragma unroll
+        for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc[i]);
+        mm_ring_advance(ring);
+    }
+}
+
+/* A narrow tile's valid rows of this thread's 64 columns, from its registers (BF16 or FP32). */
+__device__ __forceinline__ void store_narrow_from_registers(void *out, int out_fp32, int n,
+                                                            const float acc[MM_TILE_ACC / 2], int rows, int a_row0,
+                                                            int n0)
+{
+    const int t = mm_math_thread() % 128;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC / 2; i += 2) {
+        const int r = mm_frag_row(t / 32, t % 32, i);
+        if (r >= rows) continue;
+        const size_t at = (size_t)(a_row0 + r) * n + n0 + mm_frag_col(t % 32, i);
+        if (out_fp32) *(float2 *)((float *)out + at) = make_float2(acc[i], acc[i + 1]);
+        else *(__nv_bfloat162 *)((__nv_bfloat16 *)out + at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+    }
+}
+
 __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -313,6 +380,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WIDE_PRODUCER_REGS));
         const unsigned rank = mm_cluster_rank();
         const void *half_map = (const uint8_t *)g.a_map + 3 * 128; /* the 96-row box */
+        const void *rows64_map = (const uint8_t *)g.a_map + 1 * 128; /* the 64-row box */
         for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
@@ -334,6 +402,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             mm_item_publish(&items, n);
             mm_inject_stall((int)item);
             const int pt = mm_tid();
+            const bool narrow = wide_tile_narrow(rows);
             /* this thread's scale copies: row pt, and row pt + 128 for pt < 64 (rows past the
              * tile's are not loaded; the math gives them scale 0) */
             const float *s_lo = pt < rows ? g.a_scale + (size_t)(a_row0 + pt) * kblocks : NULL;
@@ -358,10 +427,15 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
                 if (pt == 0) {
+                    /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
+                    const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                                 ::"r"(full), "r"(WIDE_A_STAGE + MM_TILE_B_STAGE) : "memory");
-                    mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
-                                            a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
+                                 ::"r"(full), "r"(a_bytes + MM_TILE_B_STAGE) : "memory");
+                    if (!narrow)
+                        mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
+                                                a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
+                    else if (rank == 0)
+                        mm_tile_tma_a_multicast(sa, rows64_map, kb, a_row0, full);
                     mm_tile_tma_b(sb, mm_tile_b{g.w_map, w_row0, NULL}, kb, full);
                 }
                 if (group_start) {
@@ -393,10 +467,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
 #pragma unroll
             for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
             const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+            const bool narrow = wide_tile_narrow(rows);
 #if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 1 /* timing only: the loads alone, no MMAs (outputs wrong) */
             if (true) {
 #else
-            if (rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
+            if (narrow ? wg == 2 : rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
 #endif
                 if (grouped) group += kblocks / WIDE_GROUP; /* its scales are not read */
                 for (int kb = 0; kb < kblocks; kb++) {
@@ -405,6 +480,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     mm_tile_release(&pipe, ring.stage, true);
                     mm_ring_advance(ring);
                 }
+            } else if (narrow) {
+                float acc_n[MM_TILE_ACC / 2];
+                wide_narrow_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc_n);
+                mm_item_release(&items, n);
+                store_narrow_from_registers(g.out, g.out_fp32, g.n, acc_n, rows, a_row0, n0 + 64 * wg);
+                continue;
             } else {
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
                 const float *slot_f = scale_slots;

@@ -530,6 +530,32 @@ __device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uin
     asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
 }
 
+/* The same instruction with N = 64 (32 accumulators): the wide form's tiles of <= 64 rows split
+ * their 128 columns over two warpgroups (gemm.cu). An element's bits are the m64n128k32 form's
+ * (the same k32 products into the same sum; the lab's calc_diff against cuBLASLt checks it). */
+#define MM_WGMMA_64x64x32(scale_d) \
+    "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+    "%32, %33, " scale_d ", 1, 1;\n"
+#define MM_WGMMA_D32(C) \
+    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
+    C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
+    C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
+    C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31])
+
+/* d = A[64 x 128] * B[64 x 128]^T for one K block, four k32 steps into a fresh sum, committed as
+ * one group; desc_a / desc_b: the block's A rows and B rows in their stage. */
+__device__ __forceinline__ void mm_tile_issue_n64(uint64_t desc_a, uint64_t desc_b, float d[MM_TILE_ACC / 2])
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile(MM_WGMMA_64x64x32("0") : MM_WGMMA_D32("=f") : "l"(desc_a), "l"(desc_b));
+#pragma unroll
+    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
+        asm volatile(MM_WGMMA_64x64x32("1") : MM_WGMMA_D32("+f") : "l"(desc_a + 2 * ks), "l"(desc_b + 2 * ks));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
 /* d = A[64 x 32] * B[8 x 32]^T: the swapped form for a tile's extra rows, the weight block's 64
  * rows as A and the 8 rows of the tiny area as B; each element's bits equal the m64n128k32 form's
  * with the roles the other way round (tests/gpu/swap_probe.cu). The fragment: row (weight column)
