@@ -281,6 +281,67 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
+#ifndef MM_WIDE_CLAIMS /* experiments: 0 walks the fixed order (pair c: items 2c, 2c + 1, + gridDim.x, ...) */
+#define MM_WIDE_CLAIMS 1
+#endif
+/* Pairs claim their items. In the fixed order a pair's share of an expert's row tiles repeats with
+ * the walk's stride: at Pro's 1024 rows an expert (5 full tiles and one of 64 rows, 48 items a
+ * column band) a third of the CTAs never met a short tile and ran all-full shares, so the call
+ * took as long as at 1152 rows (perf-notes, twenty-eighth session). Claims balance the shares.
+ * CTA 0 of the pair takes the next pair of items from gemm_claims and posts it into both CTAs'
+ * `pair_claim` slot (two, by item parity), arriving on each one's `claim_full`; once a CTA's
+ * producer warpgroup has read a slot, its thread 0 arrives on CTA 0's `claim_empty`, which CTA 0
+ * waits for before it posts into that slot again. CTA 0 posts claim n + 1 after issuing item n's
+ * loads, so the atomic's round trip hides behind the ring. */
+__device__ __forceinline__ unsigned pair_cta_addr(const void *p, unsigned rank)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+
+/* A wait on a barrier another CTA of the pair arrives on after writing (or reading) shared
+ * memory: cluster-scope acquire. False after the stage wait's limit, or once a wait of this CTA
+ * expired (the caller then takes the pair as done). */
+__device__ __forceinline__ bool pair_claim_wait(uint64_t *bar, uint32_t parity)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    uint32_t start = 0;
+    for (uint32_t spin = 0;; spin++) {
+        uint32_t done;
+        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 q, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, q;\n}\n"
+                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+        if (done) return true;
+        if ((spin & 1023u) == 0 && mm_wait_gives_up(start, (uint32_t)(MM_STAGE_WAIT_NS >> 10), MM_PIPE_WAIT_PAIR_CLAIM))
+            return false;
+    }
+}
+
+/* CTA 0's thread 0: claim n (slot n % 2) into both CTAs. */
+__device__ __forceinline__ void pair_claim_post(int *slot, uint64_t *full, uint64_t *empty, uint32_t n)
+{
+    pair_claim_wait(&empty[n & 1], ((n >> 1) & 1u) ^ 1u); /* claim n - 2 read by both (a fresh barrier passes) */
+    const int p = (int)atomicAdd(&gemm_claims, 1u);
+    *(volatile int *)&slot[n & 1] = p;
+    mm_mbar_arrive(&full[n & 1]);
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(pair_cta_addr(&slot[n & 1], 1)), "r"(p) : "memory");
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(pair_cta_addr(&full[n & 1], 1))
+                 : "memory");
+}
+
+/* The producer warpgroup: claim n as its pair index (-1 if the wait gave up), then slot n % 2
+ * handed back to CTA 0. */
+__device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, uint64_t *empty, uint32_t n)
+{
+    const int p = pair_claim_wait(&full[n & 1], (n >> 1) & 1u) ? *(volatile const int *)&slot[n & 1] : -1;
+    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* every thread read the slot */
+    if (mm_tid() == 0)
+        asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(pair_cta_addr(&empty[n & 1], 0))
+                     : "memory");
+    return p;
+}
+
 #ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
 #define MM_WIDE_NARROW 1
 #endif
@@ -355,6 +416,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     __shared__ __align__(8) uint64_t scales_full[2]; /* per slot: the producer's 128 copies landed */
+    __shared__ __align__(8) uint64_t claim_full[2], claim_empty[2]; /* the pair's claims (pair_claim_post) */
+    __shared__ int pair_claim[2];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
@@ -367,7 +430,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     if (threadIdx.x == 0) {
         mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
         mm_item_ring_init(&items, WIDE_MATH_WARPS);
-        for (int j = 0; j < 2; j++) mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
+        for (int j = 0; j < 2; j++) {
+            mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
+            mm_mbar_init(&claim_full[j], 1);
+            mm_mbar_init(&claim_empty[j], 2);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
@@ -381,9 +448,14 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         const unsigned rank = mm_cluster_rank();
         const void *half_map = (const uint8_t *)g.a_map + 3 * 128; /* the 96-row box */
         const void *rows64_map = (const uint8_t *)g.a_map + 1 * 128; /* the 64-row box */
+        if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, 0);
         for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
+            if (MM_WIDE_CLAIMS) {
+                const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n);
+                item = p < 0 ? (uint32_t)total : 2u * (uint32_t)p + rank;
+            }
             if ((int)item >= total) {
                 if (threadIdx.x == 0) it->last = 1;
                 mm_item_publish(&items, n);
@@ -454,6 +526,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 mm_ring_advance(ring);
             }
+            if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, n + 1);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
