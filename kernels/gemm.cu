@@ -291,8 +291,9 @@ typedef struct {
  * CTA 0 of the pair takes the next pair of items from gemm_claims and posts it into both CTAs'
  * `pair_claim` slot (two, by item parity), arriving on each one's `claim_full`; once a CTA's
  * producer warpgroup has read a slot, its thread 0 arrives on CTA 0's `claim_empty`, which CTA 0
- * waits for before it posts into that slot again. CTA 0 posts claim n + 1 after issuing item n's
- * loads, so the atomic's round trip hides behind the ring. */
+ * waits for before it posts into that slot again. CTA 0 posts claim n + 2 after issuing item n's
+ * loads, a whole item ahead: posted after item n's loads, claim n + 1's round trip (the atomic,
+ * the remote store) showed through the ring on GEMM2's 16-block items (Flash 3% slower). */
 __device__ __forceinline__ unsigned pair_cta_addr(const void *p, unsigned rank)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(p), r;
@@ -448,7 +449,10 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         const unsigned rank = mm_cluster_rank();
         const void *half_map = (const uint8_t *)g.a_map + 3 * 128; /* the 96-row box */
         const void *rows64_map = (const uint8_t *)g.a_map + 1 * 128; /* the 64-row box */
-        if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, 0);
+        if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) {
+            pair_claim_post(pair_claim, claim_full, claim_empty, 0);
+            pair_claim_post(pair_claim, claim_full, claim_empty, 1);
+        }
         for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
@@ -526,7 +530,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 mm_ring_advance(ring);
             }
-            if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, n + 1);
+            if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, n + 2);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
@@ -708,6 +712,11 @@ extern "C" cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, v
 extern "C" int mm_grouped_gemm_band(void)
 {
     return MM_GEMM_BAND;
+}
+
+extern "C" int mm_grouped_gemm_wide_claims(void)
+{
+    return MM_WIDE_CLAIMS;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -195,6 +195,8 @@ cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void
 cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 int mm_grouped_gemm_band(void);
+/* Whether the wide form's pairs claim their items from a counter (1) or walk a fixed order (0). */
+int mm_grouped_gemm_wide_claims(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count); max_rows: the most rows the caller knows an expert
  * has (<= 0: unknown), which picks the launch form only (mm_grouped_gemm_pairs); host_counts: a
