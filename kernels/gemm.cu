@@ -343,14 +343,19 @@ __device__ __forceinline__ void pair_claim_post(int *slot, uint64_t *full, uint6
 }
 
 /* The producer warpgroup: claim n as its pair index (-1 if the wait gave up), then slot n % 2
- * handed back to CTA 0. */
-__device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, uint64_t *empty, uint32_t n)
+ * handed back to CTA 0. Thread 0 alone waits (a cluster-scope acquire is a fence; 128 of them an
+ * item cost Flash's GEMM2 3-4%) and passes the index on through `taken`. */
+__device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, uint64_t *empty, uint32_t n,
+                                               int *taken)
 {
-    const int p = pair_claim_wait(&full[n & 1], (n >> 1) & 1u) ? *(volatile const int *)&slot[n & 1] : -1;
-    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* every thread read the slot */
-    if (mm_tid() == 0)
+    if (mm_tid() == 0) {
+        *(volatile int *)taken = pair_claim_wait(&full[n & 1], (n >> 1) & 1u) ? *(volatile const int *)&slot[n & 1] : -1;
         asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(pair_cta_addr(&empty[n & 1], 0))
                      : "memory");
+    }
+    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* `taken` written */
+    const int p = *(volatile const int *)taken;
+    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* read by all before the next item's */
     return p;
 }
 
@@ -429,7 +434,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ __align__(8) mm_item_ring items;
     __shared__ __align__(8) uint64_t scales_full[2]; /* per slot: the producer's 128 copies landed */
     __shared__ __align__(8) uint64_t claim_full[2], claim_empty[2]; /* the pair's claims (pair_claim_post) */
-    __shared__ int pair_claim[2];
+    __shared__ int pair_claim[2], pair_taken;
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
@@ -469,7 +474,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             mm_item_wait_free(&items, n);
             int claim_ahead = 0; /* CTA 0's thread 0: claim n + 2, in flight through item n */
             if (MM_WIDE_CLAIMS) {
-                const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n);
+                const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n, &pair_taken);
                 item = p < 0 ? (uint32_t)total : 2u * (uint32_t)p + rank;
                 if (rank == 0 && mm_tid() == 0 && (int)item < total) claim_ahead = pair_claim_next();
             }
