@@ -281,21 +281,21 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
-#ifndef MM_WIDE_CLAIMS /* experiments: 0 walks the fixed order (pair c: items 2c, 2c + 1, + gridDim.x, ...) */
-#define MM_WIDE_CLAIMS 1
+#ifndef MM_WIDE_CLAIMS /* experiments: 1 has the pairs claim their items (off: pair c walks items 2c, 2c + 1, + gridDim.x, ...) */
+#define MM_WIDE_CLAIMS 0
 #endif
-/* Pairs claim their items. In the fixed order a pair's share of an expert's row tiles repeats with
- * the walk's stride: at Pro's 1024 rows an expert (5 full tiles and one of 64 rows, 48 items a
- * column band) a third of the CTAs never met a short tile and ran all-full shares, so the call
- * took as long as at 1152 rows (perf-notes, twenty-eighth session). Claims balance the shares.
+/* Pairs claiming their items (an experiment, off by default). In the fixed order a pair's share
+ * of an expert's row tiles repeats with the walk's stride: at Pro's 1024 rows an expert (5 full
+ * tiles and one of 64 rows, 48 items a column band) a third of the CTAs never met a short tile and
+ * ran all-full shares, so the call took as long as at 1152 rows. Claims balance the shares: Pro
+ * 49152 rows wide 5-6% faster, but Flash's GEMM2 (equal 16-block items, balanced in the fixed
+ * order) 3-4% slower, whose cause is not yet measured (perf-notes, twenty-eighth session).
  * CTA 0 of the pair takes the next pair of items from gemm_claims and posts it into both CTAs'
  * `pair_claim` slot (two, by item parity), arriving on each one's `claim_full`; once a CTA's
  * producer warpgroup has read a slot, its thread 0 arrives on CTA 0's `claim_empty`, which CTA 0
  * waits for before it posts into that slot again. CTA 0 takes claim n + 2 from the counter when
  * item n begins and posts it once item n's loads are issued: the atomic's result is not waited
- * for until then. Taken and posted at the item's end, its round trip stalled the thread that
- * issues the TMAs, and Flash's GEMM2 (16-block items, balanced in the fixed order) ran 3-4%
- * slower than in the fixed order. */
+ * for until then (measured: this did not remove the GEMM2 loss). */
 __device__ __forceinline__ unsigned pair_cta_addr(const void *p, unsigned rank)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(p), r;
@@ -343,8 +343,9 @@ __device__ __forceinline__ void pair_claim_post(int *slot, uint64_t *full, uint6
 }
 
 /* The producer warpgroup: claim n as its pair index (-1 if the wait gave up), then slot n % 2
- * handed back to CTA 0. Thread 0 alone waits (a cluster-scope acquire is a fence; 128 of them an
- * item cost Flash's GEMM2 3-4%) and passes the index on through `taken`. */
+ * handed back to CTA 0. Thread 0 alone waits (a cluster-scope acquire is a fence: 128 of them an
+ * item are the guess for Flash's GEMM2 loss; this form is not yet run on a GPU) and passes the
+ * index on through `taken`. */
 __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, uint64_t *empty, uint32_t n,
                                                int *taken)
 {
