@@ -373,6 +373,34 @@ __device__ __forceinline__ bool wide_tile_narrow(int rows)
     return MM_WIDE_NARROW && rows <= 64;
 }
 
+/* A math warpgroup's wait for K block kb of a wide tile (at a scale group's first block also for
+ * the group's slot) and this thread's two rows' scales of it, a_scale * w_scale (0 past the
+ * tile's rows): in the group's slot at [r][kb % 4], else in the stage. */
+typedef struct {
+    float t_lo, t_hi;
+} wide_scales;
+
+__device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm_tile_pipe *pipe, const mm_ring &ring,
+                                                       uint64_t *scales_full, const float *scale_slots,
+                                                       const float *&slot_f, uint32_t &group, bool grouped, int kb,
+                                                       int rows, int r_lo, int r_hi)
+{
+    const int st = ring.stage;
+    if (grouped && kb % WIDE_GROUP == 0) {
+        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
+        group++;
+    }
+    mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    MM_AUDIT_ENTER(st);
+    const float *sc = grouped ? slot_f + kb % WIDE_GROUP
+                              : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
+    const int step = grouped ? WIDE_GROUP : 1;
+    const float sw = sc[MM_WIDE_BM * step];
+    const wide_scales t = {r_lo < rows ? sc[r_lo * step] * sw : 0.0f, r_hi < rows ? sc[r_hi * step] * sw : 0.0f};
+    return t;
+}
+
 /* Math warpgroup wg (0 or 1) of a narrow tile: its rows 0..63 x columns 64 wg..64 wg + 63 over
  * every K block (m64n64k32: the elements' bits are the full form's), promoted into acc. */
 __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
@@ -388,25 +416,15 @@ __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pip
     for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++) {
         const int st = ring.stage;
-        if (grouped && kb % WIDE_GROUP == 0) {
-            mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-            slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
-            group++;
-        }
-        mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-        MM_AUDIT_ENTER(st);
-        const float *sc = grouped ? slot_f + kb % WIDE_GROUP
-                                  : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
-        const int step = grouped ? WIDE_GROUP : 1;
-        const float sw = sc[MM_WIDE_BM * step];
-        const float t_lo = r_lo < rows ? sc[r_lo * step] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi * step] * sw : 0.0f;
+        const wide_scales t = wide_wait_block(stages, pipe, ring, scales_full, scale_slots, slot_f, group, grouped, kb,
+                                              rows, r_lo, r_hi);
         const uint64_t at = (uint64_t)st * (WIDE_STAGE_BYTES >> 4);
         float blk[MM_TILE_ACC / 2];
         mm_tile_issue_n64(da + at, db + at, blk);
         MM_WGMMA_WAIT(0, 13);
         mm_tile_release(pipe, st, true);
 #pragma unroll
-        for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t_hi : t_lo, blk[i], acc[i]);
+        for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t.t_hi : t.t_lo, blk[i], acc[i]);
         mm_ring_advance(ring);
     }
 }
@@ -587,24 +605,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 const float *slot_f = scale_slots;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const int st = ring.stage;
-                    if (grouped && kb % WIDE_GROUP == 0) {
-                        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-                        slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
-                        group++;
-                    }
-                    mm_mbar_wait(&pipe.full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
-                    MM_AUDIT_ENTER(st);
-                    /* row r's scale of this block: in the group's slot at [r][kb % 4], else in the stage */
-                    const float *sc = grouped ? slot_f + kb % WIDE_GROUP
-                                              : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
-                    const int step = grouped ? WIDE_GROUP : 1;
-                    const float sw = sc[MM_WIDE_BM * step];
-                    const float t_lo = r_lo < rows ? sc[r_lo * step] * sw : 0.0f, t_hi = r_hi < rows ? sc[r_hi * step] * sw : 0.0f;
+                    const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
+                                                          grouped, kb, rows, r_lo, r_hi);
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
                     mm_tile_release(&pipe, st, true);
-                    mm_tile_promote(t_lo, t_hi, blk, acc);
+                    mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
                     mm_ring_advance(ring);
                 }
             }
