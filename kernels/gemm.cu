@@ -218,9 +218,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 /* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
  * it, mm_gemm_tile_rows).
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
- * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows),
- * publishes each in the item ring and streams its K blocks into a 4-stage ring: per stage this
- * CTA's 96 of the block's 192 A rows into both CTAs' stages (TMA multicast) and the weight block
+ * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows; or,
+ * with -DMM_WIDE_CLAIMS=1, the pair claims them: pair_claim_post), publishes each in the item
+ * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
+ * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
  * (TMA), issued by thread 0; every 4 K blocks the rows' and the weight block's scales for those
  * 4 (one 16-byte cp.async a row, all 128 threads) into one of two scale slots (where K / 128 is
  * not a multiple of 4: each block's scales into its stage, 4 bytes a row). Warpgroups 1-3 (math, 152
@@ -228,9 +229,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * wgmmas into a fresh block sum retired (stage freed, sum promoted) before the next block: the
  * registers hold one accumulator and one block sum, and three warpgroups keep the tensor cores
  * busy through each other's promotions (tests/gpu/wide_tile_probe.cu: 1531-1543 TFLOP/s without
- * loads, against 1550-1614 for the core's two warpgroups with a block in flight).
+ * loads, against 1550-1614 for the core's two warpgroups with a block in flight). A narrow
+ * tile (<= 64 rows) runs on warpgroups 1-2, 64 columns each (wide_narrow_consume).
  * Buffers: as the core's, but A must have a rows map (mm_rows_map_create: its 192- and 96-row
- * boxes) and the wide tile prefix is wide_tile_start (tile_start still gets the 128-row prefix,
+ * boxes, and its 64-row one for narrow tiles) and the wide tile prefix is wide_tile_start (tile_start still gets the 128-row prefix,
  * which ll's and normal's activation kernel walks after GEMM1).
  * Shared memory: 4 stages of 41 KB (A 24 KB, B 16 KB, 1 KB of per-block scales), three
  * warpgroups' epilogue boxes (48 KB), two scale slots ([193][4] floats each): 224288 B.
@@ -239,7 +241,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * block arrives in each CTA; with per-block scales also the 128 threads' cp.async arrivals);
  * scales_full[j] the 128 threads' cp.async arrivals for slot j, waited by the math at a group's
  * first block. A slot is rewritten two groups later, after `empty` of a stage that followed the
- * group's last block (static_assert). Nothing across pairs. */
+ * group's last block (static_assert). With claims, claim_full / claim_empty hand the pair's
+ * claimed items from CTA 0 to both (pair_claim_post). Nothing across pairs. */
 #define WIDE_THREADS 512
 #define WIDE_MATH_WARPS 12
 #ifndef MM_WIDE_STAGES /* experiments: -DMM_WIDE_STAGES=3 / 5 (5 only with -DMM_WIDE_STAGING=0) */
