@@ -366,11 +366,11 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
 #ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
 #define MM_WIDE_NARROW 1
 #endif
-/* A narrow tile: at most 64 rows (an expert's last, e.g. Pro's 1024 = 5 x 192 + 64). One
- * warpgroup computing it alone ran its K blocks one dependent chain at a time (wait, four
- * wgmmas, retire, promote) and such a tile cost more than a full one (perf-notes, twenty-eighth
- * session); split over two warpgroups, 64 columns each, and loaded as 64 rows by CTA 0 alone, it
- * costs what its loads do. */
+/* A narrow tile: at most 64 rows (an expert's last, e.g. Pro's 1024 = 5 x 192 + 64), split over
+ * two warpgroups of 64 columns each rather than one warpgroup's dependent chain of K blocks
+ * (wait, four wgmmas, retire, promote), and loaded as 64 rows by CTA 0 alone (8 KB of A a stage,
+ * not 24). Measured within 1-2% of one warpgroup on all 128 columns: what made Pro's 1024 rows as
+ * slow as 1152 was the fixed order's shares, not these tiles (perf-notes, twenty-eighth session). */
 __device__ __forceinline__ bool wide_tile_narrow(int rows)
 {
     return MM_WIDE_NARROW && rows <= 64;
