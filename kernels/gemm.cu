@@ -105,6 +105,10 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
  * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
 static __device__ unsigned int gemm_claims;
 
+#ifndef MM_GEMM_GIVE_UP /* experiments: 0 keeps loading after an expired wait (the decode bisect; a stall then may fault) */
+#define MM_GEMM_GIVE_UP 1
+#endif
+
 #ifndef MM_GEMM_STATIC_CLAIMS /* -DMM_GEMM_STATIC_CLAIMS: single CTAs walk a fixed order too (A/B runs) */
 #define MM_GEMM_DYNAMIC_CLAIMS 1
 #else
@@ -179,7 +183,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
                            g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
             mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, false, false, true);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, false, false,
+                            MM_GEMM_GIVE_UP != 0);
             if (!claims) item += gridDim.x;
             else if (threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         }
