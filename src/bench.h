@@ -9,7 +9,7 @@
 
 mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char **argv);
 mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char **argv);
-mm_status gemm_main(const mm_options *o, const mm_config *cfg);
+mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **argv);
 mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, char **argv);
 
 /* Shared by the GPU subcommands: argv joined, date, git revision, config shape into meta. */

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
+#include "gate.h"
 #include "report.h"
 
 #include <getopt.h>
@@ -55,7 +56,8 @@ static const struct {
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
     {"seed", 1, OPT_SEED, B | C | S | M | P, "N", "seed of all generated data (default 1)"},
-    {"json", 1, OPT_JSON, B | C, "FILE", "write results as JSON (bench: " MM_RESULTS_SCHEMA ", check: megamoe.check/1)"},
+    {"json", 1, OPT_JSON, B | C | M, "FILE",
+     "write results as JSON (bench, gemm: " MM_RESULTS_SCHEMA ", which gate reads; check: megamoe.check/1)"},
     {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
     {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off|clean",
@@ -87,7 +89,8 @@ static const struct {
     {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME (default 1%)"},
     {"ignore-device", 0, OPT_IGNOREDEV, G, NULL, "compare across GPU models and EP sizes"},
     {"relative-to", 1, OPT_RELATIVE, G, "MODE",
-     "judge the other modes by their time over MODE's at the same batch (machine drift cancels)"},
+     "judge the other modes by their time over MODE's at the same batch (machine drift cancels); "
+     "cublaslt: gemm's rows over the cuBLASLt loop's beside them"},
     {"ep", 1, OPT_EP, M, "N", "EP size whose local experts the rows spread over (default 8)"},
     {"rows", 1, OPT_ROWS, M, "LIST", "total rows per GEMM (default 8,64,512,4096,49152)"},
     {"spread", 1, OPT_SPREAD, M, "uniform|skewed|routing",
@@ -276,6 +279,10 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_MINGAP: s = parse_percent(v, &o->min_gap, sub, sizeof sub); break;
     case OPT_IGNOREDEV: o->ignore_device = 1; return MM_OK;
     case OPT_RELATIVE: {
+        if (strcmp(v, "cublaslt") == 0) {
+            o->relative_to = MM_GATE_RELATIVE_CUBLASLT;
+            return MM_OK;
+        }
         unsigned mask = 0;
         s = parse_mode_list(v, &mask, sub, sizeof sub);
         if (s == MM_OK && (mask & (mask - 1))) {

@@ -1,4 +1,5 @@
 #include "gate.h"
+#include "gemm_report.h"
 #include "sweep.h"
 
 #include <cjson/cJSON.h>
@@ -313,14 +314,37 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
 /* --relative-to: a row of another mode whose batch has a timed reference row in both runs is
  * judged on its time over the reference's (per-round ratios when both runs timed their modes side
  * by side); the reference mode's own rows keep their absolute verdict, for information. */
+/* Whether rows of `mode` are the reference of --relative-to. */
+static int is_reference(const mm_gate_opts *o, const char *mode)
+{
+    if (o->relative_to == MM_GATE_RELATIVE_CUBLASLT) {
+        const size_t n = strlen(mode), k = strlen(MM_GEMM_LT_SUFFIX);
+        return n > k && strcmp(mode + n - k, MM_GEMM_LT_SUFFIX) == 0;
+    }
+    return strcmp(mode, mode_name((mm_mode)o->relative_to)) == 0;
+}
+
+/* The mode a row of `mode` is judged against: the one mode asked for, or gemm's M-cublaslt. */
+static void reference_of(const mm_gate_opts *o, const char *mode, char *out, size_t cap)
+{
+    if (o->relative_to == MM_GATE_RELATIVE_CUBLASLT) mm_fmt(out, cap, "%s" MM_GEMM_LT_SUFFIX, mode);
+    else mm_fmt(out, cap, "%s", mode_name((mm_mode)o->relative_to));
+}
+
+static const char *reference_name(const mm_gate_opts *o)
+{
+    return o->relative_to == MM_GATE_RELATIVE_CUBLASLT ? "cublaslt" : mode_name((mm_mode)o->relative_to);
+}
+
 static void judge_relative(gate_line *l, const gate_file *a, const gate_file *b, const mm_gate_opts *o)
 {
     if (o->relative_to < 0) return;
-    const char *ref_mode = mode_name((mm_mode)o->relative_to);
-    if (strcmp(l->old_row->mode, ref_mode) == 0) {
+    if (is_reference(o, l->old_row->mode)) {
         l->reference = 1;
         return;
     }
+    char ref_mode[sizeof l->old_row->mode + sizeof MM_GEMM_LT_SUFFIX];
+    reference_of(o, l->old_row->mode, ref_mode, sizeof ref_mode);
     const gate_row *ra = find(a, ref_mode, l->old_row->batch), *rb = find(b, ref_mode, l->old_row->batch);
     if (!ra || !rb || !ra->has_time || !rb->has_time) return; /* no reference here: absolute */
     mm_spread old_ratio, new_ratio;
@@ -355,10 +379,10 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
     }
     if (o->relative_to >= 0) {
         int timed = 0;
-        for (int i = 0; i < a.n; i++) timed += a.rows[i].has_time && strcmp(a.rows[i].mode, mode_name((mm_mode)o->relative_to)) == 0;
+        for (int i = 0; i < a.n; i++) timed += a.rows[i].has_time && is_reference(o, a.rows[i].mode);
         if (!timed) {
-            mm_error("gate: --relative-to %s: the baseline has no timed %s row", mode_name((mm_mode)o->relative_to),
-                     mode_name((mm_mode)o->relative_to));
+            mm_error("gate: --relative-to %s: the baseline has no timed %s row", reference_name(o),
+                     o->relative_to == MM_GATE_RELATIVE_CUBLASLT ? "*" MM_GEMM_LT_SUFFIX " (gemm --json)" : reference_name(o));
             release(&a);
             release(&b);
             return MM_USAGE;
@@ -421,7 +445,7 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
            counts[VERDICT_SLOWER], counts[VERDICT_UNSURE], counts[VERDICT_MISSING],
            counts[VERDICT_BROKEN], o->max_slowdown * 100, o->min_gap * 100,
            o->relative_to >= 0 ? "; other modes relative to " : "",
-           o->relative_to >= 0 ? mode_name((mm_mode)o->relative_to) : "");
+           o->relative_to >= 0 ? reference_name(o) : "");
     print_table(out, &a, &b, lines, n, 0, summary);
     if (markdown_path) {
         FILE *f = fopen(markdown_path, "w");

@@ -25,8 +25,13 @@ typedef struct {
     int ignore_device;   /* match rows across GPU models and EP sizes */
     int relative_to;     /* -1, or an mm_mode: judge the other modes by their time over this mode's
                           * at the same batch in the same run (a drift of the whole machine cancels);
-                          * its own rows are reported, and fail only when BROKEN or MISSING */
+                          * its own rows are reported, and fail only when BROKEN or MISSING; or
+                          * MM_GATE_RELATIVE_CUBLASLT: gemm's rows of mode M over M-cublaslt's */
 } mm_gate_opts;
+
+/* --relative-to cublaslt (gemm's results, gemm_report.h): each of our rows against the cuBLASLt
+ * loop timed beside it at the same rows */
+#define MM_GATE_RELATIVE_CUBLASLT 100
 
 /* Summary of one run of a row: its median and the spread that decides whether a change is real. */
 typedef struct {

@@ -7,11 +7,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "../kernels/gemm_schedule.h"
 #include "datagen_host.h"
 #include "gemm_cublaslt.h"
+#include "gemm_report.h"
 #include "plan.h"
 #include "runtime.h"
 #include "stats.h"
@@ -131,9 +133,10 @@ static mm_status flush_l2(void *ctx, cudaStream_t st, int iteration)
 
 /* Median times of n works (ours, and cuBLASLt when it takes the problem) over o->iters calls
  * after o->warmup, side by side as bench times its modes (timing.h), L2 flushed before each call
- * when asked: both see the same share of the GPU's clock states under its power cap. */
+ * when asked: both see the same share of the GPU's clock states under its power cap. samples:
+ * n * o->iters per-iteration times, work by work. */
 static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, cudaStream_t st, int n,
-                                   const enqueue_fn *fn, void *const *ctx, mm_stats *out)
+                                   const enqueue_fn *fn, void *const *ctx, mm_stats *out, double *samples)
 {
     const int iters = o->iters, events = n * iters;
     double *us = malloc(sizeof(double) * (size_t)events);
@@ -147,6 +150,7 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
     if (s == MM_OK) s = timing_elapsed_us(ev, ev + events, events, us);
     for (int j = 0; s == MM_OK && j < n; j++) stats_compute(us + (size_t)j * iters, iters, &out[j]);
+    if (s == MM_OK) memcpy(samples, us, sizeof(double) * (size_t)events); /* [work][iteration] */
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     free(us);
     free(ev);
@@ -154,8 +158,23 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     return s;
 }
 
-static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b,
-                          gemm_shape sh, int rows_asked, int local_experts, int ctas, cudaStream_t st)
+/* A row of the results file for a case that stopped before it was timed (its status from s). */
+static void add_untimed(mm_gemm_results *res, gemm_shape sh, int rows, mm_status s, const char *note)
+{
+    mm_gemm_result r;
+    memset(&r, 0, sizeof r);
+    mm_fmt(r.mode, sizeof r.mode, "gemm%d", sh.gemm);
+    r.rows = rows;
+    r.n = sh.n;
+    r.k = sh.k;
+    r.status = s == MM_FAIL ? ROW_FAIL : s == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
+    mm_fmt(r.note, sizeof r.note, "%s", note);
+    r.calc_diff_f32 = -1;
+    if (gemm_results_add(res, &r, NULL, 0) != MM_OK) mm_warn("gemm: out of memory for the results file");
+}
+
+static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
+                          int rows_asked, int local_experts, int ctas, cudaStream_t st, mm_gemm_results *res)
 {
     int32_t *count = malloc(sizeof(int32_t) * (size_t)local_experts);
     int32_t *offset = malloc(sizeof(int32_t) * (size_t)local_experts);
@@ -201,6 +220,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     if (cs == MM_OK) cs = check_one(b, g, rows, ctas, most, count, st, &calc32);
     g.out_fp32 = 0;
     if (cs != MM_OK) {
+        add_untimed(res, sh, rows, cs, "stopped in the correctness check");
         free(count); free(offset); free(owner);
         return cs;
     }
@@ -214,10 +234,14 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     const enqueue_fn fns[2] = {ours_enqueue, lt_enqueue};
     void *const ctxs[2] = {&oc, lt};
     mm_stats times[2];
-    if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times);
+    double *samples = malloc(sizeof(double) * 2 * (size_t)o->iters);
+    if (!samples && ls == MM_OK) ls = MM_RUNTIME;
+    if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times, samples);
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
+        add_untimed(res, sh, rows, ls, "stopped while timed");
         lt_runner_destroy(lt);
+        free(samples);
         free(count); free(offset); free(owner);
         return ls;
     }
@@ -225,9 +249,15 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     double flops = 2.0 * rows * (double)sh.n * sh.k;
     double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
+    const int tile = mm_grouped_gemm_tile_rows(&g, count);
     printf("gemm%d %6d x %5d x %5d %8.1f %4d %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s  ", sh.gemm, rows, sh.n, sh.k,
-           (double)rows / local_experts, mm_grouped_gemm_tile_rows(&g, count), s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
+           (double)rows / local_experts, tile, s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
            ok ? "OK" : "FAIL");
+    mm_gemm_result ours = {.rows = rows, .n = sh.n, .k = sh.k, .tile = tile, .status = ok ? ROW_OK : ROW_FAIL,
+                           .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32};
+    mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
+    mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles", (double)rows / local_experts, tile);
+    mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
 
     if (lt) {
         const mm_stats lts = times[1];
@@ -251,6 +281,11 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
             int lt_ok = calc_lt <= o->tol;
             ok = ok && lt_ok;
             printf("%9.1f %7.2fx %9.2e%s\n", lts.median, lts.median / s.median, calc_lt, lt_ok ? "" : "  FAIL");
+            mm_gemm_result lr = {.rows = rows, .n = sh.n, .k = sh.k, .status = lt_ok ? ROW_OK : ROW_FAIL, .stats = lts,
+                                 .flops = flops, .weight_bytes = wbytes, .calc_diff = calc_lt, .calc_diff_f32 = -1};
+            mm_fmt(lr.mode, sizeof lr.mode, "gemm%d" MM_GEMM_LT_SUFFIX, sh.gemm);
+            mm_fmt(lr.note, sizeof lr.note, "one matmul per active expert; calc_diff: ours against its output");
+            if (rs == MM_OK) rs = gemm_results_add(res, &lr, samples + o->iters, o->iters);
             if (!lt_layout_reported) {
                 printf("# cuBLASLt scale layout (checked against the reference): %s\n", lt_runner_layout(lt));
                 lt_layout_reported = 1;
@@ -261,13 +296,35 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         printf("%s\n", why);
     }
     fflush(stdout);
+    free(samples);
     free(count); free(offset); free(owner);
+    if (rs != MM_OK) mm_warn("gemm: out of memory for the results file");
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) return ls;
     return ok ? MM_OK : MM_FAIL;
 }
 
-mm_status gemm_main(const mm_options *o, const mm_config *cfg)
+/* What the results file's meta says beyond meta_fill_common: this GPU and its software, the EP size
+ * whose local experts the rows spread over, side-by-side timing, the spread and tile asked for. */
+static void gemm_fill_meta(mm_gemm_results *res, const mm_options *o, const struct cudaDeviceProp *prop)
+{
+    mm_meta *m = &res->meta;
+    mm_fmt(m->gpu, sizeof m->gpu, "%s", prop->name);
+    int v = 0;
+    if (cudaDriverGetVersion(&v) == cudaSuccess) mm_fmt(m->driver, sizeof m->driver, "CUDA driver API %d.%d", v / 1000, v % 1000 / 10);
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess) mm_fmt(m->cuda, sizeof m->cuda, "%d.%d", v / 1000, v % 1000 / 10);
+    mm_fmt(m->nccl, sizeof m->nccl, "not used");
+    m->ep = o->ep;
+    m->interleave = 1; /* ours and cuBLASLt side by side, always */
+    m->graph = 0;
+    if (gethostname(m->host, sizeof m->host) != 0) mm_fmt(m->host, sizeof m->host, "unknown");
+    m->host[sizeof m->host - 1] = '\0';
+    mm_fmt(res->spread, sizeof res->spread, "%s",
+           o->spread == MM_SPREAD_ROUTING ? "routing" : o->spread == MM_SPREAD_SKEWED ? "skewed" : "uniform");
+    mm_fmt(res->tile, sizeof res->tile, "%s", o->tile == MM_WIDE_BM ? "192" : o->tile == MM_GEMM_BM ? "128" : "auto");
+}
+
+mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
 {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -367,11 +424,17 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg)
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
+    mm_gemm_results res;
+    gemm_results_init(&res);
+    meta_fill_common(&res.meta, o, cfg, argc, argv);
+    gemm_fill_meta(&res, o, &prop);
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
     /* after a TIMEOUT the kernel's state (the abort flag, a stalled CTA) is not worth timing */
     for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
         for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
-            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st));
+            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st, &res));
+    if (o->json_path[0]) s = mm_worse(s, gemm_report_json_write(o->json_path, &res));
+    gemm_results_free(&res);
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
     cudaFree(b.out_map[0]); cudaFree(b.out_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
     case CMD_BENCH: s = bench_main(&o, &cfg, argc, argv); break;
     case CMD_CHECK: s = check_main(&o, &cfg, argc, argv); break;
     case CMD_SELFTEST: s = selftest_main(&o, &cfg, argc, argv); break;
-    case CMD_GEMM: s = gemm_main(&o, &cfg); break;
+    case CMD_GEMM: s = gemm_main(&o, &cfg, argc, argv); break;
     default: s = MM_USAGE; break;
     }
     return (int)s;

@@ -287,7 +287,7 @@ void report_progress(FILE *f, const mm_row *row)
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-static cJSON *stats_json(const mm_stats *s)
+cJSON *report_stats_json(const mm_stats *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "n", s->n);
@@ -320,7 +320,7 @@ cJSON *report_run_meta_json(const mm_meta *m)
 }
 
 /* The run's meta plus what a sweep adds: the config and its shape, routing, iterations. */
-static cJSON *meta_json(const mm_meta *m)
+cJSON *report_meta_json(const mm_meta *m)
 {
     cJSON *o = report_run_meta_json(m);
     cJSON_AddStringToObject(o, "config", m->config);
@@ -349,7 +349,7 @@ static cJSON *row_json(const mm_row *row)
     cJSON_AddNumberToObject(o, "batch", row->batch);
     cJSON_AddStringToObject(o, "status", row_status_name(row->status));
     cJSON_AddStringToObject(o, "note", row->note);
-    if (has_time(row)) cJSON_AddItemToObject(o, "time", stats_json(&row->stats));
+    if (has_time(row)) cJSON_AddItemToObject(o, "time", report_stats_json(&row->stats));
     else cJSON_AddNullToObject(o, "time");
     cJSON_AddNumberToObject(o, "ranks_timed", row->ranks_timed);
     cJSON *pr = cJSON_AddArrayToObject(o, "rank_median_us");
@@ -430,7 +430,7 @@ mm_status report_json_write(const char *path, const mm_results *r)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", MM_RESULTS_SCHEMA);
-    cJSON_AddItemToObject(root, "meta", meta_json(&r->meta));
+    cJSON_AddItemToObject(root, "meta", report_meta_json(&r->meta));
     cJSON *rows = cJSON_AddArrayToObject(root, "results");
     for (int i = 0; i < r->n_rows; i++) cJSON_AddItemToArray(rows, row_json(&r->rows[i]));
     return json_write_atomic(path, root);

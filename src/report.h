@@ -110,6 +110,11 @@ mm_status json_write_atomic(const char *path, struct cJSON *root);
 /* The fields every results file carries about the run: EP size, GPU, driver, CUDA, NCCL, seed,
  * git revision, host, date, argv, ranks. */
 struct cJSON *report_run_meta_json(const mm_meta *m);
+/* That plus what a sweep adds (config and shape, routing, iterations, timing method): the `meta`
+ * of a results file (also gemm's, gemm_report.h). */
+struct cJSON *report_meta_json(const mm_meta *m);
+/* A row's `time` object (n, median_us, mean_us, min_us, max_us, p90_us, stdev_us). */
+struct cJSON *report_stats_json(const mm_stats *s);
 /* One progress line on stderr per finished (mode, batch). */
 void report_progress(FILE *f, const mm_row *row);
 

@@ -38,6 +38,12 @@ check relative-unpaired 0 "gate: PASS: 7 rows: 4 same, 0 faster, 3 slower.*relat
 check relative-no-ref 2 "has no timed ll row" -- --baseline $g/base.json --current $g/base.json --relative-to ll
 check relative-bad-mode 2 "unknown mode 'turbo'" -- --baseline $g/base.json --current $g/base.json --relative-to turbo
 check relative-list 2 "one mode, not a list" -- --baseline $g/base.json --current $g/base.json --relative-to fused,normal
+# gemm --json files: the whole machine 6% off fails absolutely and passes against the cuBLASLt loop
+# timed beside each row; ours 8% slower fails both; bench's files have no cuBLASLt rows
+check gemm-drift-absolute 1 "gemm1/49152 .* \+5\.[0-9]%  SLOWER \(fails\)" -- --baseline $g/gemm-base.json --current $g/gemm-drift6.json --max-slowdown 3%
+check gemm-drift-relative 0 "gate: PASS: 8 rows: 4 same, 0 faster, 4 slower.*relative to cublaslt" -- --baseline $g/gemm-base.json --current $g/gemm-drift6.json --max-slowdown 3% --relative-to cublaslt
+check gemm-ours8-relative 1 "gemm2/49152 .* \+8\.[0-9]%  SLOWER \(fails\)" -- --baseline $g/gemm-base.json --current $g/gemm-ours8.json --relative-to cublaslt
+check gemm-relative-bench 2 "has no timed \*-cublaslt \(gemm --json\) row" -- --baseline $g/base.json --current $g/base.json --relative-to cublaslt
 # a changed row shows its stages (both runs have them), a SAME row does not
 check stages 1 "^ +stages \(us, not judged\): dispatch 40\.0 -> 40\.0 \(\+0\.0%\), gemm1 600\.0 -> 720\.0 \(\+20\.0%\), gemm2 300\.0 -> 300\.0" -- --baseline $g/stages-base.json --current $g/stages-slower.json
 "$bin" gate --baseline $g/stages-base.json --current $g/stages-base.json >"$tmp/out" 2>&1

@@ -17,5 +17,6 @@ int main(void)
     failed += run_gemm_schedule_tests();
     failed += run_normal_layout_tests();
     failed += run_lt_layout_tests();
+    failed += run_gemm_report_tests();
     return failed ? 1 : 0;
 }

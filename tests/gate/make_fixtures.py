@@ -94,3 +94,34 @@ def with_stages(doc, gemm1_scale=1.0):
 
 write("stages-base.json", with_stages(run(seed=13)))
 write("stages-slower.json", with_stages(run(scale=1.10, seed=14), gemm1_scale=1.2))
+
+
+def gemm(scale=1.0, ours_scale=1.0, seed=20):
+    """`gemm --json`: ours (gemm1, gemm2) and the cuBLASLt loop beside them (gemm1-cublaslt, ...) at
+    4096 and 49152 rows, timed side by side (a shared per-round factor); `scale` moves the whole
+    machine, `ours_scale` ours alone."""
+    rnd = random.Random(seed)
+    factors = [scale * (1 + rnd.uniform(-0.01, 0.01)) for _ in range(30)]
+    rows = []
+    for g in (1, 2):
+        for batch, us in ((4096, 175.0), (49152, 1400.0)):
+            for mode, base in ((f"gemm{g}", us / g), (f"gemm{g}-cublaslt", 1.05 * us / g)):
+                if mode == f"gemm{g}":
+                    base *= ours_scale
+                it = [base * f * (1 + rnd.uniform(-0.002, 0.002)) for f in factors]
+                s = sorted(it)
+                mean = sum(it) / len(it)
+                rows.append({"mode": mode, "batch": batch, "status": "OK", "note": "",
+                             "time": {"n": 30, "median_us": (s[14] + s[15]) / 2, "mean_us": mean, "min_us": s[0],
+                                      "max_us": s[-1], "p90_us": s[26],
+                                      "stdev_us": (sum((x - mean) ** 2 for x in it) / (len(it) - 1)) ** 0.5},
+                             "iter_us": it, "gemm": {"rows": batch, "n": 4096, "k": 4096 // g, "tile": 128},
+                             "diff": {"calc_diff": 1.4e-6}, "work": {}})
+    return {"schema": "megamoe.results/1", "meta": {"config": "deepseek-v4-flash", "ep": 8, "gpu": "NVIDIA H200",
+            "git_rev": "fixture", "date": "2026-12-01T00:00:00Z", "interleave": True, "tool": "gemm"},
+            "results": rows}
+
+
+write("gemm-base.json", gemm())
+write("gemm-drift6.json", gemm(scale=1.06, seed=21))
+write("gemm-ours8.json", gemm(ours_scale=1.08, seed=22))
