@@ -192,8 +192,8 @@ expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/c
 expect_rc 0 gemm-n2048-skewed $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --iters 3
 expect_rc 0 gemm-n2048-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-flash-skewed $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 37,3000,20000 --spread skewed --iters 3
-expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10 --json "$logs/gemm-flash-ep8.json"
-expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10 --json "$logs/gemm-pro-ep8.json"
+expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10 --json "$logs/gemm-deepseek-v4-flash-ep8.json"
+expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10 --json "$logs/gemm-deepseek-v4-pro-ep8.json"
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
 # spread can then be read against the clock states it met (a sustained load lowers the clocks)
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown \

@@ -4,8 +4,8 @@
 # (0 pass, 1 slower or wrong, 2 no baseline or bad input).
 # usage: scripts/perf-gate.sh [config] [outdir]     (default deepseek-v4-flash, build/perf-gate)
 #        scripts/perf-gate.sh gemm:CONFIG [outdir]   the GEMM core alone on GPU 0: `gemm --ep 8` over the
-#            baseline's row counts against results/<gpu>-ep1/gemm-CONFIG-ep8.json (gpu-check's
-#            gemm-*-ep8.json), judged against the cuBLASLt loop timed beside each row
+#            baseline's row counts against results/<gpu>-ep1/gemm-CONFIG-ep8.json (gpu-check writes
+#            it), judged against the cuBLASLt loop timed beside each row
 # GATE_ARGS adds gate options, e.g. GATE_ARGS="--relative-to normal" to judge fused and ll by their
 # time over normal's in the same run (a whole-machine drift cancels; README, Gating CI); for gemm:
 # it replaces the default "--relative-to cublaslt".
@@ -22,7 +22,7 @@ if [ "${cfg#gemm:}" != "$cfg" ]; then
     cfg=${cfg#gemm:}
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//')
     baseline=results/$gpu-ep1/gemm-$cfg-ep8.json
-    [ -f "$baseline" ] || { echo "perf-gate: no baseline $baseline: commit gpu-check's gemm-*-ep8.json there" >&2; exit 2; }
+    [ -f "$baseline" ] || { echo "perf-gate: no baseline $baseline: commit the one gpu-check writes" >&2; exit 2; }
     make -j all >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
     mpirun -np 1 --bind-to none build/megamoe gemm --config "configs/$cfg.json" --ep 8 --rows "$(rows_of "$baseline")" \
         --warmup 5 --iters 30 --l2-flush on --json "$out/current.json" >"$out/gemm.txt"
