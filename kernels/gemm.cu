@@ -289,6 +289,9 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
+#ifndef MM_WIDE_ROTATE /* experiments: 1 rotates the pairs' fixed walk each wave (mm_wide_pair_item; not yet run on a GPU) */
+#define MM_WIDE_ROTATE 0
+#endif
 #ifndef MM_WIDE_CLAIMS /* experiments: 1 has the pairs claim their items (off: pair c walks items 2c, 2c + 1, + gridDim.x, ...) */
 #define MM_WIDE_CLAIMS 0
 #endif
@@ -499,6 +502,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
+            if (MM_WIDE_ROTATE) /* the fixed walk rotated each wave (gemm_schedule.h mm_wide_pair_item) */
+                item = 2u * (uint32_t)mm_wide_pair_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + rank;
             int claim_ahead = 0; /* CTA 0's thread 0: claim n + 2, in flight through item n */
             if (MM_WIDE_CLAIMS) {
                 const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n, &pair_taken);

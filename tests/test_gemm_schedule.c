@@ -129,6 +129,49 @@ static void tile_form_choice(void **state)
  * its own columns only (all its row tiles before the next band), pairs (w, w + 1, w even) on one
  * row tile and adjacent columns for an even band and column count, and the plain order for no
  * band or one as wide as the columns. */
+/* The wide pairs' walk over Pro GEMM1's items at EP8 and 1024 rows an expert (48 experts, 48 column
+ * tiles, band 8, 66 pairs): plain, a third of the pairs get no narrow (64-row) item; rotated, every
+ * pair's count of narrow items is within 2 of the mean, and each walk takes every item pair once. */
+static void wide_walk_shares(void **state)
+{
+    (void)state;
+    enum { E = 48, COLS = 48, PAIRS = 66 };
+    static int32_t count[E], start[E + 1];
+    for (int e = 0; e < E; e++) count[e] = 1024;
+    const int row_tiles = mm_tile_prefix_bm(count, E, MM_WIDE_BM, start);
+    assert_int_equal(row_tiles, E * 6);
+    const int pair_items = row_tiles * COLS / 2;
+    static unsigned char taken[E * 6 * COLS / 2];
+    for (int rotate = 0; rotate <= 1; rotate++) {
+        int narrow[PAIRS] = {0}, all = 0;
+        memset(taken, 0, sizeof taken);
+        for (int c = 0; c < PAIRS; c++)
+            for (int n = 0;; n++) {
+                const int p = mm_wide_pair_item(c, n, PAIRS, rotate);
+                if (n * PAIRS >= pair_items) break;
+                if (p >= pair_items) continue;
+                taken[p]++;
+                const mm_tile t = mm_tile_locate_banded(start, E, COLS, MM_GEMM_BAND, 2 * p);
+                const int rows = count[t.expert] - t.row_tile * MM_WIDE_BM;
+                if (rows <= 64) narrow[c]++, all++;
+            }
+        for (int p = 0; p < pair_items; p++) assert_int_equal(taken[p], 1);
+        int lo = narrow[0], hi = narrow[0], zero = 0;
+        for (int c = 0; c < PAIRS; c++) {
+            lo = narrow[c] < lo ? narrow[c] : lo;
+            hi = narrow[c] > hi ? narrow[c] : hi;
+            zero += narrow[c] == 0;
+        }
+        const double mean = (double)all / PAIRS;
+        if (!rotate) {
+            assert_int_equal(zero, PAIRS / 3);
+        } else {
+            assert_int_equal(zero, 0);
+            assert_true(lo >= mean - 2 && hi <= mean + 2);
+        }
+    }
+}
+
 static void banded_order_covers_once(void **state)
 {
     (void)state;
@@ -633,6 +676,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(row_index),
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(banded_order_covers_once),
+        cmocka_unit_test(wide_walk_shares),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
