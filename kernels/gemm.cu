@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * it, mm_gemm_tile_rows).
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
  * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows; or,
- * with -DMM_WIDE_CLAIMS=1, the pair claims them: pair_claim_post), publishes each in the item
+ * experiments: rotated each wave, -DMM_WIDE_ROTATE=1, mm_wide_pair_item; claimed by the pair,
+ * -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
  * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
  * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
  * (TMA), issued by thread 0; every 4 K blocks the rows' and the weight block's scales for those
