@@ -105,6 +105,10 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
  * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
 static __device__ unsigned int gemm_claims;
 
+#ifndef MM_GEMM_ROTATE /* experiments: 1 rotates the 128 x 128 pairs' fixed walk each wave (not yet run on a GPU) */
+#define MM_GEMM_ROTATE 0
+#endif
+
 #ifndef MM_GEMM_GIVE_UP /* experiments: 0 keeps loading after an expired wait (the decode bisect; a stall then may fault) */
 #define MM_GEMM_GIVE_UP 1
 #endif
@@ -153,6 +157,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         for (uint32_t n = 0;; n++) {
             gemm_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
+            if (MM_GEMM_ROTATE && pair) /* the pairs' fixed walk rotated each wave (mm_pair_walk_item) */
+                item = 2 * mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + (int)(blockIdx.x & 1u);
             if (claims) {
                 /* every thread read the last claim before the table barrier below */
                 if (threadIdx.x == 0) claimed = next;
@@ -224,7 +230,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * it, mm_gemm_tile_rows).
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
  * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows; or,
- * experiments: rotated each wave, -DMM_WIDE_ROTATE=1, mm_wide_pair_item; claimed by the pair,
+ * experiments: rotated each wave, -DMM_WIDE_ROTATE=1, mm_pair_walk_item; claimed by the pair,
  * -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
  * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
  * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
@@ -290,7 +296,7 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
-#ifndef MM_WIDE_ROTATE /* experiments: 1 rotates the pairs' fixed walk each wave (mm_wide_pair_item; not yet run on a GPU) */
+#ifndef MM_WIDE_ROTATE /* experiments: 1 rotates the pairs' fixed walk each wave (mm_pair_walk_item; not yet run on a GPU) */
 #define MM_WIDE_ROTATE 0
 #endif
 #ifndef MM_WIDE_CLAIMS /* experiments: 1 has the pairs claim their items (off: pair c walks items 2c, 2c + 1, + gridDim.x, ...) */
@@ -503,8 +509,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
-            if (MM_WIDE_ROTATE) /* the fixed walk rotated each wave (gemm_schedule.h mm_wide_pair_item) */
-                item = 2u * (uint32_t)mm_wide_pair_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + rank;
+            if (MM_WIDE_ROTATE) /* the fixed walk rotated each wave (gemm_schedule.h mm_pair_walk_item) */
+                item = 2u * (uint32_t)mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + rank;
             int claim_ahead = 0; /* CTA 0's thread 0: claim n + 2, in flight through item n */
             if (MM_WIDE_CLAIMS) {
                 const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n, &pair_taken);

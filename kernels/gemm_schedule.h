@@ -90,15 +90,15 @@ MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, const 
     return can && mm_wide_pays(count, experts) ? MM_WIDE_BM : MM_GEMM_BM;
 }
 
-/* The wide pairs' walk without claims: pair `pair`'s item pair in wave `wave` (its CTA r takes item
- * 2 p + r: the two share their rows). In wave n the `pairs` pairs take pair items n P .. n P + P - 1
+/* A 2-CTA pair's walk without claims (the wide form's, and the 128 x 128 kernel's pairs): pair
+ * `pair`'s item pair in wave `wave` (its CTA r takes item 2 p + r: the two share their rows). In wave n the `pairs` pairs take pair items n P .. n P + P - 1
  * (the same set either way, so a wave's weights and rows in L2 do not change); plain, pair c takes
  * n P + c, and its share repeats with the walk's stride: at Pro's 1024 rows an expert (band 8: 24
  * pair items a band, the last 4 of them narrow) and 66 pairs, 22 pairs never get a narrow item and
  * run all-full shares, as long as the 1152-row call (perf-notes, twenty-eighth session); rotated,
  * pair c takes n P + (c + n) mod P, and every pair's share comes within a few items of the mean
  * (CPU-tested). */
-MM_HD int mm_wide_pair_item(int pair, int wave, int pairs, int rotate)
+MM_HD int mm_pair_walk_item(int pair, int wave, int pairs, int rotate)
 {
     return wave * pairs + (rotate ? (pair + wave) % pairs : pair);
 }

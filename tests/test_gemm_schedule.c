@@ -147,7 +147,7 @@ static void wide_walk_shares(void **state)
         memset(taken, 0, sizeof taken);
         for (int c = 0; c < PAIRS; c++)
             for (int n = 0;; n++) {
-                const int p = mm_wide_pair_item(c, n, PAIRS, rotate);
+                const int p = mm_pair_walk_item(c, n, PAIRS, rotate);
                 if (n * PAIRS >= pair_items) break;
                 if (p >= pair_items) continue;
                 taken[p]++;
