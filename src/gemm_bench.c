@@ -133,15 +133,14 @@ static mm_status flush_l2(void *ctx, cudaStream_t st, int iteration)
 
 /* Median times of n works (ours, and cuBLASLt when it takes the problem) over o->iters calls
  * after o->warmup, side by side as bench times its modes (timing.h), L2 flushed before each call
- * when asked: both see the same share of the GPU's clock states under its power cap. samples:
- * n * o->iters per-iteration times, work by work. */
+ * when asked: both see the same share of the GPU's clock states under its power cap. us: room for
+ * n * o->iters per-iteration times, filled work by work. */
 static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, cudaStream_t st, int n,
-                                   const enqueue_fn *fn, void *const *ctx, mm_stats *out, double *samples)
+                                   const enqueue_fn *fn, void *const *ctx, mm_stats *out, double *us)
 {
     const int iters = o->iters, events = n * iters;
-    double *us = malloc(sizeof(double) * (size_t)events);
     cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)events);
-    mm_status s = (us && ev) ? MM_OK : MM_RUNTIME;
+    mm_status s = ev ? MM_OK : MM_RUNTIME;
     int made = 0;
     for (; s == MM_OK && made < 2 * events; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) s = MM_RUNTIME;
@@ -150,9 +149,7 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
     if (s == MM_OK) s = timing_elapsed_us(ev, ev + events, events, us);
     for (int j = 0; s == MM_OK && j < n; j++) stats_compute(us + (size_t)j * iters, iters, &out[j]);
-    if (s == MM_OK) memcpy(samples, us, sizeof(double) * (size_t)events); /* [work][iteration] */
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
-    free(us);
     free(ev);
     if (s != MM_OK) mm_error("gemm: timing failed (CUDA error)");
     return s;
