@@ -326,17 +326,7 @@ __device__ __forceinline__ unsigned pair_cta_addr(const void *p, unsigned rank)
  * expired (the caller then takes the pair as done). */
 __device__ __forceinline__ bool pair_claim_wait(uint64_t *bar, uint32_t parity)
 {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    uint32_t start = 0;
-    for (uint32_t spin = 0;; spin++) {
-        uint32_t done;
-        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 q, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, q;\n}\n"
-                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
-        if (done) return true;
-        if ((spin & 1023u) == 0 && mm_wait_gives_up(start, (uint32_t)(MM_STAGE_WAIT_NS >> 10), MM_PIPE_WAIT_PAIR_CLAIM))
-            return false;
-    }
+    return mm_mbar_wait(bar, parity, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_PAIR_CLAIM, true);
 }
 
 /* The next pair index, as atom.inc wrapping at 2^31 - 1 (never reached: an increment): an add, even one

@@ -407,8 +407,11 @@ __device__ __forceinline__ bool mm_wait_gives_up(uint32_t &start, uint32_t limit
  * after another wait of the CTA expired. `what` (an mm_pipe_wait) names the wait in the report.
  * No trap here: a trap inside the MMA pipeline makes ptxas wait for every wgmma (C7518). A false
  * return is per thread: where it decides control flow, the threads must agree first
- * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left. */
-__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what)
+ * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left.
+ * cluster: acquire at cluster scope, for a barrier another CTA of the cluster arrives on after
+ * writing shared memory this thread then reads (gemm.cu's pair claims). */
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what,
+                                             bool cluster = false)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     const uint32_t limit = (uint32_t)(limit_ns >> 10); /* mm_wait_gives_up's units */
@@ -416,9 +419,14 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
     MM_STEP(0x0300u | what);
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
-        asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, q;\n}\n"
-                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+        if (cluster)
+            asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 q, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, q;\n}\n"
+                         : "=r"(done) : "r"(a), "r"(parity) : "memory");
+        else
+            asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, q;\n}\n"
+                         : "=r"(done) : "r"(a), "r"(parity) : "memory");
         if (done) {
             MM_STEP_PAST(0x0300u | what);
             return true;
