@@ -311,9 +311,6 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
     fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);
 }
 
-/* --relative-to: a row of another mode whose batch has a timed reference row in both runs is
- * judged on its time over the reference's (per-round ratios when both runs timed their modes side
- * by side); the reference mode's own rows keep their absolute verdict, for information. */
 /* Whether rows of `mode` are the reference of --relative-to. */
 static int is_reference(const mm_gate_opts *o, const char *mode)
 {
@@ -336,6 +333,9 @@ static const char *reference_name(const mm_gate_opts *o)
     return o->relative_to == MM_GATE_RELATIVE_CUBLASLT ? "cublaslt" : mode_name((mm_mode)o->relative_to);
 }
 
+/* --relative-to: a row of another mode whose batch has a timed reference row in both runs is
+ * judged on its time over the reference's (per-round ratios when both runs timed their modes side
+ * by side); the reference mode's own rows keep their absolute verdict, for information. */
 static void judge_relative(gate_line *l, const gate_file *a, const gate_file *b, const mm_gate_opts *o)
 {
     if (o->relative_to < 0) return;
