@@ -387,6 +387,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
     CUDA_TRY(mm_out_map_create(b.out, (uint64_t)max_rows, (uint64_t)2 * in, &b.out_map[0]));
     CUDA_TRY(mm_out_map_create(b.out, (uint64_t)max_rows, (uint64_t)h, &b.out_map[1]));
+    mm_gemm_results res;
+    gemm_results_init(&res);
+    meta_fill_common(&res.meta, o, cfg, argc, argv);
+    gemm_fill_meta(&res, o, &prop);
     printf("# megamoe gemm: %s, EP %d (%d local experts), %s, %d CTAs of %d B shared memory, "
            "L2 flush %s, %d iterations, ours and cuBLASLt timed side by side\n",
            cfg->name, o->ep, el, prop.name, prop.multiProcessorCount, mm_grouped_gemm_smem_bytes(),
@@ -416,15 +420,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            "three math warpgroups, always in pairs, %s; auto takes it where the active experts average %d rows or "
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
            mm_grouped_gemm_wide_claims() ? "each pair claiming its next items from a counter" : "in a fixed order",
-           MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT,
-           o->tile == MM_WIDE_BM ? "192" : o->tile == MM_GEMM_BM ? "128" : "auto");
+           MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
-    mm_gemm_results res;
-    gemm_results_init(&res);
-    meta_fill_common(&res.meta, o, cfg, argc, argv);
-    gemm_fill_meta(&res, o, &prop);
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
     /* after a TIMEOUT the kernel's state (the abort flag, a stalled CTA) is not worth timing */
     for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
