@@ -91,8 +91,9 @@ MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, const 
 }
 
 /* A 2-CTA pair's walk without claims (the wide form's, and the 128 x 128 kernel's pairs): pair
- * `pair`'s item pair in wave `wave` (its CTA r takes item 2 p + r: the two share their rows). In wave n the `pairs` pairs take pair items n P .. n P + P - 1
- * (the same set either way, so a wave's weights and rows in L2 do not change); plain, pair c takes
+ * `pair`'s item pair in wave `wave` (its CTA r takes item 2 p + r: the two share their rows). In
+ * wave n the `pairs` pairs take pair items n P .. n P + P - 1 (the same set either way, so a
+ * wave's weights and rows in L2 do not change); plain, pair c takes
  * n P + c, and its share repeats with the walk's stride: at Pro's 1024 rows an expert (band 8: 24
  * pair items a band, the last 4 of them narrow) and 66 pairs, 22 pairs never get a narrow item and
  * run all-full shares, as long as the 1152-row call (perf-notes, twenty-eighth session); rotated,
