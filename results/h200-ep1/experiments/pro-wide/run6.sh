@@ -53,5 +53,9 @@ for round in 1 2; do
 done
 } > $OUT/ab.txt 2>&1
 cat $OUT/ab.txt
+# gemm --json (landed in the twenty-eighth session without a GPU run): write a file, gate it on itself
+timeout 120 $mpi build/megamoe gemm $F --rows 8,512,49152 --iters 10 --json $OUT/gemm-flash.json > /tmp/c-json-gemm.log 2>&1; echo "gemm --json rc=$?" | tee -a $OUT/steps.txt
+build/megamoe gate --baseline $OUT/gemm-flash.json --current $OUT/gemm-flash.json --relative-to cublaslt > /tmp/c-json-gate.log 2>&1; echo "gate self rc=$?" | tee -a $OUT/steps.txt
+tail -15 /tmp/c-json-gate.log
 (cd /tmp && tar czf $OUT/logs.tgz c-*.log)
 echo "total $((SECONDS-t0)) s"
