@@ -17,7 +17,7 @@ function judge(   i, cp, rd, lt) {
     for (i = 1; i <= n; i++) {
         if (sites[i] ~ /nvjet_/) lt++
         else if (sites[i] ~ /Write access at mm_cp_async(4|16)\(/) cp++
-        else if (sites[i] ~ /Read access at (mm_tile_wait_full|grouped_gemm_wide_kernel|wide_narrow_consume)\(/) rd++
+        else if (sites[i] ~ /Read access at (mm_tile_wait_full|grouped_gemm_wide_kernel|wide_narrow_consume|wide_wait_block)\(/) rd++
     }
     if (lt == n) return
     if (cp >= 1 && cp + rd == n && rd >= 1) return
