@@ -229,9 +229,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 /* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
  * it, mm_gemm_tile_rows).
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
- * order (CTA r of pair c: items 2c + r, + gridDim.x, ...; items w and w + 1 share their rows; or,
- * experiments: rotated each wave, -DMM_WIDE_ROTATE=1, mm_pair_walk_item; claimed by the pair,
- * -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
+ * order rotated each wave (CTA r of pair c in wave n: item 2 (n P + (c + n) mod P) + r, P pairs,
+ * mm_pair_walk_item; items w and w + 1 share their rows; experiments: plain, -DMM_WIDE_ROTATE=0;
+ * claimed by the pair, -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
  * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
  * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
  * (TMA), issued by thread 0; every 4 K blocks the rows' and the weight block's scales for those
@@ -296,8 +296,8 @@ typedef struct {
     int rows, a_row0, n0, last;
 } wide_item;
 
-#ifndef MM_WIDE_ROTATE /* experiments: 1 rotates the pairs' fixed walk each wave (mm_pair_walk_item; not yet run on a GPU) */
-#define MM_WIDE_ROTATE 0
+#ifndef MM_WIDE_ROTATE /* 1: the pairs' fixed walk rotated each wave (mm_pair_walk_item); 0, experiments: plain */
+#define MM_WIDE_ROTATE 1
 #endif
 #ifndef MM_WIDE_CLAIMS /* experiments: 1 has the pairs claim their items (off: pair c walks items 2c, 2c + 1, + gridDim.x, ...) */
 #define MM_WIDE_CLAIMS 0

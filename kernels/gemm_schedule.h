@@ -51,15 +51,24 @@ MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_st
 #define MM_WIDE_BM 192
 #define MM_WIDE_MAX_EXPERTS 1024
 /* `auto` takes the wide form when the caller knows the experts' row counts and (a) the active
- * experts average at least MM_WIDE_MIN_MEAN_ROWS rows and (b) their rows padded to 192-row tiles
- * are at most MM_WIDE_MAX_PAD_PCT % more than padded to 128: the wide form computes its padding
- * too, and gains only a few % on equal work (perf-notes, twenty-sixth session: Pro GEMM1 at 1024
- * rows an expert, 1152 padded against 1024, ran 3-6% slower wide). */
+ * experts average at least MM_WIDE_MIN_MEAN_ROWS rows and (b) their rows padded to the wide
+ * form's tiles (192 rows, or 64 for a last tile of at most 64: the narrow tile) are at most
+ * MM_WIDE_MAX_PAD_PCT % more than padded to 128: the wide form computes its padding too, and
+ * gains only a few % on equal work. Pro GEMM1 at 1024 rows an expert (5 x 192 + 64) ran 5% faster
+ * wide once its walk was rotated (perf-notes, twenty-ninth session). */
 #define MM_WIDE_MIN_MEAN_ROWS 384
 #define MM_WIDE_MAX_PAD_PCT 2
 
 /* gemm --tile and the modes: 0 auto, or the tile height asked for */
 #define MM_GEMM_TILE_AUTO 0
+
+/* The rows the wide form computes for an expert of c rows: its full 192-row tiles, and a last
+ * tile of 64 (narrow, at most 64 rows) or 192. */
+MM_HD long long mm_wide_padded_rows(int c)
+{
+    const int rest = c % MM_WIDE_BM;
+    return (long long)(c / MM_WIDE_BM) * MM_WIDE_BM + (rest == 0 ? 0 : rest <= 64 ? 64 : MM_WIDE_BM);
+}
 
 /* Whether the wide form pays for these counts (count NULL: unknown, no). */
 MM_HD int mm_wide_pays(const int32_t *count, int experts)
@@ -72,7 +81,7 @@ MM_HD int mm_wide_pays(const int32_t *count, int experts)
         rows += c;
         active += c > 0;
         pad128 += (long long)((c + MM_GEMM_BM - 1) / MM_GEMM_BM) * MM_GEMM_BM;
-        pad192 += (long long)((c + MM_WIDE_BM - 1) / MM_WIDE_BM) * MM_WIDE_BM;
+        pad192 += mm_wide_padded_rows(c);
     }
     return active > 0 && rows >= (long long)MM_WIDE_MIN_MEAN_ROWS * active &&
            pad192 * 100 <= pad128 * (100 + MM_WIDE_MAX_PAD_PCT);

@@ -96,25 +96,37 @@ static void tile_form_choice(void **state)
 {
     (void)state;
     const int n = 32 * MM_GEMM_BN;
-    int32_t even[32], pro[32], small[32], skew[4] = {1536, 0, 0, 0};
+    int32_t even[32], pro[32], small[32], skew[4] = {1536, 0, 0, 0}, odd[32];
     for (int e = 0; e < 32; e++) {
         even[e] = 1536; /* Flash at 49152 rows: 8 tiles of 192 or 12 of 128, no padding either way */
-        pro[e] = 1024;  /* 6 x 192 = 1152 padded rows against 8 x 128 = 1024 */
+        pro[e] = 1024;  /* 5 x 192 + a narrow 64 = 1024 rows, as 8 x 128 */
         small[e] = 128;
+        odd[e] = 1000;  /* 5 x 192 + 40: 1024 against 1024 */
     }
     assert_true(mm_wide_pays(even, 32));
-    assert_false(mm_wide_pays(pro, 32));
+    assert_true(mm_wide_pays(pro, 32));
+    assert_true(mm_wide_pays(odd, 32));
+    assert_int_equal(mm_wide_padded_rows(0), 0);
+    assert_int_equal(mm_wide_padded_rows(1), 64);
+    assert_int_equal(mm_wide_padded_rows(64), 64);
+    assert_int_equal(mm_wide_padded_rows(65), 192);
+    assert_int_equal(mm_wide_padded_rows(192), 192);
+    assert_int_equal(mm_wide_padded_rows(1024), 1024);
+    assert_int_equal(mm_wide_padded_rows(1100), 1152);
     assert_false(mm_wide_pays(small, 32)); /* below the mean */
     assert_true(mm_wide_pays(skew, 4));     /* the mean is over active experts */
     assert_false(mm_wide_pays(NULL, 32));
     const int32_t none[3] = {0, 0, 0};
     assert_false(mm_wide_pays(none, 3));
-    /* 384 rows: 2 x 192 = 3 x 128; 400 rows: 576 against 512, +12.5% */
-    const int32_t at384[2] = {384, 384}, at400[2] = {400, 400};
+    /* 384 rows: 2 x 192 = 3 x 128; 400 rows: 384 + 64 against 512; 470 rows: 384 + 192 = 576
+     * against 512, +12.5% */
+    const int32_t at384[2] = {384, 384}, at400[2] = {400, 400}, at470[2] = {470, 470};
     assert_true(mm_wide_pays(at384, 2));
-    assert_false(mm_wide_pays(at400, 2));
+    assert_true(mm_wide_pays(at400, 2));
+    assert_false(mm_wide_pays(at470, 2));
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, even, 66), MM_WIDE_BM);
-    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, pro, 66), MM_GEMM_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, pro, 66), MM_WIDE_BM);
+    assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 2, 2 * MM_GEMM_BN, at470, 66), MM_GEMM_BM);
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n, NULL, 66), MM_GEMM_BM); /* counts unknown */
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 0, 32, n, even, 66), MM_GEMM_BM); /* no rows map */
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_TILE_AUTO, 1, 32, n + MM_GEMM_BN, even, 66), MM_GEMM_BM); /* odd */
