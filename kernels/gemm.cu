@@ -119,6 +119,64 @@ static __device__ unsigned int gemm_claims;
 #define MM_GEMM_DYNAMIC_CLAIMS 0
 #endif
 
+/* The producer's view of an item it published: its tile, or last (no tile: the CTA is done). */
+typedef struct {
+    mm_tile t;
+    int item, last;
+} gemm_work;
+
+/* The item the producer's item n + 1 is, after item `item` was its n: claimed (the claim the
+ * producer's thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk
+ * (rotated each wave with -DMM_GEMM_ROTATE=1, mm_pair_walk_item), or the next wave's. n == 0: the
+ * first (item is then blockIdx.x). */
+__device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n)
+{
+    if (claims) {
+        /* every thread read the last claim before the table barrier of gemm_publish_item */
+        if (threadIdx.x == 0) *claimed = next;
+        mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+        return *claimed;
+    }
+    if (MM_GEMM_ROTATE && pair)
+        return 2 * mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + (int)(blockIdx.x & 1u);
+    return n == 0 ? item : item + (int)gridDim.x;
+}
+
+/* Producer (all 128 threads): item `item` as the CTA's n-th into its slot of the item ring (its
+ * row table, rows, first row and columns, or `last` when item >= total), published to the math
+ * warpgroups. Waits until the slot is free (the math released item n - 2). */
+__device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_args &g, gemm_item *slot,
+                                                       mm_item_ring *items, uint32_t n, int item, int total, int band,
+                                                       int col_tiles, int kblocks)
+{
+    gemm_item *it = &slot[n & 1];
+    gemm_work w;
+    w.item = item;
+    w.last = item >= total;
+    mm_item_wait_free(items, n);
+    if (w.last) {
+        if (threadIdx.x == 0) it->last = 1;
+        mm_item_publish(items, n);
+        return w;
+    }
+    w.t = mm_tile_locate_banded(g.tile_start, g.experts, col_tiles, band, item);
+    const int a_row0 = g.row_offset[w.t.expert] + w.t.row_tile * MM_GEMM_BM;
+    int rows = g.row_count[w.t.expert] - w.t.row_tile * MM_GEMM_BM;
+    rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
+    const int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
+    it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
+    it->tab.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
+    if (threadIdx.x == 0) {
+        it->last = 0;
+        it->rows = rows;
+        it->a_row0 = a_row0;
+        it->n0 = w.t.col_tile * MM_GEMM_BN;
+    }
+    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
+    mm_item_publish(items, n);
+    return w;
+}
+
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -150,49 +208,36 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
          * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
          * once the loads of the current one are issued, so the atomic's round trip hides behind
-         * the ring's blocks of math. */
+         * the ring's blocks of math. Their experts have one row tile each (mm_tile_pairs), where
+         * the band changes no item but costs the locate three divisions and a load. */
         const bool claims = MM_GEMM_DYNAMIC_CLAIMS && !pair;
+        const int band = claims ? 0 : MM_GEMM_BAND;
         int item = blockIdx.x, next = 0;
         if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
-        for (uint32_t n = 0;; n++) {
-            gemm_item *it = &slot[n & 1];
-            mm_item_wait_free(&items, n);
-            if (MM_GEMM_ROTATE && pair) /* the pairs' fixed walk rotated each wave (mm_pair_walk_item) */
-                item = 2 * mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + (int)(blockIdx.x & 1u);
-            if (claims) {
-                /* every thread read the last claim before the table barrier below */
-                if (threadIdx.x == 0) claimed = next;
-                mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-                item = claimed;
-            }
-            if (item >= total) {
-                if (threadIdx.x == 0) it->last = 1;
-                mm_item_publish(&items, n);
-                break;
-            }
-            mm_tile t = mm_tile_locate_banded(g.tile_start, g.experts, col_tiles, MM_GEMM_BAND, item);
-            int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_GEMM_BM;
-            int rows = g.row_count[t.expert] - t.row_tile * MM_GEMM_BM;
-            rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
-            int r = a_row0 + ((int)threadIdx.x < rows ? (int)threadIdx.x : 0);
-            it->tab.row[threadIdx.x] = g.a + (size_t)r * g.k;
-            it->tab.scale[threadIdx.x] = g.a_scale + (size_t)r * kblocks;
-            if (threadIdx.x == 0) {
-                it->last = 0;
-                it->rows = rows;
-                it->a_row0 = a_row0;
-                it->n0 = t.col_tile * MM_GEMM_BN;
-            }
-            mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader */
-            mm_item_publish(&items, n);
-            mm_inject_stall(item);
-            mm_tile_b b = {g.w_map, t.expert * g.n + t.col_tile * MM_GEMM_BN,
-                           g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks};
-            mm_tile_a_map am = {g.a_map, a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, false, false,
+        /* item n + 1 is located, tabled and published before item n's last K block is issued:
+         * done after it, the ring ran dry for that work at every item boundary, which a decode
+         * item's 16-32 latency-bound blocks do not hide */
+        uint32_t n = 0;
+        gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(claims, pair, &claimed, next, item, 0), total,
+                                          band, col_tiles, kblocks);
+        if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+        while (!cur.last) {
+            mm_inject_stall(cur.item);
+            const gemm_item *it = &slot[n & 1];
+            const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
+                                 g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks};
+            const mm_tile_a_map am = {g.a_map, it->a_row0, pair ? 1 : 0};
+            const int split = kblocks - 1;
+            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, split, 0, 0, false, 0, false, false,
                             MM_GEMM_GIVE_UP != 0);
-            if (!claims) item += gridDim.x;
-            else if (threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+            const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
+                                                   gemm_walk(claims, pair, &claimed, next, cur.item, n + 1), total,
+                                                   band, col_tiles, kblocks);
+            if (claims && !nx.last && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, split, kblocks, 0, 0, false, 0, false,
+                            false, MM_GEMM_GIVE_UP != 0);
+            cur = nx;
+            n++;
         }
     } else {
         mm_regs_math();

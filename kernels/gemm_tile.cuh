@@ -667,9 +667,14 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * the tiny area, one stage per K block: twice the weight bytes in flight of the two-stage
          * form, which a decode tile's latency-bound stream lacks */
         uint8_t *rows_at = compact ? (uint8_t *)sc + MM_TILE_SCALE_BYTES : sa;
-        mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
+        /* the flag read before the wait, so its latency is not between the stage coming free and
+         * the loads refilling it (the standalone decode's stream is that latency-bound); an expiry
+         * while this wait passed stops the loads one block later */
+        const bool expired = give_up && *(volatile uint32_t *)&mm_stage_wait_expired;
+        const bool freed = mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS,
+                                        MM_PIPE_WAIT_STAGE_EMPTY); /* a fresh barrier passes parity 1 */
         MM_AUDIT_REFILL(s);
-        if (give_up && *(volatile uint32_t *)&mm_stage_wait_expired) {
+        if (give_up && (expired || !freed)) {
             mm_ring_advance(ring);
             continue;
         }
