@@ -109,6 +109,10 @@ static __device__ unsigned int gemm_claims;
 #define MM_GEMM_ROTATE 0
 #endif
 
+#ifndef MM_GEMM_PUBLISH_AHEAD /* experiments: 0 publishes item n + 1 after item n's last K block is issued */
+#define MM_GEMM_PUBLISH_AHEAD 1
+#endif
+
 #ifndef MM_GEMM_GIVE_UP /* experiments: 0 keeps loading after an expired wait (the decode bisect; a stall then may fault) */
 #define MM_GEMM_GIVE_UP 1
 #endif
@@ -227,7 +231,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
                                  g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks};
             const mm_tile_a_map am = {g.a_map, it->a_row0, pair ? 1 : 0};
-            const int split = kblocks - 1;
+            const int split = MM_GEMM_PUBLISH_AHEAD ? kblocks - 1 : kblocks;
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, split, 0, 0, false, 0, false, false,
                             MM_GEMM_GIVE_UP != 0);
             const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
