@@ -14,7 +14,7 @@ make -j16 $C GIT_REV=${GIT_REV:-unknown} build/megamoe > $OUT/build.log 2>&1 || 
 (cd build/old-9d7b960 && make -j8 $C GIT_REV=9d7b960 build/megamoe > $OUT/build-old.log 2>&1) &
 for v in noahead:-DMM_GEMM_PUBLISH_AHEAD=0 audit:-DMM_RING_AUDIT inject:-DMM_INJECT_STALL_MS=12000; do
   b=${v%%:*}; f=${v#*:}
-  mkdir -p build/$b && cp -a build/src build/kernels build/$b/ && rm -f build/$b/kernels/*.o build/$b/megamoe
+  mkdir -p build/$b && cp -a build/src build/kernels build/$b/ && rm -f build/$b/kernels/gemm.o build/$b/megamoe
   (make -j4 $C BUILD=build/$b NVEXTRA=$f build/$b/megamoe > $OUT/build-$b.log 2>&1) &
 done
 wait
