@@ -8,7 +8,8 @@
  * accumulators, promoted with one FMA per block in K order.
  *
  * Roles: warpgroup 0 walks this CTA's tiles (a pair: blockIdx.x, + gridDim.x, ...; single CTAs
- * claim them from a counter; items in the banded order of mm_tile_locate_banded), writes each
+ * claim them from a counter, in the plain order; pairs' items in the banded order of
+ * mm_tile_locate_banded), writes each
  * tile's row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
  * tile's 128 rows for all 128 columns, and store their rows (a full BF16 half by tensor copies,
@@ -109,8 +110,12 @@ static __device__ unsigned int gemm_claims;
 #define MM_GEMM_ROTATE 0
 #endif
 
-#ifndef MM_GEMM_PUBLISH_AHEAD /* experiments: 0 publishes item n + 1 after item n's last K block is issued */
-#define MM_GEMM_PUBLISH_AHEAD 1
+/* experiments: 1 publishes item n + 1 before item n's last K block is issued, so the ring would not
+ * wait at item boundaries for the locate and the table. Measured against 0 (twenty-ninth session,
+ * x 3): Flash decode within 0.3 us, Flash GEMM2 4096 rows 1% faster, Pro decode and 4096 rows
+ * 0.5-1% slower: the boundary work was already hidden behind the ring's blocks in flight. */
+#ifndef MM_GEMM_PUBLISH_AHEAD
+#define MM_GEMM_PUBLISH_AHEAD 0
 #endif
 
 #ifndef MM_GEMM_GIVE_UP /* experiments: 0 keeps loading after an expired wait (the decode bisect; a stall then may fault) */
@@ -213,14 +218,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
          * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
          * once the loads of the current one are issued, so the atomic's round trip hides behind
          * the ring's blocks of math. Their experts have one row tile each (mm_tile_pairs), where
-         * the band changes no item but costs the locate three divisions and a load. */
+         * the band changes no item but costs the locate three divisions and a load: without it,
+         * and with the give-up flag read before the stage wait (mm_tile_produce), decode is 3-4%
+         * faster (Flash GEMM2 16 rows an expert 88.9 -> 86.0 us; twenty-ninth session). */
         const bool claims = MM_GEMM_DYNAMIC_CLAIMS && !pair;
         const int band = claims ? 0 : MM_GEMM_BAND;
         int item = blockIdx.x, next = 0;
         if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
-        /* item n + 1 is located, tabled and published before item n's last K block is issued:
-         * done after it, the ring ran dry for that work at every item boundary, which a decode
-         * item's 16-32 latency-bound blocks do not hide */
+        /* item n + 1 is located, tabled and published once item n's loads are issued (with
+         * -DMM_GEMM_PUBLISH_AHEAD=1, before its last K block) */
         uint32_t n = 0;
         gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(claims, pair, &claimed, next, item, 0), total,
                                           band, col_tiles, kblocks);
