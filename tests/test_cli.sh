@@ -58,6 +58,8 @@ abs_bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 if ! nvidia-smi -L >/dev/null 2>&1; then
     expect 2 "no usable CUDA device" 1 -- "$bin" bench --config configs/tiny.json
 fi
+# gpu-check's switch: a value it does not know is a usage error (exit 2) before any GPU is looked for
+expect 2 "GPU_CHECK_TOOLS must be 0, 1 or only, not 'some'" 1 -- env GPU_CHECK_TOOLS=some bash scripts/gpu-check.sh "$tmp/gpu-logs"
 # under mpirun, on a machine without GPUs: plan for the world size
 if command -v mpirun >/dev/null; then
     expect 0 "" -1 -- timeout 120 mpirun -np 2 --oversubscribe "$bin" plan --batches 1,64
