@@ -134,10 +134,9 @@ typedef struct {
     int item, last;
 } gemm_work;
 
-/* The item the producer's item n + 1 is, after item `item` was its n: claimed (the claim the
- * producer's thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk
- * (rotated each wave with -DMM_GEMM_ROTATE=1, mm_pair_walk_item), or the next wave's. n == 0: the
- * first (item is then blockIdx.x). */
+/* The producer's n-th item, `item` being its (n - 1)-th (for n == 0: blockIdx.x): claimed (the
+ * claim thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk
+ * rotated each wave (-DMM_GEMM_ROTATE=1, mm_pair_walk_item), or the next wave's. */
 __device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n)
 {
     if (claims) {

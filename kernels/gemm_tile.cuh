@@ -624,9 +624,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                                                 int extra = 0, bool tight = false, bool handoff = false,
                                                 bool give_up = false)
 {
-    /* give_up (the standalone GEMM): once a wait of the CTA expired, no more loads are issued, so
-     * none is still in flight into a CTA of the pair that has left (a stalled producer that wakes
-     * up would otherwise stream the rest of its items unwaited: "unspecified launch failure") */
+    /* give_up (the standalone GEMM): once a wait of the CTA expired, no more loads are issued (at
+     * most one more block when another warp's wait expires while this thread's passes), so none
+     * is still in flight into a CTA of the pair that has left (a stalled producer that wakes up
+     * would otherwise stream the rest of its items unwaited: "unspecified launch failure") */
     /* handoff (a compile-time constant at every call): the fused kernel's hand-off form, whose
      * GEMM2 items may wait for each K block's I block (mm_handoff_wait) */
     /* a dual pass's second weight block: second_rows further in the same map (0: none); as two
