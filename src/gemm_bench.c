@@ -307,9 +307,8 @@ static void gemm_fill_meta(mm_gemm_results *res, const mm_options *o, const stru
 {
     mm_meta *m = &res->meta;
     mm_fmt(m->gpu, sizeof m->gpu, "%s", prop->name);
-    int v = 0;
-    if (cudaDriverGetVersion(&v) == cudaSuccess) mm_fmt(m->driver, sizeof m->driver, "CUDA driver API %d.%d", v / 1000, v % 1000 / 10);
-    if (cudaRuntimeGetVersion(&v) == cudaSuccess) mm_fmt(m->cuda, sizeof m->cuda, "%d.%d", v / 1000, v % 1000 / 10);
+    runtime_driver_version(m->driver, sizeof m->driver);
+    if (runtime_cuda_version(m->cuda, sizeof m->cuda) != MM_OK) mm_fmt(m->cuda, sizeof m->cuda, "unknown");
     mm_fmt(m->nccl, sizeof m->nccl, "not used");
     m->ep = o->ep;
     m->interleave = 1; /* ours and cuBLASLt side by side, always */

@@ -42,7 +42,7 @@ static void version_string(int code, char *buf, size_t len)
     mm_fmt(buf, len, "%d.%d.%d", code / 10000, (code / 100) % 100, code % 100);
 }
 
-static void read_driver_version(char *buf, size_t len)
+void runtime_driver_version(char *buf, size_t len)
 {
     int v = 0;
     cudaDriverGetVersion(&v);
@@ -62,6 +62,14 @@ static void read_driver_version(char *buf, size_t len)
         }
     }
     fclose(f);
+}
+
+mm_status runtime_cuda_version(char *buf, size_t len)
+{
+    int rv = 0;
+    CUDA_TRY(cudaRuntimeGetVersion(&rv));
+    mm_fmt(buf, len, "%d.%d", rv / 1000, (rv % 1000) / 10);
+    return MM_OK;
 }
 
 /* Device selection and the checks that must hold on every rank before NCCL starts. */
@@ -169,10 +177,8 @@ static mm_status init_local(mm_runtime *rt, int timeout_ms, size_t sym_bytes)
 {
     MM_TRY(pick_device(rt));
     CUDA_TRY(cudaStreamCreateWithFlags(&rt->stream, cudaStreamNonBlocking));
-    int rv = 0;
-    CUDA_TRY(cudaRuntimeGetVersion(&rv));
-    mm_fmt(rt->cuda, sizeof rt->cuda, "%d.%d", rv / 1000, (rv % 1000) / 10);
-    read_driver_version(rt->driver, sizeof rt->driver);
+    MM_TRY(runtime_cuda_version(rt->cuda, sizeof rt->cuda));
+    runtime_driver_version(rt->driver, sizeof rt->driver);
     rt->flush_bytes = mm_l2_flush_bytes(rt->l2_bytes);
     CUDA_TRY(cudaMalloc(&rt->flush, rt->flush_bytes));
     (void)timeout_ms;

@@ -98,6 +98,10 @@ mm_status runtime_device_barrier(mm_runtime *rt);
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
+/* The versions a results file names: the NVIDIA driver's (/proc/driver/nvidia/version, else the
+ * CUDA driver API's) and the CUDA runtime's ("13.0"). */
+void runtime_driver_version(char *buf, size_t len);
+mm_status runtime_cuda_version(char *buf, size_t len);
 
 /* This rank's comparison of a BF16 output [n] with the double reference, summed into `acc`
  * (read back on the compute stream, so it waits for the compare). `scratch`: device memory. */
