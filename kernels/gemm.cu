@@ -685,8 +685,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             } else {
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
                 const float *slot_f = scale_slots;
-                /* K block 0 apart, acc zeroed once its MMAs are issued: measured 2-4% faster than
-                 * zeroing acc before the loop (perf-notes, thirtieth session) */
+                /* K block 0 apart (acc zeroed once its MMAs are issued). With it ptxas predicates
+                 * the loop's stage release (lane 0's arrivals) instead of branching around it with
+                 * a reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion:
+                 * 2-4% faster at 12288-49152 rows, most where K is longest (Pro GEMM1; perf-notes,
+                 * thirtieth session). Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,

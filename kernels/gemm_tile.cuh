@@ -848,15 +848,6 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
     mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
 
-#ifndef MM_TILE_ZERO_LATE /* experiments: 1 zeroes acc once the first block's MMAs are issued (the wide form's gain, thirtieth session) */
-#define MM_TILE_ZERO_LATE 0
-#endif
-__device__ __forceinline__ void mm_tile_zero(float acc[MM_TILE_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-}
-
 /* Math (warpgroups 1 and 2): acc = the pass's A[rows][K] x W[BN][K]^T with the recipe's
  * per-block promotion, from the blocks the producer put in the ring. In a tile of more than 64
  * rows, one block's MMAs stay in flight while the previous block is promoted (two block sums,
@@ -873,7 +864,8 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     const int kblocks = k / MM_GEMM_BK, g = mm_warpgroup() - 1;
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
-    if (!MM_TILE_ZERO_LATE) mm_tile_zero(acc);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
             mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
@@ -891,7 +883,6 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
             const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
-            if (MM_TILE_ZERO_LATE && kb == 0) mm_tile_zero(acc);
             MM_WGMMA_WAIT(0, 1);
             mm_tile_retire(b, p, pair, blk0, acc);
         }
@@ -901,7 +892,6 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
     mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
-    if (MM_TILE_ZERO_LATE) mm_tile_zero(acc);
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
         b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
