@@ -6,23 +6,28 @@
 #                                        build/ab-old, its revision in build/ab-old/REV; carry
 #                                        build/ab-old to the GPU machine
 #   scripts/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
-#                                        times old / new / old / new ... and compares each pair
-#                                        with `megamoe gate`; LOGDIR/ab.tgz holds every log (one file)
+#                                        times old / new, then new / old, ... (the side that runs
+#                                        first alternates: a build always run second gained ~1-2%
+#                                        from it once) and compares each pair with `megamoe gate`;
+#                                        LOGDIR/ab.tgz holds every log (one file)
 # run options (defaults in brackets):
 #   --configs LIST     config names under configs/ [deepseek-v4-flash,deepseek-v4-pro]
 #   --batches LIST     bench --batches [1,64,512,4096,8192]
 #   --modes LIST       bench --modes [fused]
+#   --gemm ROWS        time the GEMM core instead: `gemm --ep 8 --rows ROWS` on one GPU
+#   --tile T           with --gemm: gemm --tile [auto]
 #   --rounds N         old / new pairs per config [2]
-#   --iters N          bench --iters [30]
+#   --iters N          bench's or gemm's --iters [30]
 #   --np N             ranks [every local GPU]
 #   --new-extra FLAGS  NVEXTRA of the new build (a flag experiment on one tree: old = new without it)
-#   --no-check         skip `check` of the new build
+#   --no-check         skip `check` of the new build (with --gemm it checks every mode)
+#   --dry-run          print the timed commands in their order and stop (no build, no GPU)
 # Exit status: 0 when every step ran (the gate's verdicts are in summary.txt, not judged), 2 bad
 # usage, 3 a build failed, 1 the new build's check failed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 old_dir=build/ab-old
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1; shift
 if [ "$cmd" = prepare ]; then
@@ -36,7 +41,7 @@ fi
 if [ "$cmd" != run ] || [ $# -lt 1 ]; then usage; fi
 logs=$1; shift
 configs=deepseek-v4-flash,deepseek-v4-pro batches=1,64,512,4096,8192 modes=fused rounds=2 iters=30
-np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) new_extra="" check=1
+np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) new_extra="" check=1 gemm_rows="" tile=auto dry=0
 while [ $# -gt 0 ]; do
     case $1 in
         --configs) configs=$2; shift 2 ;;
@@ -47,10 +52,32 @@ while [ $# -gt 0 ]; do
         --np) np=$2; shift 2 ;;
         --new-extra) new_extra=$2; shift 2 ;;
         --no-check) check=0; shift ;;
+        --gemm) gemm_rows=$2; shift 2 ;;
+        --tile) tile=$2; shift 2 ;;
+        --dry-run) dry=1; shift ;;
         *) echo "ab: unknown option $1" >&2; usage ;;
     esac
 done
-[ "${np:-0}" -ge 1 ] || { echo "ab: no GPU found" >&2; exit 2; }
+[ -n "$gemm_rows" ] && np=1 # the GEMM core runs on one GPU
+[ "${np:-0}" -ge 1 ] || [ $dry -eq 1 ] || { echo "ab: no GPU found" >&2; exit 2; }
+# round r's sides in the order they run: old first in odd rounds, new first in even ones
+sides_of() { if [ $(($1 % 2)) -eq 1 ]; then echo "old new"; else echo "new old"; fi; }
+# the timed command of one side (binary, config, JSON path)
+timed() {
+    if [ -n "$gemm_rows" ]; then
+        echo "$1 gemm --config configs/$2.json --ep 8 --rows $gemm_rows --tile $tile --iters $iters --json $3"
+    else
+        echo "$1 bench --config configs/$2.json --modes $modes --batches $batches --iters $iters --breakdown --json $3"
+    fi
+}
+if [ $dry -eq 1 ]; then
+    for cfg in ${configs//,/ }; do
+        for r in $(seq 1 "$rounds"); do
+            for side in $(sides_of "$r"); do echo "$side: $(timed "$side" "$cfg" "$logs/$cfg-$side-$r.json")"; done
+        done
+    done
+    exit 0
+fi
 mkdir -p "$logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 cjson=()
@@ -97,19 +124,24 @@ note "ab: built in $((SECONDS - t0)) s"
 mpi=(mpirun --bind-to none -np "$np")
 rc=0
 if [ $check -eq 1 ]; then
-    "${mpi[@]}" "$new_bin" check --modes "$modes" --json "$logs/check-new.json" >"$logs/check-new.log" 2>&1 || rc=1
+    # with --gemm every mode: ll's and normal's GEMMs are the core's, fused shares its tile code
+    check_modes=$modes; [ -n "$gemm_rows" ] && check_modes=fused,normal,ll
+    "${mpi[@]}" "$new_bin" check --modes "$check_modes" --json "$logs/check-new.json" >"$logs/check-new.log" 2>&1 || rc=1
     note "check (new): $(grep -h '^check:' "$logs/check-new.log" | tail -1)"
     pack
 fi
 for cfg in ${configs//,/ }; do
     for r in $(seq 1 "$rounds"); do
-        for side in old new; do
+        for side in $(sides_of "$r"); do
             bin=$old_bin; [ $side = new ] && bin=$new_bin
-            timeout 300 "${mpi[@]}" "$bin" bench --config "configs/$cfg.json" --modes "$modes" --batches "$batches" \
-                --iters "$iters" --breakdown --json "$logs/$cfg-$side-$r.json" >"$logs/$cfg-$side-$r.txt" 2>&1
+            # shellcheck disable=SC2046 # timed's words are the command
+            timeout 300 "${mpi[@]}" $(timed "$bin" "$cfg" "$logs/$cfg-$side-$r.json") >"$logs/$cfg-$side-$r.txt" 2>&1
             brc=$?
-            # batch:us of the first mode's column per row
-            note "bench $cfg $side $r: rc=$brc $(grep -E '^ +[0-9]+ +OK' "$logs/$cfg-$side-$r.txt" | awk '{printf "%s:%s ", $1, $3}')"
+            if [ -n "$gemm_rows" ]; then # gemm rows: GEMM/rows:us
+                note "gemm $cfg $side $r: rc=$brc $(grep -E '^gemm[12] ' "$logs/$cfg-$side-$r.txt" | awk '{printf "%s/%s:%s ", $1, $2, $9}')"
+            else # batch:us of the first mode's column per row
+                note "bench $cfg $side $r: rc=$brc $(grep -E '^ +[0-9]+ +OK' "$logs/$cfg-$side-$r.txt" | awk '{printf "%s:%s ", $1, $3}')"
+            fi
         done
         "$new_bin" gate --baseline "$logs/$cfg-old-$r.json" --current "$logs/$cfg-new-$r.json" \
             >"$logs/gate-$cfg-$r.txt" 2>&1

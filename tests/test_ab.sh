@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/ab.sh's CPU-side behaviour: usage errors exit 2, `prepare` puts a revision's tree in
-# build/ab-old with its name, an unknown revision exits 2. (`run` needs GPUs: gpu machines only.)
+# build/ab-old with its name, an unknown revision exits 2, `run --dry-run` lists the timed commands
+# with the first side alternating between rounds, `gemm` ones with --gemm. (The rest of `run`
+# needs GPUs: gpu machines only.)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 pass=0 fail=0
@@ -14,6 +16,13 @@ expect 2 unknown-command scripts/ab.sh compare
 expect 2 unknown-option scripts/ab.sh run build/ab-test --bogus
 grep -q "unknown option --bogus" /tmp/test_ab.$$.out || { fail=$((fail + 1)); echo "FAIL unknown-option: no message"; }
 expect 2 bad-revision scripts/ab.sh prepare no-such-revision-xyz
+expect 0 dry-run-gemm scripts/ab.sh run build/ab-test --gemm 12288,49152 --configs deepseek-v4-pro --rounds 3 --iters 10 --dry-run
+[ "$(cut -d: -f1 /tmp/test_ab.$$.out | tr '\n' ' ')" = "old new new old old new " ] &&
+    [ "$(grep -c ' gemm --config configs/deepseek-v4-pro.json --ep 8 --rows 12288,49152 --tile auto --iters 10 ' /tmp/test_ab.$$.out)" = 6 ] ||
+    { fail=$((fail + 1)); echo "FAIL dry-run-gemm: order or commands wrong"; cat /tmp/test_ab.$$.out; }
+expect 0 dry-run-bench scripts/ab.sh run build/ab-test --configs deepseek-v4-flash --rounds 2 --dry-run
+[ "$(grep -c ' bench --config configs/deepseek-v4-flash.json --modes fused ' /tmp/test_ab.$$.out)" = 4 ] ||
+    { fail=$((fail + 1)); echo "FAIL dry-run-bench: commands wrong"; cat /tmp/test_ab.$$.out; }
 if git rev-parse --git-dir >/dev/null 2>&1; then
     expect 0 prepare-head scripts/ab.sh prepare HEAD
     [ "$(cat build/ab-old/REV)" = "$(git rev-parse --short HEAD)" ] && [ -f build/ab-old/Makefile ] &&
