@@ -7,8 +7,8 @@
 #                                        build/ab-old to the GPU machine
 #   scripts/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
 #                                        times old / new, then new / old, ... (the side that runs
-#                                        first alternates: a build always run second gained ~1-2%
-#                                        from it once) and compares each pair with `megamoe gate`;
+#                                        first alternates, so neither always meets the GPU state
+#                                        the other left) and compares each pair with `megamoe gate`;
 #                                        LOGDIR/ab.tgz holds every log (one file)
 # run options (defaults in brackets):
 #   --configs LIST     config names under configs/ [deepseek-v4-flash,deepseek-v4-pro]
