@@ -5,8 +5,9 @@
 # If the prefix costs a few us, the real change is the prefix built inside the GEMM kernel
 # (perf-notes, thirtieth session, next step 4).
 set -u
-scripts/ab.sh run $OUT/ab --new-extra -DMM_GEMM_PREFIX_ONCE=1 --gemm 8,64,512,4096 --tile 128 \
+scripts/ab.sh run /tmp/ab --new-extra -DMM_GEMM_PREFIX_ONCE=1 --gemm 8,64,512,4096 --tile 128 \
     --configs deepseek-v4-flash,deepseek-v4-pro --rounds 3 --iters 30 --no-check
 rc=$?
-cat $OUT/ab/summary.txt
+cp /tmp/ab/ab.tgz /tmp/ab/summary.txt $OUT/ # few files come back from the device: one archive
+cat /tmp/ab/summary.txt
 exit $rc
