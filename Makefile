@@ -184,6 +184,7 @@ test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/f
 	tests/test_gate.sh $(BUILD)/megamoe
 	tests/test_ep_invariance.sh
 	tests/test_ab.sh
+	tests/test_lab.sh
 	tests/test_racecheck_unknown.sh
 	python3 scripts/ncu-stalls.py tests/ncu/sass-sample.csv 2 > $(BUILD)/ncu-stalls.txt && \
 	  grep -q "by reason: long_sb=58.0, barrier=28.0, wait=14.0" $(BUILD)/ncu-stalls.txt && \

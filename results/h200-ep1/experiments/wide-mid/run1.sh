@@ -7,41 +7,36 @@
 # at 49152 rows; Flash's 1536 rows (8 x 192) unchanged (a control). One H200, carry [".deps"];
 # ~8 min. Correctness of the new build first, then scripts/ab.sh --gemm (sides alternating).
 set -u
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-C=CJSON_HOME=$PWD/.deps/usr
-mpi="mpirun --bind-to none -np 1"
+. scripts/lab.sh
 t0=$SECONDS
 flags=-DMM_WIDE_MID=1
-B=build/ab-new-$(printf '%s' "$flags" | md5sum | cut -c1-8) # the folder ab.sh builds the new side in
-make -j16 $C GIT_REV=${GIT_REV:-unknown} build/megamoe > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-mkdir -p $B build/midaudit build/midinject
-for d in $B build/midaudit build/midinject; do cp -a build/src build/kernels $d/ && rm -f $d/kernels/gemm.o $d/megamoe; done
-make -j8 $C BUILD=$B NVEXTRA="$flags" $B/megamoe > $OUT/build-mid.log 2>&1 &
-make -j8 $C BUILD=build/midaudit NVEXTRA="$flags -DMM_RING_AUDIT" build/midaudit/megamoe > $OUT/build-midaudit.log 2>&1 &
-make -j8 $C BUILD=build/midinject NVEXTRA="$flags -DMM_INJECT_STALL_MS=12000" build/midinject/megamoe > $OUT/build-midinject.log 2>&1 &
-wait
-for x in $B/megamoe build/midaudit/megamoe build/midinject/megamoe; do [ -x $x ] || { echo "build $x failed"; tail -20 $OUT/build-*.log; exit 1; }; done
+mid=ab-new-$(printf '%s' "$flags" | md5sum | cut -c1-8) # the folder ab.sh builds the new side in
+make -j16 "${lab_cjson[@]}" GIT_REV=${GIT_REV:-unknown} build/megamoe > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+lab_variant $mid "$flags"
+lab_variant midaudit "$flags -DMM_RING_AUDIT"
+lab_variant midinject "$flags -DMM_INJECT_STALL_MS=12000"
+lab_wait_variants || exit 1
 echo "builds $((SECONDS-t0)) s"
-r() { local want=$1 n=$2; shift 2; local t=$SECONDS; timeout 150 "$@" > /tmp/c-$n.log 2>&1; local rc=$?; printf '%-30s rc=%-3d want %d %4ds\n' $n $rc $want $((SECONDS-t)); }
+mpi="mpirun --bind-to none -np 1" B=build/$mid/megamoe
 F="--config configs/deepseek-v4-flash.json --ep 8"
 P="--config configs/deepseek-v4-pro.json --ep 8"
 N="--config tests/configs/small-n2048.json --ep 2"
 # row counts with rests of 1..64 (split pairs), 65..128 (mid last tiles) and full tiles, both scale paths
-r 0 tiny-skewed $mpi $B/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,65,129,193,257,300,450,2000,9000 --spread skewed --tile 192 --iters 3
-r 0 k512-skewed $mpi $B/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,65,193,257,300,2000,9000 --spread skewed --tile 192 --iters 3
-r 0 n2048-skewed $mpi $B/megamoe gemm $N --rows 37,193,300,2000,5000,20000 --spread skewed --tile 192 --iters 3
-r 0 flash-skewed $mpi $B/megamoe gemm $F --rows 3000,20000,49152 --spread skewed --tile 192 --iters 3
-r 0 flash-routing $mpi $B/megamoe gemm $F --rows 49152 --spread routing --tile 192 --iters 3
-r 0 pro-uniform $mpi $B/megamoe gemm $P --rows 46080,49152 --tile 192 --iters 3
-r 0 memcheck $mpi compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no $B/megamoe gemm $N --rows 193,300,2000 --spread skewed --tile 192 --iters 1 --warmup 0
-r 0 racecheck $mpi compute-sanitizer --tool racecheck --report-api-errors no $B/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,193,300 --spread skewed --tile 192 --iters 1 --warmup 0
-r 0 audit $mpi build/midaudit/megamoe gemm $N --rows 193,300,2000 --spread skewed --tile 192 --iters 3
-r 4 stall $mpi build/midinject/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 300 --tile 192 --iters 3
-echo "OK rows: $(grep -hE '^gemm[12] ' /tmp/c-*.log | grep -c ' OK ')  not OK: $(grep -hE '^gemm[12] ' /tmp/c-*.log | grep -vc ' OK ')"
-grep -h "ERROR SUMMARY" /tmp/c-memcheck.log; grep -h "RACECHECK SUMMARY" /tmp/c-racecheck.log
-echo "racecheck outside the known class: $(scripts/racecheck-unknown.sh /tmp/c-racecheck.log)"
-grep -h "timed out" /tmp/c-stall.log | head -1
-(cd /tmp && tar czf $OUT/logs.tgz c-*.log)
+lab_run 0 tiny-skewed $mpi $B gemm --config configs/tiny.json --ep 2 --rows 1,65,129,193,257,300,450,2000,9000 --spread skewed --tile 192 --iters 3
+lab_run 0 k512-skewed $mpi $B gemm --config tests/configs/small-k512.json --ep 2 --rows 1,65,193,257,300,2000,9000 --spread skewed --tile 192 --iters 3
+lab_run 0 n2048-skewed $mpi $B gemm $N --rows 37,193,300,2000,5000,20000 --spread skewed --tile 192 --iters 3
+lab_run 0 flash-skewed $mpi $B gemm $F --rows 3000,20000,49152 --spread skewed --tile 192 --iters 3
+lab_run 0 flash-routing $mpi $B gemm $F --rows 49152 --spread routing --tile 192 --iters 3
+lab_run 0 pro-uniform $mpi $B gemm $P --rows 46080,49152 --tile 192 --iters 3
+lab_run 0 memcheck $mpi compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no $B gemm $N --rows 193,300,2000 --spread skewed --tile 192 --iters 1 --warmup 0
+lab_run 0 racecheck $mpi compute-sanitizer --tool racecheck --report-api-errors no $B gemm --config tests/configs/small-k512.json --ep 2 --rows 1,193,300 --spread skewed --tile 192 --iters 1 --warmup 0
+lab_run 0 audit $mpi build/midaudit/megamoe gemm $N --rows 193,300,2000 --spread skewed --tile 192 --iters 3
+lab_run 4 stall $mpi build/midinject/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 300 --tile 192 --iters 3
+lab_ok_rows
+grep -h "ERROR SUMMARY" $LAB_LOGS/memcheck.log; grep -h "RACECHECK SUMMARY" $LAB_LOGS/racecheck.log
+echo "racecheck outside the known class: $(scripts/racecheck-unknown.sh $LAB_LOGS/racecheck.log)"
+grep -h "timed out" $LAB_LOGS/stall.log | head -1
+lab_pack $OUT
 echo "tests $((SECONDS-t0)) s"
 scripts/ab.sh run /tmp/ab --new-extra "$flags" --gemm 12288,46080,49152 --tile 192 --configs deepseek-v4-pro,deepseek-v4-flash --rounds 3 --iters 10 --no-check
 cp /tmp/ab/ab.tgz $OUT/ && cat /tmp/ab/summary.txt

@@ -1,0 +1,54 @@
+# Helpers for a one-call experiment script on a GPU machine (results/*/experiments/*/run*.sh), to
+# be sourced from the repository root: every such script builds a few flag variants, runs a list
+# of checks, each time-limited with its log kept, and counts what passed. Timed comparisons go
+# through scripts/ab.sh.
+#
+#   lab_variant NAME "FLAGS"   after build/megamoe is built: build/NAME/megamoe with NVEXTRA=FLAGS,
+#                              from a copy of build/'s objects (the kernels rebuilt), in the
+#                              background; lab_wait_variants waits and fails on a missing binary
+#   lab_run WANT NAME CMD...   CMD with a 150 s limit (LAB_TIMEOUT), output in $LAB_LOGS/NAME.log;
+#                              prints one line: the name, its exit status and WANT; returns 0
+#                              when they match
+#   lab_ok_rows                `gemm` rows OK / not OK over every log so far
+#   lab_pack OUT               the logs into OUT/logs.tgz (few files come back from the device)
+LAB_LOGS=${LAB_LOGS:-/tmp/lab-logs}
+LAB_TIMEOUT=${LAB_TIMEOUT:-150}
+mkdir -p "$LAB_LOGS"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+lab_cjson=()
+[ -f .deps/usr/include/cjson/cJSON.h ] && lab_cjson=(CJSON_HOME="$PWD/.deps/usr")
+lab_variants=()
+
+lab_variant() { # name, flags
+    local dir=build/$1
+    mkdir -p "$dir" && cp -a build/src build/kernels "$dir/" && rm -f "$dir"/kernels/*.o "$dir/megamoe"
+    make -j8 "${lab_cjson[@]}" BUILD="$dir" NVEXTRA="$2" "$dir/megamoe" >"$LAB_LOGS/build-$1.log" 2>&1 &
+    lab_variants+=("$dir/megamoe")
+}
+
+lab_wait_variants() {
+    wait
+    local bin
+    for bin in "${lab_variants[@]}"; do
+        [ -x "$bin" ] || { echo "lab: $bin did not build"; tail -20 "$LAB_LOGS"/build-*.log; return 1; }
+    done
+}
+
+lab_run() { # expected status, name, command...
+    local want=$1 name=$2 t=$SECONDS rc
+    shift 2
+    timeout "$LAB_TIMEOUT" "$@" >"$LAB_LOGS/$name.log" 2>&1
+    rc=$?
+    printf '%-30s rc=%-3d want %d %4ds\n' "$name" "$rc" "$want" $((SECONDS - t))
+    [ "$rc" -eq "$want" ]
+}
+
+lab_ok_rows() {
+    local rows
+    rows=$(cat "$LAB_LOGS"/*.log 2>/dev/null | grep -E '^gemm[12] ')
+    echo "gemm rows OK: $(printf '%s\n' "$rows" | grep -c ' OK ')  not OK: $(printf '%s\n' "$rows" | grep -E '^gemm' | grep -vc ' OK ')"
+}
+
+lab_pack() { # out folder
+    tar czf "$1/logs.tgz" -C "$LAB_LOGS" .
+}
