@@ -5,6 +5,8 @@
 #   scripts/ab.sh prepare REV            (here, with git) the old tree from `git archive REV` into
 #                                        build/ab-old, its revision in build/ab-old/REV; carry
 #                                        build/ab-old to the GPU machine
+#   scripts/ab.sh new-dir FLAGS          prints the folder `run --new-extra FLAGS` builds the new
+#                                        side in (a script that builds it first is then reused)
 #   scripts/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
 #                                        times old / new, then new / old, ... (the side that runs
 #                                        first alternates, so neither always meets the GPU state
@@ -30,6 +32,14 @@ old_dir=build/ab-old
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1; shift
+# a build folder per flag set: make does not track NVEXTRA, so runs with other flags in the same
+# folder would keep the first run's objects
+new_dir_of() { echo "build/ab-new-$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+if [ "$cmd" = new-dir ]; then
+    [ $# -eq 1 ] || usage
+    new_dir_of "$1"
+    exit 0
+fi
 if [ "$cmd" = prepare ]; then
     [ $# -eq 1 ] || usage
     rev=$(git rev-parse --short "$1") || { echo "ab: no revision $1" >&2; exit 2; }
@@ -91,9 +101,7 @@ pack() {
     rm -rf "$tmp"
 }
 : >"$logs/summary.txt"
-# a build folder per flag set: make does not track NVEXTRA, so runs with other flags in the same
-# folder would keep the first run's objects
-flags_build=build/ab-new-$(printf '%s' "$new_extra" | md5sum | cut -c1-8)
+flags_build=$(new_dir_of "$new_extra")
 # the old side: the prepared tree, or with --new-extra alone the working tree without the flags
 if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then
     old_bin=build/megamoe

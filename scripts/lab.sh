@@ -3,6 +3,8 @@
 # of checks, each time-limited with its log kept, and counts what passed. Timed comparisons go
 # through scripts/ab.sh.
 #
+#   lab_build OUT              build/megamoe (GIT_REV from the environment: the device copy's git
+#                              HEAD is stale), its log in OUT/build.log; fails with the log's tail
 #   lab_variant NAME "FLAGS"   after build/megamoe is built: build/NAME/megamoe with NVEXTRA=FLAGS,
 #                              from a copy of build/'s objects (the kernels rebuilt), in the
 #                              background; lab_wait_variants waits and fails on a missing binary
@@ -18,6 +20,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 lab_cjson=()
 [ -f .deps/usr/include/cjson/cJSON.h ] && lab_cjson=(CJSON_HOME="$PWD/.deps/usr")
 lab_variants=()
+
+lab_build() { # out folder
+    make -j16 "${lab_cjson[@]}" GIT_REV="${GIT_REV:-unknown}" build/megamoe >"$1/build.log" 2>&1 ||
+        { tail -20 "$1/build.log"; return 1; }
+}
 
 lab_variant() { # name, flags
     local dir=build/$1

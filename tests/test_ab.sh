@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/ab.sh's CPU-side behaviour: usage errors exit 2, `prepare` puts a revision's tree in
-# build/ab-old with its name, an unknown revision exits 2, `run --dry-run` lists the timed commands
+# build/ab-old with its name, an unknown revision exits 2, `new-dir` names the new side's build
+# folder per flag set, `run --dry-run` lists the timed commands
 # with the first side alternating between rounds, `gemm` ones with --gemm. (The rest of `run`
 # needs GPUs: gpu machines only.)
 set -u
@@ -16,6 +17,10 @@ expect 2 unknown-command scripts/ab.sh compare
 expect 2 unknown-option scripts/ab.sh run build/ab-test --bogus
 grep -q "unknown option --bogus" /tmp/test_ab.$$.out || { fail=$((fail + 1)); echo "FAIL unknown-option: no message"; }
 expect 2 bad-revision scripts/ab.sh prepare no-such-revision-xyz
+expect 0 new-dir scripts/ab.sh new-dir "-DMM_X=1 -DMM_Y=2"
+[ "$(cat /tmp/test_ab.$$.out)" = "build/ab-new-$(printf '%s' "-DMM_X=1 -DMM_Y=2" | md5sum | cut -c1-8)" ] ||
+    { fail=$((fail + 1)); echo "FAIL new-dir: $(cat /tmp/test_ab.$$.out)"; }
+expect 2 new-dir-no-flags scripts/ab.sh new-dir
 expect 0 dry-run-gemm scripts/ab.sh run build/ab-test --gemm 12288,49152 --configs deepseek-v4-pro --rounds 3 --iters 10 --dry-run
 [ "$(cut -d: -f1 /tmp/test_ab.$$.out | tr '\n' ' ')" = "old new new old old new " ] &&
     [ "$(grep -c ' gemm --config configs/deepseek-v4-pro.json --ep 8 --rows 12288,49152 --tile auto --iters 10 ' /tmp/test_ab.$$.out)" = 6 ] ||

@@ -10,8 +10,8 @@ set -u
 . scripts/lab.sh
 t0=$SECONDS
 flags=-DMM_WIDE_MID=1
-mid=ab-new-$(printf '%s' "$flags" | md5sum | cut -c1-8) # the folder ab.sh builds the new side in
-make -j16 "${lab_cjson[@]}" GIT_REV=${GIT_REV:-unknown} build/megamoe > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+mid=$(basename "$(scripts/ab.sh new-dir "$flags")") # the folder ab.sh builds the new side in
+lab_build $OUT || exit 1
 lab_variant $mid "$flags"
 lab_variant midaudit "$flags -DMM_RING_AUDIT"
 lab_variant midinject "$flags -DMM_INJECT_STALL_MS=12000"
