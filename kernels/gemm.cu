@@ -450,10 +450,6 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
     return p;
 }
 
-#ifndef MM_WIDE_MID /* experiments (not yet run on a GPU): 1 splits an expert's last 192 + <= 64 rows into two tiles of
-                      * 96..128 rows (mm_wide_tile_span), and loads any tile of 65..128 rows as 2 x 64 A rows */
-#define MM_WIDE_MID 0
-#endif
 #ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
 #define MM_WIDE_NARROW 1
 #endif
@@ -516,7 +512,7 @@ __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pip
         float blk[MM_TILE_ACC / 2];
         mm_tile_issue_n64(da + at, db + at, blk);
         MM_WGMMA_WAIT(0, 13);
-        mm_tile_release(pipe, st, true);
+        mm_tile_release_branch(pipe, st, true);
 #pragma unroll
         for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t.t_hi : t.t_lo, blk[i], acc[i]);
         mm_ring_advance(ring);
@@ -606,15 +602,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 break;
             }
             const mm_tile t = mm_tile_locate_banded(wide_tile_start, g.experts, col_tiles, MM_GEMM_BAND, (int)item);
-#if MM_WIDE_MID
-            int span0, rows; /* an expert's last 192 + <= 64 rows as two tiles of 96..128 */
-            mm_wide_tile_span(g.row_count[t.expert], t.row_tile, 1, &span0, &rows);
-            const int a_row0 = g.row_offset[t.expert] + span0;
-#else
             const int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_WIDE_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_WIDE_BM;
             rows = rows < MM_WIDE_BM ? rows : MM_WIDE_BM;
-#endif
             if (threadIdx.x == 0) {
                 it->last = 0;
                 it->rows = rows;
@@ -650,21 +640,10 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
                 if (pt == 0) {
                     /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
-#if MM_WIDE_MID
-                    /* a tile of 65..128 rows: 64 rows from each CTA, into both */
-                    const bool mid = !narrow && rows <= 128;
-                    const int a_bytes = narrow ? 64 * MM_GEMM_BK : mid ? 128 * MM_GEMM_BK : WIDE_A_STAGE;
-                    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                                 ::"r"(full), "r"(a_bytes + MM_TILE_B_STAGE) : "memory");
-                    if (mid)
-                        mm_tile_tma_a_multicast(sa + rank * 64 * 128, rows64_map, kb, a_row0 + 64 * (int)rank, full);
-                    else if (!narrow)
-#else
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  ::"r"(full), "r"(a_bytes + MM_TILE_B_STAGE) : "memory");
                     if (!narrow)
-#endif
                         mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
                                                 a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
                     else if (rank == 0)
@@ -711,7 +690,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 for (int kb = 0; kb < kblocks; kb++) {
                     mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(ring.stage);
-                    mm_tile_release(&pipe, ring.stage, true);
+                    mm_tile_release_branch(&pipe, ring.stage, true);
                     mm_ring_advance(ring);
                 }
             } else if (narrow) {
@@ -735,7 +714,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release(&pipe, st, true);
+                    mm_tile_release_branch(&pipe, st, true);
 #pragma unroll
                     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
@@ -748,7 +727,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release(&pipe, st, true);
+                    mm_tile_release_branch(&pipe, st, true);
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
                     mm_ring_advance(ring);
                 }

@@ -70,24 +70,6 @@ MM_HD long long mm_wide_padded_rows(int c)
     return (long long)(c / MM_WIDE_BM) * MM_WIDE_BM + (rest == 0 ? 0 : rest <= 64 ? 64 : MM_WIDE_BM);
 }
 
-/* Rows [*row0, *row0 + *rows) of an expert of c rows in its wide row tile t (of ceil(c / 192)):
- * full 192-row tiles, the last one the rest. With split_last (the MM_WIDE_MID experiment), a
- * rest of at most 64 rows after a full tile is not a narrow tile: the last two tiles share the
- * 192 + rest rows evenly (two tiles of 96..128 rows, which load 2 x 64 A rows: 16 KB a block
- * against 24 + 8 for a full tile and a narrow one). Same tile count either way. */
-MM_HD void mm_wide_tile_span(int c, int t, int split_last, int *row0, int *rows)
-{
-    const int tiles = (c + MM_WIDE_BM - 1) / MM_WIDE_BM, rest = c - (tiles - 1) * MM_WIDE_BM;
-    int r0 = t * MM_WIDE_BM, n = c - r0 < MM_WIDE_BM ? c - r0 : MM_WIDE_BM;
-    if (split_last && tiles >= 2 && rest <= 64 && t >= tiles - 2) {
-        const int shared = MM_WIDE_BM + rest, first = (shared + 1) / 2;
-        r0 = (tiles - 2) * MM_WIDE_BM + (t == tiles - 1 ? first : 0);
-        n = t == tiles - 1 ? shared - first : first;
-    }
-    *row0 = r0;
-    *rows = n;
-}
-
 /* Whether the wide form pays for these counts (count NULL: unknown, no). */
 MM_HD int mm_wide_pays(const int32_t *count, int experts)
 {

@@ -816,30 +816,13 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
 }
 
 /* Frees a stage: one arrival per math warp, also on the other CTA's barrier in a pair (its
- * producer multicasts into this CTA's stage too). */
-#ifndef MM_RELEASE_PREDICATED /* experiments: 1 issues lane 0's arrivals as predicated PTX (not yet run on a GPU) */
-#define MM_RELEASE_PREDICATED 0
-#endif
-__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
+ * producer multicasts into this CTA's stage too). Lane 0 arrives under an `if`: where ptxas keeps
+ * it as a branch, each K block pays a reconvergence (BSSY/BSYNC) and the address arithmetic
+ * inside it between its wgmma wait and its promotion, so the math paths take mm_tile_release
+ * (below) instead. This form stays for the ring audit (its hooks) and the wide kernel's K loop,
+ * where ptxas predicates it by itself (perf-notes, thirtieth session). */
+__device__ __forceinline__ void mm_tile_release_branch(mm_tile_pipe *p, int stage, bool pair)
 {
-#if MM_RELEASE_PREDICATED && !defined(MM_RING_AUDIT)
-    /* Lane 0's arrivals as predicated instructions in one asm statement: where ptxas kept the
-     * `if` below as a branch, each block paid a reconvergence (BSSY/BSYNC) and the address
-     * arithmetic inside it between its wgmma wait and its promotion; the wide form, where ptxas
-     * happened to predicate it, was 2-4% faster for it (perf-notes, thirtieth session). Every
-     * lane computes the addresses (uniform, cheap); only lane 0 arrives. */
-    __syncwarp();
-    const unsigned local = (unsigned)__cvta_generic_to_shared(&p->empty[stage]);
-    unsigned remote = local;
-    if (pair) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(mm_cluster_rank() ^ 1u));
-    asm volatile("{\n\t.reg .pred lane0, peer;\n\t"
-                 "setp.eq.u32 lane0, %0, 0;\n\t"
-                 "setp.ne.and.u32 peer, %1, 0, lane0;\n\t"
-                 "@lane0 mbarrier.arrive.shared::cta.b64 _, [%2];\n\t"
-                 "@peer mbarrier.arrive.shared::cluster.b64 _, [%3];\n\t}"
-                 ::"r"(threadIdx.x % 32), "r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
-    return;
-#endif
 #ifdef MM_RING_AUDIT
     /* a quarter of the releases 1-2 us late, so a refill that did not wait for every warp finds one */
     if (threadIdx.x % 32 == 0) {
@@ -858,6 +841,28 @@ __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool
 #endif
         if (pair) mm_mbar_arrive_peer(&p->empty[stage]);
     }
+}
+
+/* The same, lane 0's arrivals as predicated instructions in one asm statement (every lane
+ * computes the addresses: uniform and cheap). Measured against the branch on one H200 (perf-notes,
+ * thirty-first session): decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 /
+ * GEMM2 64 rows 508 -> 503 / 274 -> 270), bench's modes equal. */
+__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
+{
+#ifdef MM_RING_AUDIT
+    mm_tile_release_branch(p, stage, pair);
+#else
+    __syncwarp();
+    const unsigned local = (unsigned)__cvta_generic_to_shared(&p->empty[stage]);
+    unsigned remote = local;
+    if (pair) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(mm_cluster_rank() ^ 1u));
+    asm volatile("{\n\t.reg .pred lane0, peer;\n\t"
+                 "setp.eq.u32 lane0, %0, 0;\n\t"
+                 "setp.ne.and.u32 peer, %1, 0, lane0;\n\t"
+                 "@lane0 mbarrier.arrive.shared::cta.b64 _, [%2];\n\t"
+                 "@peer mbarrier.arrive.shared::cluster.b64 _, [%3];\n\t}"
+                 ::"r"(threadIdx.x % 32), "r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
+#endif
 }
 
 /* The end of one K block whose MMAs completed: free its stage and promote the block sum into

@@ -92,41 +92,6 @@ static void wide_prefix_covers_rows(void **state)
 /* Which tile a launch takes: the wide form only with a rows map, an even column count, experts
  * that fit its prefix and room for its pairs; auto only from known counts that average
  * MM_WIDE_MIN_MEAN_ROWS an active expert and pad no worse than 128-row tiles (+ the margin). */
-/* The wide row tiles of every expert size up to 2000 rows cover its rows once, in order, in
- * ceil(c / 192) tiles of at most 192; with split_last no tile has 64 rows or fewer unless the
- * expert does, and a split pair has 96..128 rows each. */
-static void wide_tile_spans(void **state)
-{
-    (void)state;
-    for (int split = 0; split <= 1; split++)
-        for (int c = 1; c <= 2000; c++) {
-            const int tiles = (c + MM_WIDE_BM - 1) / MM_WIDE_BM;
-            int next = 0;
-            for (int t = 0; t < tiles; t++) {
-                int r0, n;
-                mm_wide_tile_span(c, t, split, &r0, &n);
-                assert_int_equal(r0, next);
-                assert_true(n >= 1 && n <= MM_WIDE_BM);
-                if (split && c > 64) assert_true(n > 64);
-                if (split && n < MM_WIDE_BM && c > MM_WIDE_BM && c % MM_WIDE_BM != 0 && c % MM_WIDE_BM <= 64)
-                    assert_true(n >= 96 && n <= 128);
-                if (!split) assert_int_equal(r0, t * MM_WIDE_BM);
-                next = r0 + n;
-            }
-            assert_int_equal(next, c);
-        }
-    int r0, n; /* Pro's 1024 rows: 4 x 192, then 128 + 128 */
-    mm_wide_tile_span(1024, 4, 1, &r0, &n);
-    assert_int_equal(r0, 768);
-    assert_int_equal(n, 128);
-    mm_wide_tile_span(1024, 5, 1, &r0, &n);
-    assert_int_equal(r0, 896);
-    assert_int_equal(n, 128);
-    mm_wide_tile_span(1024, 5, 0, &r0, &n);
-    assert_int_equal(r0, 960);
-    assert_int_equal(n, 64);
-}
-
 static void tile_form_choice(void **state)
 {
     (void)state;
@@ -724,7 +689,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(banded_order_covers_once),
         cmocka_unit_test(wide_walk_shares),
-        cmocka_unit_test(wide_tile_spans),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
