@@ -283,10 +283,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
     mm_ring ring = MM_RING_START(MM_TILE_STAGES);
 
+    /* The producer's prefix build, outside its branch and before its register decrease: inside
+     * it, ptxas gave the producer's K loop fewer registers, and the loop then computed each of a
+     * gathered block's 8 row addresses just before its copy instead of all of them up front
+     * (decode 5-15% slower, perf-notes thirty-first session); after the decrease, it spilled. */
+    if (mm_warpgroup() == 0 && g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
     if (mm_warpgroup() == 0) {
-        /* before the register decrease: the math's increase waits for it, but the math has no
-         * item before the prefix anyway, and with 56 registers the build spilled */
-        if (g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
         mm_regs_producer();
         const int total = gemm_tile_start(g)[g.experts] * col_tiles;
         /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
