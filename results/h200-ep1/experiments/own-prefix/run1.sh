@@ -1,9 +1,19 @@
-# Thirty-first session, call 7 (one H200, the last ~3 device minutes): calls 4 and 6 ran decode
-# 5-15% slower than call 3 on BOTH sides of their A/B; the SASS showed why: with the prefix build
-# inside the producer's branch, ptxas computed each of a gathered block's 8 row addresses just
-# before its copy. The build moved in front of the branch restores the up-front addresses. Here:
-# that build (working tree) against a3a77a8 (prefix kernel; its source carried in
-# build/old-a3a77a8) at decode, order alternating, then its correctness on both prefix paths.
+# The row-tile prefix built inside the 128 x 128 GEMM kernel (own-prefix.patch: no
+# tile_prefix_kernel launch up to 1024 experts, the producer builds it in shared memory, CTA 0
+# writes tile_start for the kernels after it, the last CTA zeroes the claim counter), prepared in
+# the thirty-first session and NOT yet measured or checked on a GPU in this form. Its first form
+# (01bc7db: the build inside the producer's branch) was correct (call 4: ragged rows 102/102,
+# check 62/62, memcheck, racecheck, stalls, gpu-check TOOLS=0; call 5: sanitizers and ring audit)
+# and 2-3.5 us faster a decode call than the prefix kernel in the same build, but both sides of
+# that A/B ran decode 5-15% slower than a3a77a8: inside the branch, ptxas computed each of a
+# gathered block's 8 row addresses just before its copy. With the build in front of the branch
+# (this patch) the SASS has the addresses up front again.
+# To run: `git apply results/h200-ep1/experiments/own-prefix/own-prefix.patch`, commit, stage
+# a3a77a8's source for the old side (`mkdir -p build/old-a3a77a8 && git archive a3a77a8 Makefile
+# src kernels configs tests scripts | tar -x -C build/old-a3a77a8`), then on one H200 with carry
+# [".deps", "build/old-a3a77a8"]: `GIT_REV=<rev> bash results/h200-ep1/experiments/own-prefix/run1.sh`
+# (~2.5 min): the A/B at decode with the order alternating, then correctness on both prefix
+# paths. If it wins, gpu-check (GPU_CHECK_TOOLS=0, then only) before landing.
 set -u
 . scripts/lab.sh
 t0=$SECONDS
