@@ -8,25 +8,31 @@
 # that A/B ran decode 5-15% slower than a3a77a8: inside the branch, ptxas computed each of a
 # gathered block's 8 row addresses just before its copy. With the build in front of the branch
 # (this patch) the SASS has the addresses up front again.
-# To run: `git apply results/h200-ep1/experiments/own-prefix/own-prefix.patch`, commit, stage
-# a3a77a8's source for the old side (`mkdir -p build/old-a3a77a8 && git archive a3a77a8 Makefile
-# src kernels configs tests scripts | tar -x -C build/old-a3a77a8`), then on one H200 with carry
-# [".deps", "build/old-a3a77a8"]: `GIT_REV=<rev> bash results/h200-ep1/experiments/own-prefix/run1.sh`
-# (~2.5 min): the A/B at decode with the order alternating, then correctness on both prefix
-# paths. If it wins, gpu-check (GPU_CHECK_TOOLS=0, then only) before landing.
+# The patch now applies on top of prefix-parallel.patch (it reuses its mm_prefix_chunk and its
+# 128-thread tile_prefix_kernel, still launched for the wide form and past 1024 experts).
+# To run: land prefix-parallel first (its run1.sh), then `git apply
+# results/h200-ep1/experiments/own-prefix/own-prefix.patch`, commit; stage the landed
+# prefix-parallel revision's source as the old side and change OLD below to its rev (`mkdir -p
+# build/old-$OLD && git archive $OLD Makefile src kernels configs tests scripts | tar -x -C
+# build/old-$OLD`); on one H200 with carry [".deps", "build/old-$OLD"]: `GIT_REV=<rev> bash
+# results/h200-ep1/experiments/own-prefix/run1.sh` (~2.5 min): the A/B at decode with the order
+# alternating, then correctness on both prefix paths. If it wins, gpu-check (GPU_CHECK_TOOLS=0,
+# then only) before landing. Check the SASS first: the producer's gathered-row copies
+# (LDGSTS.E.BYPASS.128) must take distinct address registers, as in a3a77a8.
 set -u
+OLD=${OLD:-a3a77a8} # the old side: set to the landed prefix-parallel revision
 . scripts/lab.sh
 t0=$SECONDS
-[ -f build/old-a3a77a8/Makefile ] || { echo "build/old-a3a77a8 not carried"; exit 1; }
-(cd build/old-a3a77a8 && make -j8 CJSON_HOME=$PWD/../../.deps/usr GIT_REV=a3a77a8 build/megamoe > $LAB_LOGS/build-old.log 2>&1) &
+[ -f build/old-$OLD/Makefile ] || { echo "build/old-$OLD not carried"; exit 1; }
+(cd build/old-$OLD && make -j8 CJSON_HOME=$PWD/../../.deps/usr GIT_REV=$OLD build/megamoe > $LAB_LOGS/build-old.log 2>&1) &
 lab_build $OUT || exit 1
 wait
-[ -x build/old-a3a77a8/build/megamoe ] || { tail -5 $LAB_LOGS/build-old.log; exit 1; }
+[ -x build/old-$OLD/build/megamoe ] || { tail -5 $LAB_LOGS/build-old.log; exit 1; }
 echo "builds $((SECONDS-t0)) s"
 mpi="mpirun --bind-to none -np 1"
 for order in "new old" "old new"; do
   for side in $order; do
-    b=build/megamoe; [ $side = old ] && b=build/old-a3a77a8/build/megamoe
+    b=build/megamoe; [ $side = old ] && b=build/old-$OLD/build/megamoe
     for m in flash pro; do
       echo "$side $m: $($mpi $b gemm --config configs/deepseek-v4-$m.json --ep 8 --rows 64,512 --iters 20 --tile 128 2>&1 | grep -E '^gemm[12] ' | awk '{printf "%s/%s:%s ", $1, $2, $9}')"
     done
