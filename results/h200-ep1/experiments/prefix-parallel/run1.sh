@@ -1,13 +1,17 @@
-# Prepared in the thirty-first session, not yet run: tile_prefix_kernel on 128 threads
-# (prefix-parallel.patch: chunks of the experts a thread, mm_prefix_chunk CPU-tested, a warp scan;
-# the GEMM kernels' SASS unchanged, byte-identical to a3a77a8's) against its one-thread form
-# (-DMM_PREFIX_SERIAL, the current code). Why: in the thirty-first session's call 4, leaving the
-# prefix kernel out made ll and normal 25-30 us faster a layer at EP1 Flash (256 local experts:
-# thread 0's loop over the counts, ~15 us a GEMM) and a decode GEMM call at EP8 2-3.5 us faster.
-# Prediction: EP1 Flash ll / normal at 1-8 tokens 20-28 us faster; EP8 decode gemm 1-2 us.
+# Prepared in the thirty-first session, not yet run: the row-tile prefix on a whole thread block
+# (prefix-parallel.patch: kernels/tile_prefix.cuh mm_block_tile_prefix, chunks of the experts a
+# thread by mm_prefix_chunk (CPU-tested), a warp scan) in tile_prefix_kernel (128 threads) and in
+# normal's offsets kernel (256 threads; its padded segments are the tiles times 128), against
+# their one-thread forms (-DMM_PREFIX_SERIAL, the current code). The GEMM kernels' SASS and every
+# other normal kernel's are unchanged (checked function by function). Why: in the thirty-first
+# session's call 4, leaving the prefix kernel out made normal 169 -> 139 and ll 142 -> 115 us at
+# EP1 Flash 1 token (256 local experts: thread 0's walk, ~12-14 us a GEMM) and a decode GEMM call
+# at EP8 2-3.5 us faster. Prediction: EP1 Flash ll / normal at 1-8 tokens 20-28 us faster (normal
+# a few us more from its offsets kernel), fused unchanged; EP8 decode gemm 1-2 us.
 # To run: `git apply results/h200-ep1/experiments/prefix-parallel/prefix-parallel.patch`, commit,
 # then on one H200 with carry [".deps"]: `GIT_REV=<rev> bash results/h200-ep1/experiments/
-# prefix-parallel/run1.sh` (~4 min). Then gpu-check before landing.
+# prefix-parallel/run1.sh` (~4 min). Then gpu-check (both halves) before landing, and EP2's bench
+# again when lent (the README's EP2 small-batch speedups carry this overhead).
 set -u
 . scripts/lab.sh
 t0=$SECONDS
