@@ -8,7 +8,7 @@
 # that A/B ran decode 5-15% slower than a3a77a8: inside the branch, ptxas computed each of a
 # gathered block's 8 row addresses just before its copy. With the build in front of the branch
 # (this patch) the SASS has the addresses up front again.
-# The patch now applies on top of prefix-parallel.patch (it reuses its mm_prefix_chunk and its
+# The patch now applies on top of prefix-parallel.patch (it reuses its mm_group_tile_prefix and its
 # 128-thread tile_prefix_kernel, still launched for the wide form and past 1024 experts).
 # To run: land prefix-parallel first (its run1.sh), then `git apply
 # results/h200-ep1/experiments/own-prefix/own-prefix.patch`, commit; stage the landed
