@@ -819,8 +819,9 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
  * producer multicasts into this CTA's stage too). Lane 0 arrives under an `if`: where ptxas keeps
  * it as a branch, each K block pays a reconvergence (BSSY/BSYNC) and the address arithmetic
  * inside it between its wgmma wait and its promotion, so the math paths take mm_tile_release
- * (below) instead. This form stays for the ring audit (its hooks) and the wide kernel's K loop,
- * where ptxas predicates it by itself (perf-notes, thirtieth session). */
+ * (below) instead. This form stays for the ring audit (its hooks) and for every release of the
+ * wide kernel, whose main K loop ptxas predicates by itself (perf-notes, thirtieth session) and
+ * whose SASS is kept as measured. */
 __device__ __forceinline__ void mm_tile_release_branch(mm_tile_pipe *p, int stage, bool pair)
 {
 #ifdef MM_RING_AUDIT
