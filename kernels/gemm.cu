@@ -33,6 +33,7 @@
 #include "gemm_schedule.h"
 #include "gemm_tile.cuh"
 #include "megamoe_kernels.h"
+#include "tile_prefix.cuh"
 
 typedef struct {
     mm_tile_rows tab;
@@ -735,19 +736,31 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
 }
 
+#define PREFIX_THREADS 128
+
 /* One thread block computes the tile prefix on the device: no host sync between the count and
  * the GEMM. wide: the wide form's prefix too (the 128-row one is always written: the modes'
- * activation kernel walks it after GEMM1). */
-__global__ void tile_prefix_kernel(const int32_t *row_count, int experts, int32_t *tile_start, int wide)
+ * activation kernel walks it after GEMM1). With one thread walking the counts (-DMM_PREFIX_SERIAL,
+ * the previous form) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and
+ * normal 25-30 us slower a layer for their two GEMMs; perf-notes, thirty-first session). */
+__global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32_t *row_count, int experts,
+                                                                     int32_t *tile_start, int wide)
 {
     /* the GEMM may start its launch now; it reads tile_start and its claim counter only after
      * this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
+#ifdef MM_PREFIX_SERIAL
     if (threadIdx.x == 0) {
         mm_tile_prefix(row_count, experts, tile_start);
         if (wide) mm_tile_prefix_bm(row_count, experts, MM_WIDE_BM, wide_tile_start);
         gemm_claims = 0u;
     }
+#else
+    __shared__ int warp_sums[PREFIX_THREADS / 32];
+    mm_block_tile_prefix(row_count, experts, MM_GEMM_BM, tile_start, warp_sums);
+    if (wide) mm_block_tile_prefix(row_count, experts, MM_WIDE_BM, wide_tile_start, warp_sums);
+    if (threadIdx.x == 0) gemm_claims = 0u;
+#endif
 }
 
 /* The driver's tensor-map encoder, through the runtime (nothing links libcuda directly). */
@@ -933,7 +946,7 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     const int wide = mm_grouped_gemm_tile_rows(&g, host_counts) == MM_WIDE_BM;
-    tile_prefix_kernel<<<1, 32, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
+    tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];

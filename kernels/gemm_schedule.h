@@ -41,6 +41,18 @@ MM_HD int mm_tile_prefix(const int32_t *row_count, int experts, int32_t *tile_st
     return mm_tile_prefix_bm(row_count, experts, MM_GEMM_BM, tile_start);
 }
 
+/* The split of a thread block's parallel prefix (gemm.cu tile_prefix_kernel): thread t of
+ * `threads` takes experts [*e0, *e1), contiguous chunks of ceil(experts / threads) in thread
+ * order (the last ones may be empty), so an exclusive scan of the chunks' tile sums in thread
+ * order gives each chunk's first tile_start. */
+MM_HD void mm_prefix_chunk(int experts, int threads, int t, int *e0, int *e1)
+{
+    const int per = (experts + threads - 1) / threads;
+    const int b = t * per < experts ? t * per : experts;
+    *e0 = b;
+    *e1 = b + per < experts ? b + per : experts;
+}
+
 /* The wide form of the standalone grouped GEMM (gemm.cu): 192 x 128 tiles on three math
  * warpgroups, each block retired before the next (the core's 128 x 128 keeps one block in
  * flight). Per 128^3 of work a 2-CTA pair of wide tiles moves 18.7 KB from L2 instead of 24 and

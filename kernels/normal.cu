@@ -46,6 +46,7 @@
 #include "layout.h"
 #include "megamoe_kernels.h"
 #include "normal_layout.h"
+#include "tile_prefix.cuh"
 #include "token_io.cuh"
 
 #define MAX_K MM_KERNEL_MAX_TOPK
@@ -103,7 +104,8 @@ __global__ void normal_notify_kernel(mm_normal_args a)
     }
 }
 
-__global__ void normal_offsets_kernel(mm_normal_args a)
+#define OFFSETS_THREADS 256
+__global__ void __launch_bounds__(OFFSETS_THREADS) normal_offsets_kernel(mm_normal_args a)
 {
     const int ranks = a.comm.peers.ranks, el = a.m.experts / ranks, me = a.comm.peers.rank;
     const volatile int32_t *mine = (const volatile int32_t *)sym(a, me, a.off_counts);
@@ -121,6 +123,19 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
         a.f.row_count[e] = rows;
     }
     __syncthreads();
+#ifdef MM_PREFIX_SERIAL /* the previous form: thread 0 walks the experts twice (A/B runs) */
+    if (threadIdx.x == 0) {
+        mm_padded_segments(a.f.row_count, el, MM_GEMM_BM, a.f.row_offset);
+        mm_tile_prefix(a.f.row_count, el, a.f.tile_start);
+    }
+    __syncthreads();
+    const int padded = a.f.row_offset[el];
+#else
+    /* each expert's segment padded to the tile height starts at its first tile's row */
+    __shared__ int warp_sums[OFFSETS_THREADS / 32];
+    const int padded = mm_block_tile_prefix(a.f.row_count, el, MM_GEMM_BM, a.f.tile_start, warp_sums) * MM_GEMM_BM;
+    for (int e = threadIdx.x; e <= el; e += blockDim.x) a.f.row_offset[e] = a.f.tile_start[e] * MM_GEMM_BM;
+#endif
     if (threadIdx.x == 0) {
         int total = 0;
         for (int s = 0; s < ranks; s++) {
@@ -128,8 +143,6 @@ __global__ void normal_offsets_kernel(mm_normal_args a)
             total += mine[(size_t)s * (1 + el)];
         }
         a.recv_base[ranks] = total;
-        int padded = mm_padded_segments(a.f.row_count, el, MM_GEMM_BM, a.f.row_offset);
-        mm_tile_prefix(a.f.row_count, el, a.f.tile_start);
         volatile int32_t *host = a.host_totals;
         host[0] = total;
         host[1] = padded;
@@ -368,7 +381,7 @@ extern "C" cudaError_t mm_launch_normal_front(mm_normal_args a, cudaEvent_t *mar
     MM_MARK(1);
     normal_notify_kernel<<<1, 256, 0, stream>>>(a);
     if ((e = mm_launch_barrier(a.comm, stream)) != cudaSuccess) return e;
-    normal_offsets_kernel<<<1, 256, 0, stream>>>(a);
+    normal_offsets_kernel<<<1, OFFSETS_THREADS, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaEventRecord(offsets_done, stream)) != cudaSuccess) return e;
     /* The dispatch needs only device-side offsets, so it runs while the host waits for
      * offsets_done and reads the totals. The instrumented call lines the ranks up before each

@@ -42,6 +42,37 @@ static void single_and_empty(void **state)
     assert_int_equal(t.col_tile, 31);
 }
 
+/* The prefix kernel's split: 128 threads' chunks cover every expert once, in order, and the
+ * scan of their tile sums in thread order, each chunk then walked from its start, gives
+ * mm_tile_prefix (counts with empty experts and partial tiles; up to 4096 experts, the config's
+ * bound). */
+static void prefix_chunks_compose(void **state)
+{
+    (void)state;
+    static int32_t count[4096], want[4097], got[4097];
+    for (int e = 0; e < 4096; e++) count[e] = (e * 37) % 5 == 0 ? 0 : (e * 7919) % 700;
+    const int sizes[] = {1, 2, 31, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025, 2048, 2100, 4096};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const int experts = sizes[s], threads = 128;
+        const int total = mm_tile_prefix(count, experts, want);
+        int next = 0, base = 0;
+        for (int t = 0; t < threads; t++) {
+            int e0, e1;
+            mm_prefix_chunk(experts, threads, t, &e0, &e1);
+            assert_int_equal(e0, next);
+            assert_true(e1 >= e0 && e1 - e0 <= (experts + threads - 1) / threads);
+            for (int e = e0; e < e1; e++) {
+                got[e] = base;
+                base += mm_row_tiles(count[e] > 0 ? count[e] : 0);
+            }
+            next = e1;
+        }
+        assert_int_equal(next, experts);
+        assert_int_equal(base, total);
+        for (int e = 0; e < experts; e++) assert_int_equal(got[e], want[e]);
+    }
+}
+
 /* Row lookup through the schedule: valid rows map into each expert's segment, padding rows of a
  * partial tile are refused. */
 static void row_index(void **state)
@@ -686,6 +717,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_max_experts_fit),
         cmocka_unit_test(single_and_empty),
         cmocka_unit_test(row_index),
+        cmocka_unit_test(prefix_chunks_compose),
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(banded_order_covers_once),
         cmocka_unit_test(wide_walk_shares),
