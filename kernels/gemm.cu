@@ -16,12 +16,15 @@
  * store_half_tma; the rest from the registers). A tile's rows never straddle experts; rows past
  * an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128];
- * row_offset/row_count [E] and tile_start [E+1] in device memory (no host sync); out [rows][N]
- * BF16 or FP32.
+ * row_offset/row_count [E] in device memory (no host sync); tile_start [E+1], the row-tile prefix:
+ * each CTA's producer builds it in shared memory from the counts (up to GEMM_OWN_PREFIX_MAX
+ * experts; CTA 0 also writes it to tile_start for the kernels after it), else tile_prefix_kernel
+ * writes it before the launch; out [rows][N] BF16 or FP32.
  * Shared memory: the stage ring, then the output boxes of the tensor-copy epilogue (store_half_tma).
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its box writes, and bulk-copy groups (its boxes are rewritten only after the
- * copies that read them); nothing across CTAs. */
+ * copies that read them); across CTAs only the claim counter (gemm_claims), which the last CTA
+ * to finish zeroes for the next launch. */
 /* The ring is gemm_tile.cuh's five stages deep: the epilogue boxes (32 KB) leave room for them
  * (207872 B of shared memory). */
 #include <cuda.h>
@@ -112,9 +115,37 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
 }
 
 /* The next tile of a launch of single CTAs (a pair walks its tiles in a fixed order: both CTAs
- * need the same one), zeroed by tile_prefix_kernel before every launch. One stream runs one
- * grouped GEMM at a time, and each launch waits for its prefix (griddepcontrol.wait). */
-static __device__ unsigned int gemm_claims;
+ * need the same one). Zero at the start of every launch: the last CTA of grouped_gemm_kernel to
+ * finish zeroes it (gemm_done counts the finished CTAs), and tile_prefix_kernel, where it runs,
+ * zeroes it too (the wide form's claims experiment relies on that). One stream runs one grouped
+ * GEMM at a time, and each launch reads the counter only after griddepcontrol.wait, when the
+ * launch before it has completed. */
+static __device__ unsigned int gemm_claims, gemm_done;
+
+/* Up to this many experts, each CTA builds the row-tile prefix itself (gemm_build_prefix) instead
+ * of waiting for tile_prefix_kernel: that launch in front of every GEMM cost ~2 us of a decode
+ * call's ~84 (measured with the prefix left out, thirty-first session). 4 KB of shared memory. */
+#ifndef GEMM_OWN_PREFIX_MAX /* -DGEMM_OWN_PREFIX_MAX=0: tile_prefix_kernel for every launch (A/B runs) */
+#define GEMM_OWN_PREFIX_MAX 1024
+#endif
+static __shared__ int32_t gemm_own_prefix[GEMM_OWN_PREFIX_MAX + 1];
+
+/* The prefix this launch's producer reads: a fixed address either way, so no register holds it
+ * through the producer's loop (with 56 registers a pointer kept there spilled). */
+__device__ __forceinline__ const int32_t *gemm_tile_start(const mm_grouped_gemm_args &g)
+{
+    return g.experts <= GEMM_OWN_PREFIX_MAX ? gemm_own_prefix : g.tile_start;
+}
+
+/* Producer (all 128 threads): prefix[0..experts] = the row-tile prefix of the counts, in shared
+ * memory (mm_group_tile_prefix on the producer's named barrier). CTA 0 writes it to g.tile_start
+ * for the kernels after the GEMM (the activation kernel walks it after GEMM1). */
+__device__ __forceinline__ void gemm_build_prefix(const mm_grouped_gemm_args &g, int32_t *prefix, int *warp_sums)
+{
+    mm_group_tile_prefix(g.row_count, g.experts, MM_GEMM_BM, prefix, warp_sums, MM_PRODUCER_THREADS, MM_BAR_PRODUCER);
+    if (blockIdx.x == 0)
+        for (int e = threadIdx.x; e <= g.experts; e += MM_PRODUCER_THREADS) g.tile_start[e] = prefix[e];
+}
 
 #ifndef MM_GEMM_ROTATE /* experiments: 1 rotates the 128 x 128 pairs' fixed walk each wave (not yet run on a GPU) */
 #define MM_GEMM_ROTATE 0
@@ -137,6 +168,14 @@ static __device__ unsigned int gemm_claims;
 #else
 #define MM_GEMM_DYNAMIC_CLAIMS 0
 #endif
+
+/* Whether this launch's CTAs claim their tiles (single CTAs) rather than walk a fixed order
+ * (pairs). Read from the cluster size each time: kept in a register through the producer's
+ * loop, ptxas spilled it once the prefix build came in front of the loop. */
+__device__ __forceinline__ bool single_claims()
+{
+    return MM_GEMM_DYNAMIC_CLAIMS && mm_cluster_size() != 2;
+}
 
 /* The producer's view of an item it published: its tile, or last (no tile: the CTA is done). */
 typedef struct {
@@ -177,7 +216,7 @@ __device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_arg
         mm_item_publish(items, n);
         return w;
     }
-    w.t = mm_tile_locate_banded(g.tile_start, g.experts, col_tiles, band, item);
+    w.t = mm_tile_locate_banded(gemm_tile_start(g), g.experts, col_tiles, band, item);
     const int a_row0 = g.row_offset[w.t.expert] + w.t.row_tile * MM_GEMM_BM;
     int rows = g.row_count[w.t.expert] - w.t.row_tile * MM_GEMM_BM;
     rows = rows < MM_GEMM_BM ? rows : MM_GEMM_BM;
@@ -202,6 +241,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     __shared__ int claimed;
+    __shared__ int prefix_warp_sums[MM_PRODUCER_THREADS / 32];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
@@ -213,16 +253,21 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     }
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     else __syncthreads();
-    /* launched as a programmatic dependent of tile_prefix_kernel (mm_launch_grouped_gemm): the
-     * launch and the set-up above overlapped it; its tile_start (and everything the kernels
-     * before it wrote) is visible from here on */
+    /* launched as a programmatic dependent of the launch before it (mm_launch_grouped_gemm): the
+     * launch and the set-up above overlapped its end; the row counts (and tile_start, where
+     * tile_prefix_kernel wrote it) are visible from here on */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
-    const int total = g.tile_start[g.experts] * col_tiles;
     mm_ring ring = MM_RING_START(MM_TILE_STAGES);
 
+    /* The producer's prefix build, outside its branch and before its register decrease: inside
+     * it, ptxas gave the producer's K loop fewer registers, and the loop then computed each of a
+     * gathered block's 8 row addresses just before its copy instead of all of them up front
+     * (decode 5-15% slower, perf-notes thirty-first session); after the decrease, it spilled. */
+    if (mm_warpgroup() == 0 && g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
+        const int total = gemm_tile_start(g)[g.experts] * col_tiles;
         /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
          * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
          * once the loads of the current one are issued, so the atomic's round trip hides behind
@@ -230,16 +275,15 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
          * the band changes no item but costs the locate three divisions and a load: without it,
          * and with the give-up flag read before the stage wait (mm_tile_produce), decode is 3-4%
          * faster (Flash GEMM2 16 rows an expert 88.9 -> 86.0 us; twenty-ninth session). */
-        const bool claims = MM_GEMM_DYNAMIC_CLAIMS && !pair;
-        const int band = claims ? 0 : MM_GEMM_BAND;
+        const int band = single_claims() ? 0 : MM_GEMM_BAND;
         int item = blockIdx.x, next = 0;
-        if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+        if (single_claims() && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         /* item n + 1 is located, tabled and published once item n's loads are issued (with
          * -DMM_GEMM_PUBLISH_AHEAD=1, before its last K block) */
         uint32_t n = 0;
-        gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(claims, pair, &claimed, next, item, 0), total,
-                                          band, col_tiles, kblocks);
-        if (claims && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+        gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(single_claims(), pair, &claimed, next, item, 0),
+                                          total, band, col_tiles, kblocks);
+        if (single_claims() && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         while (!cur.last) {
             mm_inject_stall(cur.item);
             const gemm_item *it = &slot[n & 1];
@@ -250,9 +294,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, split, 0, 0, false, 0, false, false,
                             MM_GEMM_GIVE_UP != 0);
             const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
-                                                   gemm_walk(claims, pair, &claimed, next, cur.item, n + 1), total,
-                                                   band, col_tiles, kblocks);
-            if (claims && !nx.last && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+                                                   gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1),
+                                                   total, band, col_tiles, kblocks);
+            if (single_claims() && !nx.last && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, split, kblocks, 0, 0, false, 0, false,
                             false, MM_GEMM_GIVE_UP != 0);
             cur = nx;
@@ -290,6 +334,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     else __syncthreads();
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
+    if (threadIdx.x == 0) { /* this CTA's claims are all taken (by thread 0); the last CTA zeroes the counter */
+        __threadfence();
+        if (atomicAdd(&gemm_done, 1u) == gridDim.x - 1) {
+            gemm_claims = 0u;
+            gemm_done = 0u;
+        }
+    }
 }
 
 /* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
@@ -871,10 +922,11 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
 #endif
 /* The launch of the grouped GEMM kernel: `pairs` 2-CTA clusters, or (pairs 0) `ctas` single CTAs;
  * attr: storage for the attributes the config points at. It is a programmatic dependent of the
- * launch before it on the stream (tile_prefix_kernel): it may start while that one runs and
- * waits for it (griddepcontrol.wait) before reading the schedule; without this, each GEMM paid
- * the gap between two dependent launches and its own set-up in series (~2 us, twice per
- * pipeline, against 86 us for Flash GEMM2 at decode). */
+ * launch before it on the stream (tile_prefix_kernel where it runs, else the kernel that wrote
+ * the row counts): it may start while that one ends and waits for it (griddepcontrol.wait)
+ * before reading the counts; without this, each GEMM paid the gap between two dependent
+ * launches and its own set-up in series (~2 us, twice per pipeline, against 86 us for Flash
+ * GEMM2 at decode). */
 static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, cudaLaunchAttribute attr[2])
 {
     cudaLaunchConfig_t cfg = {};
@@ -946,7 +998,10 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
 {
     if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK) return cudaErrorInvalidValue;
     const int wide = mm_grouped_gemm_tile_rows(&g, host_counts) == MM_WIDE_BM;
-    tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
+    /* the wide form's prefix (and the core's past GEMM_OWN_PREFIX_MAX experts) in a launch of
+     * its own; else the core builds it inside (gemm_build_prefix) */
+    if (wide || g.experts > GEMM_OWN_PREFIX_MAX)
+        tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
