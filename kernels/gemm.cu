@@ -23,8 +23,8 @@
  * Shared memory: the stage ring, then the output boxes of the tensor-copy epilogue (store_half_tma).
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its box writes, and bulk-copy groups (its boxes are rewritten only after the
- * copies that read them); across CTAs only the claim counter (gemm_claims), which the last CTA
- * to finish zeroes for the next launch. */
+ * copies that read them); across CTAs only the claim counter (gemm_claims), which a launch's
+ * last claim wraps back to zero for the next launch. */
 /* The ring is gemm_tile.cuh's five stages deep: the epilogue boxes (32 KB) leave room for them
  * (207872 B of shared memory). */
 #include <cuda.h>
@@ -114,13 +114,30 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
     }
 }
 
-/* The next tile of a launch of single CTAs (a pair walks its tiles in a fixed order: both CTAs
- * need the same one). Zero at the start of every launch: the last CTA of grouped_gemm_kernel to
- * finish zeroes it (gemm_done counts the finished CTAs), and tile_prefix_kernel, where it runs,
- * zeroes it too (the wide form's claims experiment relies on that). One stream runs one grouped
- * GEMM at a time, and each launch reads the counter only after griddepcontrol.wait, when the
- * launch before it has completed. */
-static __device__ unsigned int gemm_claims, gemm_done;
+/* The claims of a launch of single CTAs past their first tiles (a pair walks its tiles in a fixed
+ * order: both CTAs need the same one). Zero at the start of every launch: grouped_gemm_kernel's
+ * claims wrap it back to zero with their last one (gemm_claim_next), and tile_prefix_kernel, where
+ * it runs, zeroes it too (the wide form's claims experiment relies on that). One stream runs one
+ * grouped GEMM at a time, and each launch reads the counter only after griddepcontrol.wait, when
+ * the launch before it has completed. */
+static __device__ unsigned int gemm_claims;
+
+/* Thread 0 of a producer: the next claim; the tile is gridDim.x + the claim (each CTA's first
+ * tile is blockIdx.x, no claim), added where it is read (gemm_walk), since an add here would wait
+ * for the atomic. A launch of `total` tiles takes exactly `total` claims, one after each
+ * tile published (the CTAs' last claims, one each, return tiles past the end), whatever a stalled
+ * wait skips: atom.inc's limit total - 1 wraps the counter to zero with the last, so no CTA has
+ * to count the finished ones at the end (a fence and a round trip at the end of every launch).
+ * atom.inc rather than atomicAdd: an add, even one thread's, is compiled to a warp-aggregated
+ * atomic whose result is shuffled at once, and the producer's warp 0 (whose thread 0 issues the
+ * tensor copies) waited there for the round trip before loading the tile's first block; here the
+ * result is first read when the next tile is walked. */
+__device__ __forceinline__ int gemm_claim_next(int total)
+{
+    unsigned c;
+    asm volatile("atom.global.inc.u32 %0, [%1], %2;" : "=r"(c) : "l"(&gemm_claims), "r"((unsigned)(total - 1)) : "memory");
+    return (int)c;
+}
 
 /* Up to this many experts, each CTA builds the row-tile prefix itself (gemm_build_prefix) instead
  * of waiting for tile_prefix_kernel: that launch in front of every GEMM cost ~2 us of a decode
@@ -188,9 +205,10 @@ typedef struct {
  * rotated each wave (-DMM_GEMM_ROTATE=1, mm_pair_walk_item), or the next wave's. */
 __device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n)
 {
+    if (n == 0) return item;
     if (claims) {
         /* every thread read the last claim before the table barrier of gemm_publish_item */
-        if (threadIdx.x == 0) *claimed = next;
+        if (threadIdx.x == 0) *claimed = (int)gridDim.x + next;
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
         return *claimed;
     }
@@ -277,13 +295,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
          * faster (Flash GEMM2 16 rows an expert 88.9 -> 86.0 us; twenty-ninth session). */
         const int band = single_claims() ? 0 : MM_GEMM_BAND;
         int item = blockIdx.x, next = 0;
-        if (single_claims() && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
         /* item n + 1 is located, tabled and published once item n's loads are issued (with
          * -DMM_GEMM_PUBLISH_AHEAD=1, before its last K block) */
         uint32_t n = 0;
         gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(single_claims(), pair, &claimed, next, item, 0),
                                           total, band, col_tiles, kblocks);
-        if (single_claims() && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+        if (single_claims() && !cur.last && threadIdx.x == 0) next = gemm_claim_next(total);
         while (!cur.last) {
             mm_inject_stall(cur.item);
             const gemm_item *it = &slot[n & 1];
@@ -296,7 +313,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
                                                    gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1),
                                                    total, band, col_tiles, kblocks);
-            if (single_claims() && !nx.last && threadIdx.x == 0) next = (int)atomicAdd(&gemm_claims, 1u);
+            if (single_claims() && !nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, split, kblocks, 0, 0, false, 0, false,
                             false, MM_GEMM_GIVE_UP != 0);
             cur = nx;
@@ -334,13 +351,6 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     else __syncthreads();
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
-    if (threadIdx.x == 0) { /* this CTA's claims are all taken (by thread 0); the last CTA zeroes the counter */
-        __threadfence();
-        if (atomicAdd(&gemm_done, 1u) == gridDim.x - 1) {
-            gemm_claims = 0u;
-            gemm_done = 0u;
-        }
-    }
 }
 
 /* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
