@@ -31,12 +31,12 @@ for i in 1 2 3; do
     $mpi $B gemm --config configs/deepseek-v4-$m.json --ep 8 --rows 32,64,128,256,512 --iters 20 2>&1 | grep -E "^gemm[12] " | sed "s/^/$m $i /"
   done
 done > $LAB_LOGS/decode-x3.txt
-awk '{print $1,$2,$3,$4,$10,$12}' $LAB_LOGS/decode-x3.txt
+awk '{print $1,$2,$3,$4,$11,$13}' $LAB_LOGS/decode-x3.txt
 for i in 1 2 3; do
   for m in pro flash; do
     $mpi $B gemm --config configs/deepseek-v4-$m.json --ep 8 --rows 49152 --iters 10 2>&1 | grep -E "^gemm[12] " | sed "s/^/$m $i /"
   done
 done > $LAB_LOGS/big-x3.txt
-awk '{print $1,$2,$3,$4,$10,$11,$17}' $LAB_LOGS/big-x3.txt
+awk '{print $1,$2,$3,$4,$11,$12,$18}' $LAB_LOGS/big-x3.txt
 lab_pack $OUT
 echo "total $((SECONDS-t0)) s"
