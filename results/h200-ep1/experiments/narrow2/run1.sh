@@ -1,8 +1,18 @@
-# Thirty-second session, call 8 (one H200, the session's last device minutes): narrow2 again after
-# call 7's failure (tile_prefix.cuh's block prefix still divided by `bm`, which is a units kind
-# for the wide form: a negative item count, nothing computed past 1 row). Checks of the wide form
-# over ragged experts with narrow tiles, then Pro 49152 x 2 with narrow2 on (this build) against
-# off (-DMM_WIDE_NARROW2=0: the old item space), sides alternating. carry [".deps"].
+# narrow2, prepared in the thirty-second session and NOT yet run correctly on a GPU: a narrow
+# last tile's items (at most 64 rows) on two column tiles each in the wide form (narrow2.patch:
+# mm_wide_units / mm_wide_locate in gemm_schedule.h with a CPU test that checks the old order
+# item for item with narrow2 off and exact cover with it on; the units prefix in tile_prefix.cuh;
+# the producer's second weight block in the A area; wide_two_consume; tests/configs/small-h640.json
+# for the per-block scale path). Why: call 6 of that session measured a narrow 64-row tile at
+# ~0.9 of a 192-row tile's cost (Pro 1024 / 1088 / 1152 rows an expert); prediction in
+# docs/perf-notes.md (thirty-second session): Pro GEMM1 at 49152 rows 5-7% faster, or nothing if
+# the L2 -> SM bytes bound the narrow tiles. Its first GPU run (session32/call7, 1f8a858) failed
+# every row past 1: the block prefix still divided by `bm`, a units kind (-2) for the wide form;
+# the patch has the fix (7f84621), which the session had no device time left to run.
+# To run: `git apply results/h200-ep1/experiments/narrow2/narrow2.patch`, `make test`, commit,
+# then on one H200 with carry [".deps"]: `GIT_REV=<rev> bash results/h200-ep1/experiments/
+# narrow2/run1.sh` (~3 min: checks of the wide form on ragged experts, memcheck, then Pro 49152
+# x 2 with narrow2 against -DMM_WIDE_NARROW2=0). If it wins: gpu-check both halves, then land.
 set -u
 . scripts/lab.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
