@@ -801,27 +801,19 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
 
 /* One thread block computes the tile prefix on the device: no host sync between the count and
  * the GEMM. wide: the wide form's prefix too (the 128-row one is always written: the modes'
- * activation kernel walks it after GEMM1). With one thread walking the counts (-DMM_PREFIX_SERIAL,
- * the previous form) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and
- * normal 25-30 us slower a layer for their two GEMMs; perf-notes, thirty-first session). */
+ * activation kernel walks it after GEMM1). With one thread walking the counts (the form before
+ * 604c7b0) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and normal 25-30 us
+ * slower a layer for their two GEMMs; perf-notes, thirty-first and thirty-second sessions). */
 __global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32_t *row_count, int experts,
                                                                      int32_t *tile_start, int wide)
 {
     /* the GEMM may start its launch now; it reads tile_start and its claim counter only after
      * this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
-#ifdef MM_PREFIX_SERIAL
-    if (threadIdx.x == 0) {
-        mm_tile_prefix(row_count, experts, tile_start);
-        if (wide) mm_tile_prefix_bm(row_count, experts, MM_WIDE_BM, wide_tile_start);
-        gemm_claims = 0u;
-    }
-#else
     __shared__ int warp_sums[PREFIX_THREADS / 32];
     mm_block_tile_prefix(row_count, experts, MM_GEMM_BM, tile_start, warp_sums);
     if (wide) mm_block_tile_prefix(row_count, experts, MM_WIDE_BM, wide_tile_start, warp_sums);
     if (threadIdx.x == 0) gemm_claims = 0u;
-#endif
 }
 
 /* The driver's tensor-map encoder, through the runtime (nothing links libcuda directly). */

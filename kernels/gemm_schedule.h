@@ -24,13 +24,22 @@ MM_HD int mm_row_tiles(int rows)
     return (rows + MM_GEMM_BM - 1) / MM_GEMM_BM;
 }
 
+/* An expert's row tiles `bm` rows high (bm > 0; a negative count has none): what every prefix,
+ * the host's and the device's (tile_prefix.cuh), counts per expert. Unsigned, so the division by
+ * a power of two stays a shift: as a signed one through this call nvcc added a sign fix-up, and
+ * the device prefix's code is the one measured. */
+MM_HD int mm_tiles_of(int rows, int bm)
+{
+    return (int)(((unsigned)(rows > 0 ? rows : 0) + (unsigned)bm - 1u) / (unsigned)bm);
+}
+
 /* tile_start[0..experts]: prefix sum of row tiles `bm` rows high; returns the total. */
 MM_HD int mm_tile_prefix_bm(const int32_t *row_count, int experts, int bm, int32_t *tile_start)
 {
     int total = 0;
     for (int e = 0; e < experts; e++) {
         tile_start[e] = total;
-        total += ((row_count[e] > 0 ? row_count[e] : 0) + bm - 1) / bm;
+        total += mm_tiles_of(row_count[e], bm);
     }
     tile_start[experts] = total;
     return total;

@@ -54,17 +54,4 @@ MM_HD int mm_recv_total(const int32_t *counts, int ranks, int receiver)
     return mm_recv_offset(counts, ranks, ranks, receiver);
 }
 
-/* Expert e's segment starts at start[e], its rows padded up to a multiple of `align`;
- * start[experts] is the padded total. */
-MM_HD int mm_padded_segments(const int32_t *rows_per_expert, int experts, int align, int32_t *start)
-{
-    int at = 0;
-    for (int e = 0; e < experts; e++) {
-        start[e] = at;
-        at += (rows_per_expert[e] + align - 1) / align * align;
-    }
-    start[experts] = at;
-    return at;
-}
-
 #endif

@@ -24,7 +24,7 @@ __device__ __forceinline__ int mm_group_tile_prefix(const int32_t *row_count, in
     int e0, e1, sum = 0;
     mm_prefix_chunk(experts, threads, t, &e0, &e1);
 #pragma unroll 8
-    for (int e = e0; e < e1; e++) sum += (max(row_count[e], 0) + bm - 1) / bm;
+    for (int e = e0; e < e1; e++) sum += mm_tiles_of(row_count[e], bm);
     int incl = sum;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -41,7 +41,7 @@ __device__ __forceinline__ int mm_group_tile_prefix(const int32_t *row_count, in
     }
     for (int e = e0; e < e1; e++) {
         out[e] = base;
-        base += (max(row_count[e], 0) + bm - 1) / bm;
+        base += mm_tiles_of(row_count[e], bm);
     }
     if (t == 0) out[experts] = total;
     asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(threads) : "memory"); /* out complete; warp_sums free */

@@ -2,6 +2,7 @@
  * routing: every (token, k) lands on exactly one rank, region offsets tile without overlap. */
 #include <string.h>
 
+#include "../kernels/gemm_schedule.h"
 #include "../kernels/normal_layout.h"
 #include "datagen_host.h"
 #include "test_util.h"
@@ -31,13 +32,14 @@ static void by_hand(void **state)
     assert_int_equal(mm_recv_offset(counts, 3, 2, 2), 4);
     assert_int_equal(mm_recv_total(counts, 3, 2), 9);
     assert_int_equal(mm_recv_total(counts, 3, 1), 11);
-    /* padding to 128: 0 rows -> 0, 1 -> 128, 128 -> 128, 129 -> 256 */
+    /* the offsets kernel's segments: each expert's rows padded to 128, starting at its first row
+     * tile (tile_start x 128): 0 rows -> 0, 1 -> 128, 128 -> 128, 129 -> 256 */
     const int32_t rows[4] = {0, 1, 128, 129};
     int32_t start[5];
-    assert_int_equal(mm_padded_segments(rows, 4, 128, start), 512);
-    assert_int_equal(start[1], 0);
-    assert_int_equal(start[2], 128);
-    assert_int_equal(start[3], 256);
+    assert_int_equal(mm_tile_prefix(rows, 4, start) * MM_GEMM_BM, 512);
+    assert_int_equal(start[1] * MM_GEMM_BM, 0);
+    assert_int_equal(start[2] * MM_GEMM_BM, 128);
+    assert_int_equal(start[3] * MM_GEMM_BM, 256);
 }
 
 static void invariants_on_routing(void **state)
