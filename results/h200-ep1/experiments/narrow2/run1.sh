@@ -8,7 +8,8 @@
 # docs/perf-notes.md (thirty-second session): Pro GEMM1 at 49152 rows 5-7% faster, or nothing if
 # the L2 -> SM bytes bound the narrow tiles. Its first GPU run (session32/call7, 1f8a858) failed
 # every row past 1: the block prefix still divided by `bm`, a units kind (-2) for the wide form;
-# the patch has the fix (7f84621), which the session had no device time left to run.
+# the patch has the fix (7f84621; rebased onto 411c283, whose mm_tiles_of it calls), which the
+# session had no device time left to run.
 # To run: `git apply results/h200-ep1/experiments/narrow2/narrow2.patch`, `make test`, commit,
 # then on one H200 with carry [".deps"]: `GIT_REV=<rev> bash results/h200-ep1/experiments/
 # narrow2/run1.sh` (~3 min: checks of the wide form on ragged experts, memcheck, then Pro 49152
