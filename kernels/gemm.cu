@@ -402,6 +402,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * ([193][4] floats: the tile's rows, then the weight block's 4 scales). */
 #define WIDE_GROUP 4
 #define WIDE_SLOT_FLOATS ((MM_WIDE_BM + 1) * WIDE_GROUP)
+/* A narrow2 item (mm_wide_units: a narrow tile's <= 64 rows over two column tiles): its second
+ * weight block in the A area after the 64 rows of A (a stage then as full as a 192-row tile's),
+ * its scales in the row of the scale area (slot or stage) after the item's rows. */
+#define WIDE_B1_OFFSET (64 * MM_GEMM_BK)
+#define WIDE_B1_SCALE_ROW 64
 #define WIDE_SLOTS_BYTES (MM_WIDE_GROUP_SCALES * 2 * WIDE_SLOT_FLOATS * 4)
 #define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES + WIDE_SLOTS_BYTES)
 /* 512 x 128 registers at launch: 128 x 56 + 384 x 152 = 65536, the whole file */
@@ -415,12 +420,15 @@ static_assert(WIDE_STAGES <= WIDE_GROUP + 1, "two scale slots cover a ring this 
 static_assert(WIDE_SMEM_BYTES <= 227 * 1024 - 1024, "the wide ring and its boxes fit one CTA");
 static_assert(WIDE_STAGE_BYTES % 1024 == 0 && WIDE_A_STAGE % 1024 == 0, "swizzle atoms on 1 KB boundaries");
 static_assert(MM_WIDE_BM + 1 <= MM_TILE_SCALE_BYTES / 4, "the A scales and the weight scale fit the scale area");
+static_assert(WIDE_B1_OFFSET + MM_TILE_B_STAGE <= WIDE_A_STAGE && WIDE_B1_OFFSET % 1024 == 0,
+              "a narrow2 item's second weight block fits the A area on a swizzle atom");
 
-/* the wide tile prefix (tile_prefix_kernel writes it; one grouped GEMM at a time per process) */
+/* the wide form's unit prefix (mm_wide_units; tile_prefix_kernel writes it; one grouped GEMM at a
+ * time per process) */
 static __device__ int32_t wide_tile_start[MM_WIDE_MAX_EXPERTS + 1];
 
 typedef struct {
-    int rows, a_row0, n0, last;
+    int rows, a_row0, n0, last, cols; /* cols 2: a narrow2 item (two weight blocks) */
 } wide_item;
 
 #ifndef MM_WIDE_ROTATE /* 1: the pairs' fixed walk rotated each wave (mm_pair_walk_item); 0, experiments: plain */
@@ -518,7 +526,7 @@ typedef struct {
 __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm_tile_pipe *pipe, const mm_ring &ring,
                                                        uint64_t *scales_full, const float *scale_slots,
                                                        const float *&slot_f, uint32_t &group, bool grouped, int kb,
-                                                       int rows, int r_lo, int r_hi)
+                                                       int rows, int r_lo, int r_hi, int w_row = MM_WIDE_BM)
 {
     const int st = ring.stage;
     if (grouped && kb % WIDE_GROUP == 0) {
@@ -531,7 +539,7 @@ __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm
     const float *sc = grouped ? slot_f + kb % WIDE_GROUP
                               : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
     const int step = grouped ? WIDE_GROUP : 1;
-    const float sw = sc[MM_WIDE_BM * step];
+    const float sw = sc[w_row * step]; /* the weight block's scale (a narrow2 item's second: WIDE_B1_SCALE_ROW) */
     const wide_scales t = {r_lo < rows ? sc[r_lo * step] * sw : 0.0f, r_hi < rows ? sc[r_hi * step] * sw : 0.0f};
     return t;
 }
@@ -564,6 +572,33 @@ __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pip
     }
 }
 
+/* Math warpgroup wg (0 or 1) of a narrow2 item: its rows 0..63 x the 128 columns of weight block
+ * wg (block 0 in the B area, block 1 at WIDE_B1_OFFSET of the A area), both over the A rows at the
+ * stage's start, every K block retired (m64n128k32 as the full form's, then the promotion). */
+__device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
+                                                 uint64_t *scales_full, const float *scale_slots, uint32_t &group,
+                                                 bool grouped, int kblocks, int rows, int wg, float acc[MM_TILE_ACC])
+{
+    const int t = mm_math_thread() % 128;
+    const int r_lo = mm_frag_row(t / 32, t % 32, 0), r_hi = mm_frag_row(t / 32, t % 32, 2);
+    const uint64_t da = mm_wgmma_desc(stages), db = mm_wgmma_desc(stages + (wg == 0 ? WIDE_A_STAGE : WIDE_B1_OFFSET));
+    const int w_row = wg == 0 ? MM_WIDE_BM : WIDE_B1_SCALE_ROW;
+    const float *slot_f = scale_slots;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    for (int kb = 0; kb < kblocks; kb++) {
+        const int st = ring.stage;
+        const wide_scales sc = wide_wait_block(stages, pipe, ring, scales_full, scale_slots, slot_f, group, grouped, kb,
+                                               rows, r_lo, r_hi, w_row);
+        float blk[MM_TILE_ACC];
+        mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
+        MM_WGMMA_WAIT(0, 14);
+        mm_tile_release_branch(pipe, st, true);
+        mm_tile_promote(sc.t_lo, sc.t_hi, blk, acc);
+        mm_ring_advance(ring);
+    }
+}
+
 /* Whether warpgroup wg's half of a wide tile goes out by the tensor copies: all its 64 rows
  * valid, BF16, an output map; else from the registers, valid rows only. */
 __device__ __forceinline__ bool wide_half_by_tma(const mm_grouped_gemm_args &g, int rows, int wg)
@@ -571,14 +606,14 @@ __device__ __forceinline__ bool wide_half_by_tma(const mm_grouped_gemm_args &g, 
     return MM_WIDE_STAGING && rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1);
 }
 
-/* A narrow tile's valid rows of this thread's 64 columns, from its registers (BF16 or FP32). */
-__device__ __forceinline__ void store_narrow_from_registers(void *out, int out_fp32, int n,
-                                                            const float acc[MM_TILE_ACC / 2], int rows, int a_row0,
-                                                            int n0)
+/* A narrow tile's valid rows of this warpgroup's `count` / 2 columns (64 for a narrow tile, 128
+ * for a narrow2 item's weight block), from its registers (BF16 or FP32). */
+__device__ __forceinline__ void store_narrow_from_registers(void *out, int out_fp32, int n, const float *acc, int count,
+                                                            int rows, int a_row0, int n0)
 {
     const int t = mm_math_thread() % 128;
 #pragma unroll
-    for (int i = 0; i < MM_TILE_ACC / 2; i += 2) {
+    for (int i = 0; i < count; i += 2) {
         const int r = mm_frag_row(t / 32, t % 32, i);
         if (r >= rows) continue;
         const size_t at = (size_t)(a_row0 + r) * n + n0 + mm_frag_col(t % 32, i);
@@ -617,7 +652,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     }
     mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    const int total = wide_tile_start[g.experts] * col_tiles;
+    const int total = wide_tile_start[g.experts] * (col_tiles / 2);
     mm_ring ring = MM_RING_START(WIDE_STAGES);
     uint32_t group = 0; /* both roles count the scale groups in the same order (the slot: group % 2) */
 
@@ -646,7 +681,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 mm_item_publish(&items, n);
                 break;
             }
-            const mm_tile t = mm_tile_locate_banded(wide_tile_start, g.experts, col_tiles, MM_GEMM_BAND, (int)item);
+            const mm_wide_tile t = mm_wide_locate(wide_tile_start, g.experts, col_tiles, MM_GEMM_BAND, (int)item);
             const int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_WIDE_BM;
             int rows = g.row_count[t.expert] - t.row_tile * MM_WIDE_BM;
             rows = rows < MM_WIDE_BM ? rows : MM_WIDE_BM;
@@ -655,17 +690,21 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 it->rows = rows;
                 it->a_row0 = a_row0;
                 it->n0 = t.col_tile * MM_GEMM_BN;
+                it->cols = t.cols;
             }
             mm_item_publish(&items, n);
             mm_inject_stall((int)item);
             const int pt = mm_tid();
-            const bool narrow = wide_tile_narrow(rows);
+            const bool two = t.cols == 2, narrow = two || wide_tile_narrow(rows); /* two: 64 rows of A too */
             /* this thread's scale copies: row pt, and row pt + 128 for pt < 64 (rows past the
              * tile's are not loaded; the math gives them scale 0) */
             const float *s_lo = pt < rows ? g.a_scale + (size_t)(a_row0 + pt) * kblocks : NULL;
             const float *s_hi = pt + 128 < rows ? g.a_scale + (size_t)(a_row0 + pt + 128) * kblocks : NULL;
             const float *s_w = g.w_scale + ((size_t)t.expert * col_tiles + t.col_tile) * kblocks;
             const int w_row0 = t.expert * g.n + t.col_tile * MM_GEMM_BN;
+            /* a narrow2 item's second weight block: its scales at row WIDE_B1_SCALE_ROW of the
+             * slot (past the item's <= 64 rows), its block in the A area after the 64 rows */
+            const float *s_w1 = two ? s_w + kblocks : NULL;
             for (int kb = 0; kb < kblocks; kb++) {
                 const int st = ring.stage;
                 uint8_t *sa = stages + st * WIDE_STAGE_BYTES, *sb = sa + WIDE_A_STAGE;
@@ -687,19 +726,21 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                                 ::"r"(full), "r"(a_bytes + MM_TILE_B_STAGE) : "memory");
+                                 ::"r"(full), "r"(a_bytes + (two ? 2 : 1) * MM_TILE_B_STAGE) : "memory");
                     if (!narrow)
                         mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
                                                 a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
                     else if (rank == 0)
                         mm_tile_tma_a_multicast(sa, rows64_map, kb, a_row0, full);
                     mm_tile_tma_b(sb, mm_tile_b{g.w_map, w_row0, NULL}, kb, full);
+                    if (two) mm_tile_tma_b(sa + WIDE_B1_OFFSET, mm_tile_b{g.w_map, w_row0 + MM_GEMM_BN, NULL}, kb, full);
                 }
                 if (group_start) {
                     float *slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
                     if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
                     if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
                     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
+                    if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async16(slot_f + WIDE_B1_SCALE_ROW * WIDE_GROUP, s_w1 + kb);
                     const unsigned sf = (unsigned)__cvta_generic_to_shared(&scales_full[group & 1u]);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
                     group++;
@@ -707,6 +748,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     if (s_lo) mm_cp_async4(sc + pt, s_lo + kb);
                     if (s_hi) mm_cp_async4(sc + 128 + pt, s_hi + kb);
                     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_WIDE_BM, s_w + kb);
+                    if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + WIDE_B1_SCALE_ROW, s_w1 + kb);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
                 }
                 mm_ring_advance(ring);
@@ -723,7 +765,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC]; /* zeroed at the first K block's promotion */
-            const bool narrow = wide_tile_narrow(rows);
+            const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
 #if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 1 /* timing only: the loads alone, no MMAs (outputs wrong) */
             if (true) {
 #else
@@ -738,11 +780,16 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     mm_tile_release_branch(&pipe, ring.stage, true);
                     mm_ring_advance(ring);
                 }
+            } else if (two) {
+                wide_two_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc);
+                mm_item_release(&items, n);
+                store_narrow_from_registers(g.out, g.out_fp32, g.n, acc, MM_TILE_ACC, rows, a_row0, n0 + MM_GEMM_BN * wg);
+                continue;
             } else if (narrow) {
                 float acc_n[MM_TILE_ACC / 2];
                 wide_narrow_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc_n);
                 mm_item_release(&items, n);
-                store_narrow_from_registers(g.out, g.out_fp32, g.n, acc_n, rows, a_row0, n0 + 64 * wg);
+                store_narrow_from_registers(g.out, g.out_fp32, g.n, acc_n, MM_TILE_ACC / 2, rows, a_row0, n0 + 64 * wg);
                 continue;
             } else {
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
@@ -804,6 +851,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
  * activation kernel walks it after GEMM1). With one thread walking the counts (the form before
  * 604c7b0) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and normal 25-30 us
  * slower a layer for their two GEMMs; perf-notes, thirty-first and thirty-second sessions). */
+/* wide: 0, or what wide_tile_start counts (MM_WIDE_UNITS or MM_WIDE_UNITS_N2: mm_prefix_tiles) */
 __global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32_t *row_count, int experts,
                                                                      int32_t *tile_start, int wide)
 {
@@ -812,7 +860,7 @@ __global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32
     asm volatile("griddepcontrol.launch_dependents;");
     __shared__ int warp_sums[PREFIX_THREADS / 32];
     mm_block_tile_prefix(row_count, experts, MM_GEMM_BM, tile_start, warp_sums);
-    if (wide) mm_block_tile_prefix(row_count, experts, MM_WIDE_BM, wide_tile_start, warp_sums);
+    if (wide) mm_block_tile_prefix(row_count, experts, wide, wide_tile_start, warp_sums);
     if (threadIdx.x == 0) gemm_claims = 0u;
 }
 
@@ -1002,8 +1050,9 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     const int wide = mm_grouped_gemm_tile_rows(&g, host_counts) == MM_WIDE_BM;
     /* the wide form's prefix (and the core's past GEMM_OWN_PREFIX_MAX experts) in a launch of
      * its own; else the core builds it inside (gemm_build_prefix) */
+    const int units = !wide ? 0 : mm_wide_narrow2(g.n / MM_GEMM_BN, MM_GEMM_BAND) ? MM_WIDE_UNITS_N2 : MM_WIDE_UNITS;
     if (wide || g.experts > GEMM_OWN_PREFIX_MAX)
-        tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, wide);
+        tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, units);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];

@@ -33,13 +33,16 @@ MM_HD int mm_tiles_of(int rows, int bm)
     return (int)(((unsigned)(rows > 0 ? rows : 0) + (unsigned)bm - 1u) / (unsigned)bm);
 }
 
-/* tile_start[0..experts]: prefix sum of row tiles `bm` rows high; returns the total. */
+MM_HD int mm_prefix_tiles(int rows, int bm); /* below, with the wide form */
+
+/* tile_start[0..experts]: prefix sum of row tiles `bm` rows high (or of the wide form's units:
+ * mm_prefix_tiles); returns the total. */
 MM_HD int mm_tile_prefix_bm(const int32_t *row_count, int experts, int bm, int32_t *tile_start)
 {
     int total = 0;
     for (int e = 0; e < experts; e++) {
         tile_start[e] = total;
-        total += mm_tiles_of(row_count[e], bm);
+        total += mm_prefix_tiles(row_count[e], bm);
     }
     tile_start[experts] = total;
     return total;
@@ -118,6 +121,81 @@ MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, const 
     if (asked == MM_WIDE_BM) return can ? MM_WIDE_BM : MM_GEMM_BM;
     if (asked == MM_GEMM_BM) return MM_GEMM_BM;
     return can && mm_wide_pays(count, experts) ? MM_WIDE_BM : MM_GEMM_BM;
+}
+
+/* The wide form's items in units (wide_tile_start holds their prefix; an expert's items are its
+ * units x col_tiles / 2): two per 192-row tile, but one for a narrow last tile (at most 64 rows)
+ * whose items take two column tiles each (narrow2). Why: an item's cost hardly depends on its
+ * rows (Pro GEMM1, thirty-second session: a narrow tile ~0.9 of a 192-row one, a 128-row tile
+ * ~0.87), so a narrow row tile in half as many items, each as full a stage as a 192-row tile's
+ * (64 rows of A, two weight blocks), should cost less. Two column tiles an item need col_tiles
+ * and the band a multiple of 4, so that the items of a pair (w, w + 1) still share their rows in
+ * every band (mm_wide_narrow2). */
+#ifndef MM_WIDE_NARROW2 /* experiments: 0 runs a narrow tile's items on one column tile each */
+#define MM_WIDE_NARROW2 1
+#endif
+MM_HD int mm_wide_narrow2(int col_tiles, int band)
+{
+    return MM_WIDE_NARROW2 && col_tiles % 4 == 0 && (band <= 0 || band >= col_tiles || band % 4 == 0);
+}
+
+MM_HD int mm_wide_units(int rows, int narrow2)
+{
+    if (rows <= 0) return 0;
+    const int tiles = mm_tiles_of(rows, MM_WIDE_BM), rest = rows % MM_WIDE_BM;
+    return 2 * tiles - (narrow2 && rest >= 1 && rest <= 64 ? 1 : 0);
+}
+
+/* What a prefix counts per expert: tiles of `bm` rows, or (bm MM_WIDE_UNITS / MM_WIDE_UNITS_N2)
+ * the wide form's units without / with narrow2. */
+#define MM_WIDE_UNITS (-1)
+#define MM_WIDE_UNITS_N2 (-2)
+MM_HD int mm_prefix_tiles(int rows, int bm)
+{
+    if (bm == MM_WIDE_UNITS || bm == MM_WIDE_UNITS_N2) return mm_wide_units(rows, bm == MM_WIDE_UNITS_N2);
+    return mm_tiles_of(rows, bm);
+}
+
+/* A wide item: its expert, row tile (192 rows high), first column tile and how many (2: a
+ * narrow2 item). */
+typedef struct {
+    int expert, row_tile, col_tile, cols;
+} mm_wide_tile;
+
+/* Wide item w in [0, unit_start[experts] * col_tiles / 2) -> its tile, in the banded order of
+ * mm_tile_locate_banded: inside each expert, bands of `band` column tiles (band <= 0 or >=
+ * col_tiles: one band), each band's full row tiles in turn, columns fastest, then its narrow2 row
+ * tile's items (two columns each). With units two per tile this is mm_tile_locate_banded's
+ * order over the 192-row prefix (CPU-tested). */
+MM_HD mm_wide_tile mm_wide_locate(const int32_t *unit_start, int experts, int col_tiles, int band, int w)
+{
+    const int half = col_tiles / 2;
+    const int u = w / half;
+    int lo = 0, hi = experts - 1; /* last expert whose first unit <= u */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (unit_start[mid] <= u) lo = mid;
+        else hi = mid - 1;
+    }
+    const int units = unit_start[lo + 1] - unit_start[lo], full = units / 2, narrow = units % 2;
+    if (band <= 0 || band >= col_tiles) band = col_tiles;
+    const int local = w - unit_start[lo] * half;
+    const int per_band = full * band + narrow * (band / 2); /* every band but the last */
+    const int b = local / per_band, first = b * band;
+    const int width = col_tiles - first < band ? col_tiles - first : band;
+    const int in_band = local - b * per_band;
+    mm_wide_tile t;
+    t.expert = lo;
+    if (in_band < full * width) {
+        t.row_tile = in_band / width;
+        t.col_tile = first + in_band % width;
+        t.cols = 1;
+    } else {
+        t.row_tile = full;
+        t.col_tile = first + 2 * (in_band - full * width);
+        t.cols = 2;
+    }
+    return t;
 }
 
 /* A 2-CTA pair's walk without claims (the wide form's, and the 128 x 128 kernel's pairs): pair

@@ -12,9 +12,9 @@
 
 #include "gemm_schedule.h"
 
-/* out[0..experts) = the exclusive prefix of the experts' tiles of `bm` rows, out[experts] the
- * total, which it also returns to every calling thread. Called by threads 0..threads-1 of the
- * block (threads a multiple of 32), which meet at barrier `bar` twice (0 with every thread of the
+/* out[0..experts) = the exclusive prefix of the experts' tiles of `bm` rows (or the wide form's
+ * units: mm_prefix_tiles), out[experts] the total, which it also returns to every calling thread.
+ * Called by threads 0..threads-1 of the block (threads a multiple of 32), which meet at barrier `bar` twice (0 with every thread of the
  * block: __syncthreads' barrier; or a named one for a warpgroup); warp_sums: threads / 32 ints of
  * shared memory. row_count may have been written by these threads before a barrier. */
 __device__ __forceinline__ int mm_group_tile_prefix(const int32_t *row_count, int experts, int bm, int32_t *out,
@@ -24,7 +24,7 @@ __device__ __forceinline__ int mm_group_tile_prefix(const int32_t *row_count, in
     int e0, e1, sum = 0;
     mm_prefix_chunk(experts, threads, t, &e0, &e1);
 #pragma unroll 8
-    for (int e = e0; e < e1; e++) sum += mm_tiles_of(row_count[e], bm);
+    for (int e = e0; e < e1; e++) sum += mm_prefix_tiles(row_count[e], bm);
     int incl = sum;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -41,7 +41,7 @@ __device__ __forceinline__ int mm_group_tile_prefix(const int32_t *row_count, in
     }
     for (int e = e0; e < e1; e++) {
         out[e] = base;
-        base += mm_tiles_of(row_count[e], bm);
+        base += mm_prefix_tiles(row_count[e], bm);
     }
     if (t == 0) out[experts] = total;
     asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(threads) : "memory"); /* out complete; warp_sums free */

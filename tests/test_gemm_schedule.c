@@ -120,6 +120,76 @@ static void wide_prefix_covers_rows(void **state)
     assert_memory_equal(core, core_again, sizeof core);
 }
 
+/* The wide form's items over units (mm_wide_locate): with narrow2 off, exactly the banded order
+ * over the 192-row prefix; with it on, every (expert, row tile, column tile) in exactly one item,
+ * two-column items only on an expert's narrow last tile (at most 64 rows) and only where
+ * col_tiles % 4 == 0, and a pair's items (w, w + 1; w even) on the same expert and row tile. */
+static void wide_units_cover_once(void **state)
+{
+    (void)state;
+    const int32_t count[] = {0, 1, 64, 65, 191, 192, 193, 256, 257, 1024, 1088, 1152, 0, 1536, 40, 100};
+    const int experts = 16;
+    const int col_list[] = {4, 8, 12, 16, 20, 32, 48, 56, 6, 10};
+    const int band_list[] = {0, 2, 4, 8, 64};
+    for (int ci = 0; ci < 10; ci++)
+        for (int bi = 0; bi < 5; bi++)
+            for (int n2 = 0; n2 <= 1; n2++) {
+                const int cols = col_list[ci], band = band_list[bi];
+                const int narrow2 = n2 && mm_wide_narrow2(cols, band);
+                int32_t units[17], tiles[17];
+                const int total_units = mm_tile_prefix_bm(count, experts, narrow2 ? MM_WIDE_UNITS_N2 : MM_WIDE_UNITS, units);
+                const int total_tiles = mm_tile_prefix_bm(count, experts, MM_WIDE_BM, tiles);
+                int32_t expect_units = 0;
+                for (int e = 0; e < experts; e++) expect_units += mm_wide_units(count[e], narrow2);
+                assert_int_equal(total_units, expect_units);
+                const int items = total_units * cols / 2;
+                static unsigned char seen[16][8][56];
+                memset(seen, 0, sizeof seen);
+                for (int w = 0; w < items; w++) {
+                    const mm_wide_tile t = mm_wide_locate(units, experts, cols, band, w);
+                    assert_true(t.expert >= 0 && t.expert < experts);
+                    assert_true(t.row_tile >= 0 && t.row_tile * MM_WIDE_BM < count[t.expert]);
+                    assert_true(t.cols == 1 || t.cols == 2);
+                    if (t.cols == 2) {
+                        assert_true(narrow2);
+                        assert_true(count[t.expert] - t.row_tile * MM_WIDE_BM <= 64);
+                        assert_int_equal(t.col_tile % 2, 0);
+                    }
+                    for (int c = t.col_tile; c < t.col_tile + t.cols; c++) {
+                        assert_true(c >= 0 && c < cols);
+                        assert_int_equal(seen[t.expert][t.row_tile][c], 0);
+                        seen[t.expert][t.row_tile][c] = 1;
+                    }
+                    if (w % 2 == 0 && w + 1 < items) {
+                        const mm_wide_tile u = mm_wide_locate(units, experts, cols, band, w + 1);
+                        assert_int_equal(t.expert, u.expert);
+                        assert_int_equal(t.row_tile, u.row_tile);
+                        assert_int_equal(t.cols, u.cols);
+                    }
+                    if (!narrow2) { /* the old order, item for item */
+                        const mm_tile o = mm_tile_locate_banded(tiles, experts, cols, band, w);
+                        assert_int_equal(o.expert, t.expert);
+                        assert_int_equal(o.row_tile, t.row_tile);
+                        assert_int_equal(o.col_tile, t.col_tile);
+                        assert_int_equal(t.cols, 1);
+                    }
+                }
+                for (int e = 0; e < experts; e++)
+                    for (int r = 0; r * MM_WIDE_BM < count[e]; r++)
+                        for (int c = 0; c < cols; c++) assert_int_equal(seen[e][r][c], 1);
+                if (!narrow2) assert_int_equal(total_units, 2 * total_tiles);
+            }
+    assert_int_equal(mm_wide_units(1024, 1), 11);
+    assert_int_equal(mm_wide_units(1024, 0), 12);
+    assert_int_equal(mm_wide_units(1088, 1), 12);
+    assert_int_equal(mm_wide_units(64, 1), 1);
+    assert_int_equal(mm_wide_units(65, 1), 2);
+    assert_int_equal(mm_wide_units(0, 1), 0);
+    assert_true(mm_wide_narrow2(48, 8) == MM_WIDE_NARROW2);
+    assert_false(mm_wide_narrow2(6, 8));
+    assert_false(mm_wide_narrow2(48, 6));
+}
+
 /* Which tile a launch takes: the wide form only with a rows map, an even column count, experts
  * that fit its prefix and room for its pairs; auto only from known counts that average
  * MM_WIDE_MIN_MEAN_ROWS an active expert and pad no worse than 128-row tiles (+ the margin). */
@@ -713,6 +783,7 @@ int run_gemm_schedule_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_every_tile_once),
         cmocka_unit_test(wide_prefix_covers_rows),
+        cmocka_unit_test(wide_units_cover_once),
         cmocka_unit_test(tile_form_choice),
         cmocka_unit_test(fused_max_experts_fit),
         cmocka_unit_test(single_and_empty),
