@@ -23,8 +23,11 @@ expect 0 new-dir scripts/ab.sh new-dir "-DMM_X=1 -DMM_Y=2"
 expect 2 new-dir-no-flags scripts/ab.sh new-dir
 expect 0 dry-run-gemm scripts/ab.sh run build/ab-test --gemm 12288,49152 --configs deepseek-v4-pro --rounds 3 --iters 10 --dry-run
 [ "$(cut -d: -f1 /tmp/test_ab.$$.out | tr '\n' ' ')" = "old new new old old new " ] &&
-    [ "$(grep -c ' gemm --config configs/deepseek-v4-pro.json --ep 8 --rows 12288,49152 --tile auto --iters 10 ' /tmp/test_ab.$$.out)" = 6 ] ||
+    [ "$(grep -c ' gemm --config configs/deepseek-v4-pro.json --ep 8 --rows 12288,49152 --tile auto --spread uniform --iters 10 ' /tmp/test_ab.$$.out)" = 6 ] ||
     { fail=$((fail + 1)); echo "FAIL dry-run-gemm: order or commands wrong"; cat /tmp/test_ab.$$.out; }
+expect 0 dry-run-gemm-skewed scripts/ab.sh run build/ab-test --gemm 49152 --tile 192 --spread skewed --configs deepseek-v4-flash --rounds 1 --dry-run
+[ "$(grep -c ' --rows 49152 --tile 192 --spread skewed ' /tmp/test_ab.$$.out)" = 2 ] ||
+    { fail=$((fail + 1)); echo "FAIL dry-run-gemm-skewed: --spread not passed on"; cat /tmp/test_ab.$$.out; }
 expect 0 dry-run-bench scripts/ab.sh run build/ab-test --configs deepseek-v4-flash --rounds 2 --dry-run
 [ "$(grep -c ' bench --config configs/deepseek-v4-flash.json --modes fused ' /tmp/test_ab.$$.out)" = 4 ] ||
     { fail=$((fail + 1)); echo "FAIL dry-run-bench: commands wrong"; cat /tmp/test_ab.$$.out; }
