@@ -128,7 +128,9 @@ MM_HD int mm_gemm_tile_rows(int asked, int has_a_map, int experts, int n, const 
  * whose items take two column tiles each (narrow2). Why: an item's cost hardly depends on its
  * rows (Pro GEMM1, thirty-second session: a narrow tile ~0.9 of a 192-row one, a 128-row tile
  * ~0.87), so a narrow row tile in half as many items, each as full a stage as a 192-row tile's
- * (64 rows of A, two weight blocks), should cost less. Two column tiles an item need col_tiles
+ * (64 rows of A, two weight blocks), costs less. Measured against the one-column form
+ * (-DMM_WIDE_NARROW2=0; perf-notes, thirty-third session): Pro at 1024 rows an expert GEMM1
+ * 5.6-6.3% faster, GEMM2 1-10%; skewed spreads 1-3.5%. Two column tiles an item need col_tiles
  * and the band a multiple of 4, so that the items of a pair (w, w + 1) still share their rows in
  * every band (mm_wide_narrow2). */
 #ifndef MM_WIDE_NARROW2 /* experiments: 0 runs a narrow tile's items on one column tile each */
