@@ -75,19 +75,28 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
 {
     const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
     uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
+    /* MM_WIDE_ABLATE 3 / 4 / 5, timing only (outputs wrong or racy): the epilogue's parts left out
+     * one at a time (3: the proxy fence; 4: the wait for the previous copies and its barrier; 5:
+     * the shared stores), to see which one costs the tensor pipe's idle time at a tile's end */
+#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 4)
     if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+#endif
     /* the boxes' swizzled layout (gemm_schedule.h, CPU-tested against the tensor map's and for
      * conflict-free stores: a warp's 8 rows hit 8 different chunks) */
     const int lane = lt % 32;
     const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + mm_out_box_base((lt / 32) % 4, lane);
+#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 5)
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
         const unsigned at = base + mm_out_box_step(lane, i);
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(packed[i / 2]) : "memory");
     }
+#endif
+#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3)
     /* the shared stores (generic proxy) before the tensor copies (async proxy) read them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     if (lt == 0) {
 #pragma unroll
