@@ -67,6 +67,19 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
     }
 }
 
+/* Experiments on the output's path (perf-notes, thirty-third session: storing nothing saved 7% of
+ * Flash GEMM2 at 49152 rows, its fence, wait and shared stores <= 1% each):
+ * MM_GEMM_STORE_HINT 1 issues the copies with an L2 evict_first policy (the output is not read
+ * again by this GEMM; the stages' A rows and weight blocks are); MM_GEMM_STORE_GLOBAL 1 has the
+ * warpgroup's 128 threads copy the boxes to global memory themselves, 16 bytes a thread and two
+ * whole 256-byte rows a warp, instead of the tensor copies. */
+#ifndef MM_GEMM_STORE_HINT
+#define MM_GEMM_STORE_HINT 0
+#endif
+#ifndef MM_GEMM_STORE_GLOBAL
+#define MM_GEMM_STORE_GLOBAL 0
+#endif
+
 /* Math warpgroup g's full half: its packed accumulators into its two boxes in the swizzled layout
  * the map names, then thread 0 of the warpgroup issues the copies. Before rewriting the boxes it
  * waits until its copies of the previous tile have read them (wait_group.read). */
@@ -93,18 +106,48 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(packed[i / 2]) : "memory");
     }
 #endif
+#if MM_GEMM_STORE_GLOBAL
+    /* the boxes read back in 16-byte chunks (chunk c of row r at mm_out_box_offset(r, 8 c)); the
+     * barrier at the next tile's start keeps the boxes until every thread has read them */
+    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+    __nv_bfloat16 *out = (__nv_bfloat16 *)g.out + (size_t)(a_row0 + 64 * wg) * g.n + n0;
+#pragma unroll 2
+    for (int j = 0; j < 8; j++) {
+        const int idx = j * 128 + lt, r = idx / 16, c = idx % 16;
+        const uint4 v = *(const uint4 *)(boxes + mm_out_box_offset(r, 8 * c));
+        *(uint4 *)(out + (size_t)r * g.n + 8 * c) = v;
+    }
+    return;
+#endif
 #if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3)
     /* the shared stores (generic proxy) before the tensor copies (async proxy) read them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     if (lt == 0) {
+#if MM_GEMM_STORE_HINT
+        uint64_t policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+        /* MM_WIDE_ABLATE 6, timing only (outputs wrong): box 0 alone, half the bytes */
+#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 6
+        const int boxes_out = 1;
+#else
+        const int boxes_out = 2;
+#endif
 #pragma unroll
-        for (int bx = 0; bx < 2; bx++)
+        for (int bx = 0; bx < boxes_out; bx++)
+#if MM_GEMM_STORE_HINT
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;"
+                         ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
+                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES)), "l"(policy)
+                         : "memory");
+#else
             asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                          ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
                          "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES))
                          : "memory");
+#endif
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
 }
