@@ -210,6 +210,9 @@ expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tin
 expect_rc 0 gemm-tiny-skewed-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-tiny-routing-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --tile 192 --iters 3
 expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
+# narrow2 items (a last tile of <= 64 rows on two column tiles) with each K block's scales in its
+# stage (K 640: 5 blocks, not a multiple of the 4-block groups); tiny above has the 64-column split
+expect_rc 0 gemm-h640-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-h640.json --ep 2 --rows 1,37,300,2000 --spread skewed --tile 192 --iters 3
 # the row-tile prefix over many local experts, most of them empty (1024 and 2048)
 expect_rc 0 gemm-prefix-1024 $mpi -np 1 build/megamoe gemm --config tests/configs/many-experts.json --ep 1 --rows 1,37,300,2000,9000 --spread skewed --iters 3
 expect_rc 0 gemm-prefix-2048 $mpi -np 1 build/megamoe gemm --config tests/configs/prefix-2048.json --ep 1 --rows 1,37,300,2000,9000 --spread skewed --iters 3
