@@ -8,7 +8,8 @@
 #      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
-#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-n2048 and Flash skewed
+#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 and
+#      small-h640 on the wide form (narrow2 items, both scale paths), small-n2048 and Flash skewed
 #      (the banded item order), Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
