@@ -71,8 +71,8 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
  * Flash GEMM2 at 49152 rows, its fence, wait and shared stores <= 1% each):
  * MM_GEMM_STORE_HINT 1 issues the copies with an L2 evict_first policy (the output is not read
  * again by this GEMM; the stages' A rows and weight blocks are); MM_GEMM_STORE_GLOBAL 1 has the
- * warpgroup's 128 threads copy the boxes to global memory themselves, 16 bytes a thread and two
- * whole 256-byte rows a warp, instead of the tensor copies. */
+ * warpgroup's 128 threads copy the boxes to global memory themselves (copy_boxes_out) instead of
+ * the tensor copies. */
 #ifndef MM_GEMM_STORE_HINT
 #define MM_GEMM_STORE_HINT 0
 #endif
@@ -80,14 +80,11 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
 #define MM_GEMM_STORE_GLOBAL 0
 #endif
 
-/* Math warpgroup g's full half: its packed accumulators into its two boxes in the swizzled layout
- * the map names, then thread 0 of the warpgroup issues the copies. Before rewriting the boxes it
- * waits until its copies of the previous tile have read them (wait_group.read). */
-__device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging,
-                                               const uint32_t packed[MM_TILE_ACC / 2], int a_row0, int n0)
+/* Math warpgroup wg's packed accumulators (a 64 x 128 half) into its two boxes (staging + wg x 16
+ * KB), in the swizzled layout the output map names. Before rewriting the boxes it waits until its copies of the
+ * previous tile have read them (wait_group.read) and, by the barrier, until its threads have. */
+__device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed[MM_TILE_ACC / 2], int wg, int lt)
 {
-    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
     /* MM_WIDE_ABLATE 3 / 4 / 5, timing only (outputs wrong or racy): the epilogue's parts left out
      * one at a time (3: the proxy fence; 4: the wait for the previous copies and its barrier; 5:
      * the shared stores), to see which one costs the tensor pipe's idle time at a tile's end */
@@ -106,19 +103,47 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(packed[i / 2]) : "memory");
     }
 #endif
-#if MM_GEMM_STORE_GLOBAL
-    /* the boxes read back in 16-byte chunks (chunk c of row r at mm_out_box_offset(r, 8 c)); the
-     * barrier at the next tile's start keeps the boxes until every thread has read them */
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    __nv_bfloat16 *out = (__nv_bfloat16 *)g.out + (size_t)(a_row0 + 64 * wg) * g.n + n0;
+}
+
+/* The boxes' first `rows` rows (of 64) to the BF16 output, n columns a row, from (row0, col0):
+ * 16 bytes a thread, a warp two whole 256-byte rows (chunk c of row r at mm_out_box_offset(r,
+ * 8 c)). After fill_boxes and a barrier of the warpgroup; the next fill_boxes' barrier keeps
+ * the boxes until every thread has read them. */
+__device__ __forceinline__ void copy_boxes_out(const uint8_t *boxes, void *out, int n, int row0, int col0, int rows,
+                                               int lt)
+{
+    __nv_bfloat16 *dst = (__nv_bfloat16 *)out + (size_t)row0 * n + col0;
 #pragma unroll 2
     for (int j = 0; j < 8; j++) {
         const int idx = j * 128 + lt, r = idx / 16, c = idx % 16;
-        const uint4 v = *(const uint4 *)(boxes + mm_out_box_offset(r, 8 * c));
-        *(uint4 *)(out + (size_t)r * g.n + 8 * c) = v;
+        if (r < rows) *(uint4 *)(dst + (size_t)r * n + 8 * c) = *(const uint4 *)(boxes + mm_out_box_offset(r, 8 * c));
     }
+}
+
+/* A 64 x 128 block of this math thread's warpgroup, rows row0.. (its first `rows` valid), columns
+ * col0..: through the boxes, by 16-byte stores (BF16 only). */
+__device__ __forceinline__ void store_half_staged(const mm_grouped_gemm_args &g, uint8_t *staging,
+                                                  const uint32_t packed[MM_TILE_ACC / 2], int row0, int col0, int rows)
+{
+    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
+    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
+    fill_boxes(boxes, packed, wg, lt);
+    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+    copy_boxes_out(boxes, g.out, g.n, row0, col0, rows, lt);
+}
+
+/* Math warpgroup g's full half: its packed accumulators into its two boxes, then thread 0 of the
+ * warpgroup issues the copies. */
+__device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging,
+                                               const uint32_t packed[MM_TILE_ACC / 2], int a_row0, int n0)
+{
+    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
+#if MM_GEMM_STORE_GLOBAL
+    store_half_staged(g, staging, packed, a_row0 + 64 * wg, n0, 64);
     return;
 #endif
+    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
+    fill_boxes(boxes, packed, wg, lt);
 #if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3)
     /* the shared stores (generic proxy) before the tensor copies (async proxy) read them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -651,6 +676,18 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
     }
 }
 
+#ifndef MM_WIDE_PARTIAL_STAGED /* experiments: 1 stores partial halves and narrow2 blocks through the boxes */
+#define MM_WIDE_PARTIAL_STAGED 0
+#endif
+/* Experiment (session33/run8.sh): a BF16 half with fewer than 64 valid rows (an expert's last
+ * tile) and a narrow2 item's 64 x 128 block go out through the warpgroup's boxes by 16-byte
+ * stores of the valid rows (store_half_staged), not from the registers 4 bytes at a time (a warp
+ * writes 8 rows x 16 bytes an instruction there; every tile that way was 21-25% slower, call 7). */
+__device__ __forceinline__ bool wide_partial_staged(const mm_grouped_gemm_args &g)
+{
+    return MM_WIDE_PARTIAL_STAGED && MM_WIDE_STAGING && !g.out_fp32;
+}
+
 /* Whether warpgroup wg's half of a wide tile goes out by the tensor copies: all its 64 rows
  * valid, BF16, an output map; else from the registers, valid rows only. */
 __device__ __forceinline__ bool wide_half_by_tma(const mm_grouped_gemm_args &g, int rows, int wg)
@@ -835,6 +872,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             } else if (two) {
                 wide_two_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc);
                 mm_item_release(&items, n);
+                if (wide_partial_staged(g)) {
+                    uint32_t packed[MM_TILE_ACC / 2];
+                    pack_bf16(acc, packed);
+                    store_half_staged(g, staging, packed, a_row0, n0 + MM_GEMM_BN * wg, rows);
+                    continue;
+                }
                 store_narrow_from_registers(g.out, g.out_fp32, g.n, acc, MM_TILE_ACC, rows, a_row0, n0 + MM_GEMM_BN * wg);
                 continue;
             } else if (narrow) {
@@ -881,6 +924,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             if (a_row0 >= 0) continue;
 #endif
             if (!wide_half_by_tma(g, rows, wg)) {
+                if (wide_partial_staged(g) && rows > 64 * wg) {
+                    uint32_t packed[MM_TILE_ACC / 2];
+                    pack_bf16(acc, packed);
+                    store_half_staged(g, staging, packed, a_row0 + 64 * wg, n0, rows - 64 * wg);
+                    continue;
+                }
                 store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
                 continue;
             }
