@@ -106,8 +106,8 @@ __device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed
 }
 
 /* The boxes' first `rows` rows (of 64) to the BF16 output, n columns a row, from (row0, col0):
- * 16 bytes a thread, a warp two whole 256-byte rows (chunk c of row r at mm_out_box_offset(r,
- * 8 c)). After fill_boxes and a barrier of the warpgroup; the next fill_boxes' barrier keeps
+ * 16 bytes a thread, a warp two whole 256-byte rows a pass (mm_out_copy_chunk; chunk c of row r
+ * at mm_out_box_offset(r, 8 c)). After fill_boxes and a barrier of the warpgroup; the next fill_boxes' barrier keeps
  * the boxes until every thread has read them. */
 __device__ __forceinline__ void copy_boxes_out(const uint8_t *boxes, void *out, int n, int row0, int col0, int rows,
                                                int lt)
@@ -115,7 +115,8 @@ __device__ __forceinline__ void copy_boxes_out(const uint8_t *boxes, void *out, 
     __nv_bfloat16 *dst = (__nv_bfloat16 *)out + (size_t)row0 * n + col0;
 #pragma unroll 2
     for (int j = 0; j < 8; j++) {
-        const int idx = j * 128 + lt, r = idx / 16, c = idx % 16;
+        int r, c;
+        mm_out_copy_chunk(j, lt, &r, &c);
         if (r < rows) *(uint4 *)(dst + (size_t)r * n + 8 * c) = *(const uint4 *)(boxes + mm_out_box_offset(r, 8 * c));
     }
 }
