@@ -80,9 +80,10 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
 #define MM_GEMM_STORE_GLOBAL 0
 #endif
 
-/* Math warpgroup wg's packed accumulators (a 64 x 128 half) into its two boxes (staging + wg x 16
- * KB), in the swizzled layout the output map names. Before rewriting the boxes it waits until its copies of the
- * previous tile have read them (wait_group.read) and, by the barrier, until its threads have. */
+/* Math warpgroup wg's packed accumulators (a 64 x 128 half) into its two boxes (staging + wg x
+ * 16 KB), in the swizzled layout the output map names. Before rewriting the boxes it waits until
+ * its copies of the previous tile have read them (wait_group.read) and, by the barrier, until its
+ * threads have. */
 __device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed[MM_TILE_ACC / 2], int wg, int lt)
 {
     /* MM_WIDE_ABLATE 3 / 4 / 5, timing only (outputs wrong or racy): the epilogue's parts left out
@@ -107,8 +108,8 @@ __device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed
 
 /* The boxes' first `rows` rows (of 64) to the BF16 output, n columns a row, from (row0, col0):
  * 16 bytes a thread, a warp two whole 256-byte rows a pass (mm_out_copy_chunk; chunk c of row r
- * at mm_out_box_offset(r, 8 c)). After fill_boxes and a barrier of the warpgroup; the next fill_boxes' barrier keeps
- * the boxes until every thread has read them. */
+ * at mm_out_box_offset(r, 8 c)). After fill_boxes and a barrier of the warpgroup; the next
+ * fill_boxes' barrier keeps the boxes until every thread has read them. */
 __device__ __forceinline__ void copy_boxes_out(const uint8_t *boxes, void *out, int n, int row0, int col0, int rows,
                                                int lt)
 {
@@ -953,16 +954,16 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
  * activation kernel walks it after GEMM1). With one thread walking the counts (the form before
  * 604c7b0) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and normal 25-30 us
  * slower a layer for their two GEMMs; perf-notes, thirty-first and thirty-second sessions). */
-/* wide: 0, or what wide_tile_start counts (MM_WIDE_UNITS or MM_WIDE_UNITS_N2: mm_prefix_tiles) */
+/* wide_units: 0, or what wide_tile_start counts (MM_WIDE_UNITS or MM_WIDE_UNITS_N2: mm_prefix_tiles) */
 __global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32_t *row_count, int experts,
-                                                                     int32_t *tile_start, int wide)
+                                                                     int32_t *tile_start, int wide_units)
 {
     /* the GEMM may start its launch now; it reads tile_start and its claim counter only after
      * this grid completed */
     asm volatile("griddepcontrol.launch_dependents;");
     __shared__ int warp_sums[PREFIX_THREADS / 32];
     mm_block_tile_prefix(row_count, experts, MM_GEMM_BM, tile_start, warp_sums);
-    if (wide) mm_block_tile_prefix(row_count, experts, wide, wide_tile_start, warp_sums);
+    if (wide_units) mm_block_tile_prefix(row_count, experts, wide_units, wide_tile_start, warp_sums);
     if (threadIdx.x == 0) gemm_claims = 0u;
 }
 
