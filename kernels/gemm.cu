@@ -67,19 +67,6 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
     }
 }
 
-/* Experiments on the output's path (perf-notes, thirty-third session: storing nothing saved 7% of
- * Flash GEMM2 at 49152 rows, its fence, wait and shared stores <= 1% each):
- * MM_GEMM_STORE_HINT 1 issues the copies with an L2 evict_first policy (the output is not read
- * again by this GEMM; the stages' A rows and weight blocks are); MM_GEMM_STORE_GLOBAL 1 has the
- * warpgroup's 128 threads copy the boxes to global memory themselves (copy_boxes_out) instead of
- * the tensor copies. */
-#ifndef MM_GEMM_STORE_HINT
-#define MM_GEMM_STORE_HINT 0
-#endif
-#ifndef MM_GEMM_STORE_GLOBAL
-#define MM_GEMM_STORE_GLOBAL 0
-#endif
-
 /* Math warpgroup wg's packed accumulators (a 64 x 128 half) into its two boxes (staging + wg x
  * 16 KB), in the swizzled layout the output map names. Before rewriting the boxes it waits until
  * its copies of the previous tile have read them (wait_group.read) and, by the barrier, until its
@@ -106,44 +93,12 @@ __device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed
 #endif
 }
 
-/* The boxes' first `rows` rows (of 64) to the BF16 output, n columns a row, from (row0, col0):
- * 16 bytes a thread, a warp two whole 256-byte rows a pass (mm_out_copy_chunk; chunk c of row r
- * at mm_out_box_offset(r, 8 c)). After fill_boxes and a barrier of the warpgroup; the next
- * fill_boxes' barrier keeps the boxes until every thread has read them. */
-__device__ __forceinline__ void copy_boxes_out(const uint8_t *boxes, void *out, int n, int row0, int col0, int rows,
-                                               int lt)
-{
-    __nv_bfloat16 *dst = (__nv_bfloat16 *)out + (size_t)row0 * n + col0;
-#pragma unroll 2
-    for (int j = 0; j < 8; j++) {
-        int r, c;
-        mm_out_copy_chunk(j, lt, &r, &c);
-        if (r < rows) *(uint4 *)(dst + (size_t)r * n + 8 * c) = *(const uint4 *)(boxes + mm_out_box_offset(r, 8 * c));
-    }
-}
-
-/* A 64 x 128 block of this math thread's warpgroup, rows row0.. (its first `rows` valid), columns
- * col0..: through the boxes, by 16-byte stores (BF16 only). */
-__device__ __forceinline__ void store_half_staged(const mm_grouped_gemm_args &g, uint8_t *staging,
-                                                  const uint32_t packed[MM_TILE_ACC / 2], int row0, int col0, int rows)
-{
-    const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
-    fill_boxes(boxes, packed, wg, lt);
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    copy_boxes_out(boxes, g.out, g.n, row0, col0, rows, lt);
-}
-
 /* Math warpgroup g's full half: its packed accumulators into its two boxes, then thread 0 of the
  * warpgroup issues the copies. */
 __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging,
                                                const uint32_t packed[MM_TILE_ACC / 2], int a_row0, int n0)
 {
     const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
-#if MM_GEMM_STORE_GLOBAL
-    store_half_staged(g, staging, packed, a_row0 + 64 * wg, n0, 64);
-    return;
-#endif
     uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
     fill_boxes(boxes, packed, wg, lt);
 #if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3)
@@ -152,29 +107,12 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
 #endif
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     if (lt == 0) {
-#if MM_GEMM_STORE_HINT
-        uint64_t policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-#endif
-        /* MM_WIDE_ABLATE 6, timing only (outputs wrong): box 0 alone, half the bytes */
-#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 6
-        const int boxes_out = 1;
-#else
-        const int boxes_out = 2;
-#endif
 #pragma unroll
-        for (int bx = 0; bx < boxes_out; bx++)
-#if MM_GEMM_STORE_HINT
-            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;"
-                         ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
-                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES)), "l"(policy)
-                         : "memory");
-#else
+        for (int bx = 0; bx < 2; bx++)
             asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                          ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
                          "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES))
                          : "memory");
-#endif
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
 }
@@ -200,6 +138,34 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
  * grouped GEMM at a time, and each launch reads the counter only after griddepcontrol.wait, when
  * the launch before it has completed. */
 static __device__ unsigned int gemm_claims;
+
+/* The SM clock the launches ran at, for `megamoe gemm`'s MHz column (under the H200's power cap
+ * a long GEMM runs well below its boost clock, and the same kernel reads 10-15% apart from run to
+ * run with it): thread 0 of each CTA adds its SM cycles (clock64) and nanoseconds (globaltimer)
+ * from its start to its end. Both count the same span, so their ratio is the clock whatever the
+ * CTA waited on. Summed over every launch since mm_grouped_gemm_clock_reset. */
+static __device__ unsigned long long gemm_clock_sum[2];
+#ifndef MM_GEMM_CLOCK /* -DMM_GEMM_CLOCK=0: no clock reads (A/B runs of their cost; MHz reads 0) */
+#define MM_GEMM_CLOCK 1
+#endif
+
+__device__ __forceinline__ void gemm_clock_begin(uint64_t start[2])
+{
+#if MM_GEMM_CLOCK
+    start[0] = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start[1]));
+#endif
+}
+
+__device__ __forceinline__ void gemm_clock_end(const uint64_t start[2])
+{
+#if MM_GEMM_CLOCK
+    uint64_t now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    atomicAdd(&gemm_clock_sum[0], (unsigned long long)(clock64() - start[0]));
+    atomicAdd(&gemm_clock_sum[1], (unsigned long long)(now - start[1]));
+#endif
+}
 
 /* Thread 0 of a producer: the next claim; the tile is gridDim.x + the claim (each CTA's first
  * tile is blockIdx.x, no claim), added where it is read (gemm_walk), since an add here would wait
@@ -339,12 +305,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ __align__(8) mm_item_ring items;
     __shared__ int claimed;
     __shared__ int prefix_warp_sums[MM_PRODUCER_THREADS / 32];
+    __shared__ uint64_t clock_start[2];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
+        gemm_clock_begin(clock_start);
         mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         mm_item_ring_init(&items);
     }
@@ -430,6 +398,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     else __syncthreads();
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
+    if (threadIdx.x == 0) gemm_clock_end(clock_start);
 }
 
 /* The wide form: 192 x 128 tiles in 2-CTA pairs (gemm_schedule.h MM_WIDE_BM; the launch picks
@@ -678,18 +647,6 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
     }
 }
 
-#ifndef MM_WIDE_PARTIAL_STAGED /* experiments: 1 stores partial halves and narrow2 blocks through the boxes */
-#define MM_WIDE_PARTIAL_STAGED 0
-#endif
-/* Experiment (session33/run8.sh): a BF16 half with fewer than 64 valid rows (an expert's last
- * tile) and a narrow2 item's 64 x 128 block go out through the warpgroup's boxes by 16-byte
- * stores of the valid rows (store_half_staged), not from the registers 4 bytes at a time (a warp
- * writes 8 rows x 16 bytes an instruction there; every tile that way was 21-25% slower, call 7). */
-__device__ __forceinline__ bool wide_partial_staged(const mm_grouped_gemm_args &g)
-{
-    return MM_WIDE_PARTIAL_STAGED && MM_WIDE_STAGING && !g.out_fp32;
-}
-
 /* Whether warpgroup wg's half of a wide tile goes out by the tensor copies: all its 64 rows
  * valid, BF16, an output map; else from the registers, valid rows only. */
 __device__ __forceinline__ bool wide_half_by_tma(const mm_grouped_gemm_args &g, int rows, int wg)
@@ -722,6 +679,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ __align__(8) uint64_t scales_full[2]; /* per slot: the producer's 128 copies landed */
     __shared__ __align__(8) uint64_t claim_full[2], claim_empty[2]; /* the pair's claims (pair_claim_post) */
     __shared__ int pair_claim[2], pair_taken;
+    __shared__ uint64_t clock_start[2];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
@@ -732,6 +690,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     const bool grouped = MM_WIDE_GROUP_SCALES && kblocks % WIDE_GROUP == 0 && ((uintptr_t)g.a_scale & 15u) == 0 &&
                          ((uintptr_t)g.w_scale & 15u) == 0;
     if (threadIdx.x == 0) {
+        gemm_clock_begin(clock_start);
         mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
         mm_item_ring_init(&items, WIDE_MATH_WARPS);
         for (int j = 0; j < 2; j++) {
@@ -874,12 +833,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             } else if (two) {
                 wide_two_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc);
                 mm_item_release(&items, n);
-                if (wide_partial_staged(g)) {
-                    uint32_t packed[MM_TILE_ACC / 2];
-                    pack_bf16(acc, packed);
-                    store_half_staged(g, staging, packed, a_row0, n0 + MM_GEMM_BN * wg, rows);
-                    continue;
-                }
                 store_narrow_from_registers(g.out, g.out_fp32, g.n, acc, MM_TILE_ACC, rows, a_row0, n0 + MM_GEMM_BN * wg);
                 continue;
             } else if (narrow) {
@@ -926,12 +879,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             if (a_row0 >= 0) continue;
 #endif
             if (!wide_half_by_tma(g, rows, wg)) {
-                if (wide_partial_staged(g) && rows > 64 * wg) {
-                    uint32_t packed[MM_TILE_ACC / 2];
-                    pack_bf16(acc, packed);
-                    store_half_staged(g, staging, packed, a_row0 + 64 * wg, n0, rows - 64 * wg);
-                    continue;
-                }
                 store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
                 continue;
             }
@@ -945,6 +892,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     mm_cluster_sync();
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
+    if (threadIdx.x == 0) gemm_clock_end(clock_start);
 }
 
 #define PREFIX_THREADS 128
@@ -1063,6 +1011,26 @@ extern "C" int mm_grouped_gemm_band(void)
 extern "C" int mm_grouped_gemm_wide_claims(void)
 {
     return MM_WIDE_CLAIMS;
+}
+
+extern "C" cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream)
+{
+    void *sum = NULL;
+    cudaError_t e = cudaGetSymbolAddress(&sum, gemm_clock_sum);
+    return e != cudaSuccess ? e : cudaMemsetAsync(sum, 0, sizeof gemm_clock_sum, stream);
+}
+
+extern "C" cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles,
+                                                  unsigned long long *ns)
+{
+    unsigned long long sum[2];
+    cudaError_t e = cudaMemcpyFromSymbolAsync(sum, gemm_clock_sum, sizeof sum, 0, cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess) {
+        *cycles = sum[0];
+        *ns = sum[1];
+    }
+    return e;
 }
 
 extern "C" int mm_grouped_gemm_smem_bytes(void)

@@ -577,17 +577,6 @@ MM_HD unsigned mm_out_box_offset(int row, int col)
     return (unsigned)((col / 64) * MM_OUT_BOX_BYTES + row * 128 + (((b / 16) ^ (row % 8)) * 16) + b % 16);
 }
 
-/* The staged stores' read-back of a warpgroup's boxes (gemm.cu copy_boxes_out): pass j (0..7) of
- * thread lt (0..127) takes 16-byte chunk *chunk (0..15) of row *row (0..63), so each pass's 32
- * lanes of a warp cover two whole 256-byte rows of the output (coalesced), and the 8 passes of
- * the 128 threads every chunk of the 64 x 128 half once. */
-MM_HD void mm_out_copy_chunk(int j, int lt, int *row, int *chunk)
-{
-    const int idx = j * 128 + lt;
-    *row = idx / 16;
-    *chunk = idx % 16;
-}
-
 /* The same offset for fragment pair i, split as the epilogue computes it: a per-thread base and a
  * per-pair step (row % 8 = lane / 4 for every pair of a thread). */
 MM_HD unsigned mm_out_box_base(int warp, int lane)

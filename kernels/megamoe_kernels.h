@@ -213,6 +213,10 @@ int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *args, const int32_t *h
  * CTA per tile (odd column-tile count, no room for pairs, or no expert with more than 64 rows).
  * After mm_grouped_gemm_prepare. */
 int mm_grouped_gemm_pairs(int n, int ctas, int max_rows);
+/* The SM cycles and nanoseconds the grouped GEMM's CTAs spent, summed over the launches since the
+ * last reset (mm_clock_mhz turns them into the clock they ran at). */
+cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream);
+cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles, unsigned long long *ns);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */

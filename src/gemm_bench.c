@@ -233,7 +233,10 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     mm_stats times[2];
     double *samples = malloc(sizeof(double) * 2 * (size_t)o->iters);
     if (!samples && ls == MM_OK) ls = MM_RUNTIME;
+    unsigned long long cycles = 0, ns = 0;
+    if (ls == MM_OK && mm_grouped_gemm_clock_reset(st) != cudaSuccess) ls = MM_RUNTIME;
     if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times, samples);
+    if (ls == MM_OK && mm_grouped_gemm_clock_read(st, &cycles, &ns) != cudaSuccess) ls = MM_RUNTIME;
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");
@@ -247,11 +250,13 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
     const int tile = mm_grouped_gemm_tile_rows(&g, count);
-    printf("gemm%d %6d x %5d x %5d %8.1f %4d %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s  ", sh.gemm, rows, sh.n, sh.k,
+    const double mhz = mm_clock_mhz(cycles, ns);
+    printf("gemm%d %6d x %5d x %5d %8.1f %4d %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s %5.0f  ", sh.gemm, rows, sh.n, sh.k,
            (double)rows / local_experts, tile, s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
-           ok ? "OK" : "FAIL");
+           ok ? "OK" : "FAIL", mhz);
     mm_gemm_result ours = {.rows = rows, .n = sh.n, .k = sh.k, .tile = tile, .status = ok ? ROW_OK : ROW_FAIL,
-                           .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32};
+                           .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32,
+                           .sm_mhz = mhz};
     mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
     mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles", (double)rows / local_experts, tile);
     mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
@@ -420,8 +425,11 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
            mm_grouped_gemm_wide_claims() ? "each pair claiming its next items from a counter" : "in a fixed order",
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
-    printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
-           "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
+    printf("# MHz: the SM clock our kernel ran at over its calls in the timing loop (its CTAs' cycles over their "
+           "time); a long GEMM runs power-capped below the boost clock, and its time follows the clock from run to run\n");
+    printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s %5s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
+           "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "MHz",
+           "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
     /* after a TIMEOUT the kernel's state (the abort flag, a stalled CTA) is not worth timing */

@@ -41,6 +41,11 @@ mm_status gemm_results_add(mm_gemm_results *r, const mm_gemm_result *row, const 
     return MM_OK;
 }
 
+double mm_clock_mhz(unsigned long long cycles, unsigned long long ns)
+{
+    return ns ? (double)cycles * 1e3 / (double)ns : 0.0;
+}
+
 static cJSON *row_json(const mm_gemm_result *row)
 {
     cJSON *o = cJSON_CreateObject();
@@ -62,6 +67,7 @@ static cJSON *row_json(const mm_gemm_result *row)
         cJSON_AddNumberToObject(g, "tflops", row->flops / row->stats.median / 1e6);
         cJSON_AddNumberToObject(g, "weight_gbs", row->weight_bytes / row->stats.median / 1e3);
     }
+    if (row->sm_mhz > 0) cJSON_AddNumberToObject(g, "sm_mhz", row->sm_mhz);
     cJSON *d = cJSON_AddObjectToObject(o, "diff");
     cJSON_AddNumberToObject(d, "calc_diff", row->calc_diff);
     if (row->calc_diff_f32 >= 0) cJSON_AddNumberToObject(d, "calc_diff_f32", row->calc_diff_f32);

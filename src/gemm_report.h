@@ -21,6 +21,7 @@ typedef struct {
     double flops, weight_bytes;
     double calc_diff;          /* ours: BF16 output vs the GPU reference; cuBLASLt's: ours vs its output */
     double calc_diff_f32;      /* ours: FP32 output vs the reference (-1: not measured) */
+    double sm_mhz;             /* ours: the SM clock over its timed loop (0: not measured, cuBLASLt's rows) */
 } mm_gemm_result;
 
 typedef struct {
@@ -34,6 +35,8 @@ void gemm_results_init(mm_gemm_results *r);
 void gemm_results_free(mm_gemm_results *r);
 /* Appends a copy of `row` with a copy of its n_samples samples; MM_RUNTIME when out of memory. */
 mm_status gemm_results_add(mm_gemm_results *r, const mm_gemm_result *row, const double *samples, int n_samples);
+/* The clock, in MHz, of `cycles` SM cycles spent in `ns` nanoseconds (0 when ns is 0). */
+double mm_clock_mhz(unsigned long long cycles, unsigned long long ns);
 /* Written atomically (json_write_atomic). */
 mm_status gemm_report_json_write(const char *path, const mm_gemm_results *r);
 

@@ -36,7 +36,7 @@ static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int f
         }
         mm_gemm_result row = {.rows = 4096, .n = 4096, .k = g == 1 ? 4096 : 2048, .tile = 128, .status = ROW_OK,
                               .flops = 2.0 * 4096 * 4096 * (g == 1 ? 4096 : 2048), .weight_bytes = 1e9,
-                              .calc_diff = 1.4e-6, .calc_diff_f32 = 1.5e-8};
+                              .calc_diff = 1.4e-6, .calc_diff_f32 = 1.5e-8, .sm_mhz = 1605.0};
         stats_compute(ours, ITERS, &row.stats);
         mm_fmt(row.mode, sizeof row.mode, "gemm%d", g);
         if (g == 2 && fail_gemm2) row.status = ROW_FAIL;
@@ -45,6 +45,7 @@ static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int f
         row.tile = 0;
         row.status = ROW_OK;
         row.calc_diff_f32 = -1;
+        row.sm_mhz = 0;
         stats_compute(lt, ITERS, &row.stats);
         mm_fmt(row.mode, sizeof row.mode, "gemm%d" MM_GEMM_LT_SUFFIX, g);
         assert_int_equal(gemm_results_add(r, &row, lt, ITERS), MM_OK);
@@ -91,8 +92,20 @@ static void fields(void **state)
     assert_true(fabs(tflops - 2.0 * 4096 * 4096 * 4096 / median / 1e6) < 1e-6);
     assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r0, "diff"), "calc_diff_f32"));
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r1, "diff"), "calc_diff_f32"));
+    /* the clock is ours alone: cuBLASLt's row has none */
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(r0, "gemm"), "sm_mhz")->valuedouble == 1605.0);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r1, "gemm"), "sm_mhz"));
     cJSON_Delete(root);
     remove(path);
+}
+
+/* cycles over nanoseconds as MHz: 1.5 M cycles in 1 ms is 1500 MHz; no time, no clock */
+static void clock_mhz(void **state)
+{
+    (void)state;
+    assert_true(fabs(mm_clock_mhz(1500000ull, 1000000ull) - 1500.0) < 1e-9);
+    assert_true(fabs(mm_clock_mhz(132ull * 3960000000ull, 132ull * 2000000000ull) - 1980.0) < 1e-9);
+    assert_true(mm_clock_mhz(12345ull, 0ull) == 0.0);
 }
 
 static void gated(void **state)
@@ -123,6 +136,6 @@ static void gated(void **state)
 
 int run_gemm_report_tests(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(fields), cmocka_unit_test(gated)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(fields), cmocka_unit_test(gated), cmocka_unit_test(clock_mhz)};
     return cmocka_run_group_tests_name("gemm_report", tests, NULL, NULL);
 }

@@ -725,32 +725,6 @@ static void out_box_layout(void **state)
     assert_int_equal(mm_out_box_offset(7, 62), 7 * 128 + ((7 ^ 7) * 16) + 12);
 }
 
-/* The staged stores' read-back (mm_out_copy_chunk): the 8 passes of 128 threads take every
- * 16-byte chunk of the 64 x 128 half once, at a 16-byte-aligned box offset; in each pass a
- * warp's 32 lanes cover two whole rows, chunk = lane % 16 (so its global stores are two 256-byte
- * runs). */
-static void out_copy_chunks(void **state)
-{
-    (void)state;
-    static unsigned char taken[2 * MM_OUT_BOX_BYTES / 16];
-    memset(taken, 0, sizeof taken);
-    for (int j = 0; j < 8; j++)
-        for (int lt = 0; lt < 128; lt++) {
-            int row, chunk;
-            mm_out_copy_chunk(j, lt, &row, &chunk);
-            assert_true(row >= 0 && row < 64 && chunk >= 0 && chunk < 16);
-            const unsigned at = mm_out_box_offset(row, 8 * chunk);
-            assert_true(at % 16 == 0 && at < 2 * MM_OUT_BOX_BYTES);
-            taken[at / 16]++;
-            const int lane = lt % 32;
-            int row0, chunk0;
-            mm_out_copy_chunk(j, lt - lane, &row0, &chunk0);
-            assert_int_equal(chunk, lane % 16);
-            assert_int_equal(row, row0 + lane / 16);
-        }
-    for (unsigned k = 0; k < sizeof taken; k++) assert_int_equal(taken[k], 1);
-}
-
 /* fused's swizzled GEMM2 out tiles: a row's chunks are a permutation of the row (the 16-byte
  * reads of lane ^ (row % 8) find what the stores wrote), and a warp's stores of one pair hit 32
  * banks, for 128- and 256-column tiles. */
@@ -828,7 +802,6 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(fused_dispatch_rounds),
         cmocka_unit_test(out_box_layout),
-        cmocka_unit_test(out_copy_chunks),
         cmocka_unit_test(out_tile_swizzle),
     };
     return cmocka_run_group_tests_name("gemm_schedule", tests, NULL, NULL);

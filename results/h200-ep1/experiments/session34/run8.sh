@@ -1,4 +1,5 @@
-# Prepared in session 33 (no device time left to run it): the output's path in the GEMM core's
+# Prepared in session 33, run in session 34 at 6811dcd (call1/; the flags were removed after it,
+# none won: run it from a checkout of 6811dcd): the output's path in the GEMM core's
 # epilogue. Call 7 found storing nothing 7% faster on Flash GEMM2 at 49152 rows while the fence,
 # the wait and the shared stores cost <= 1% each: what is left is the tensor copies themselves
 # (their bytes through the SM's copy engine and L2). Variants (kernels/gemm.cu, default off, the
@@ -12,7 +13,7 @@
 #   abl6     -DMM_WIDE_ABLATE=6          box 0 alone, half the bytes (timing only, outputs wrong)
 # Checks of the three correct variants first (ragged experts on both tile forms and both scale
 # paths), then timings x 2 in one call. One H200, carry [".deps"], ~5 min:
-#   GIT_REV=<rev> bash results/h200-ep1/experiments/session33/run8.sh
+#   GIT_REV=<rev> bash results/h200-ep1/experiments/session34/run8.sh
 set -u
 . scripts/lab.sh
 t0=$SECONDS
