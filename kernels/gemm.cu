@@ -24,7 +24,9 @@
  * Synchronization: mbarriers (stage ring and item ring, gemm_tile.cuh); per math warpgroup a named
  * barrier around its box writes, and bulk-copy groups (its boxes are rewritten only after the
  * copies that read them); across CTAs only the claim counter (gemm_claims), which a launch's
- * last claim wraps back to zero for the next launch. */
+ * last claim wraps back to zero for the next launch. Each CTA's thread 0 also adds its SM cycles
+ * and nanoseconds to gemm_clock_sum at its end (the clock `megamoe gemm` reports; no one waits
+ * on it). */
 /* The ring is gemm_tile.cuh's five stages deep: the epilogue boxes (32 KB) leave room for them
  * (207872 B of shared memory). */
 #include <cuda.h>

@@ -432,9 +432,13 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
     mm_status s = MM_OK;
     gemm_shape shapes[2] = {{1, 2 * cfg->inter, cfg->hidden}, {2, cfg->hidden, cfg->inter}};
-    /* after a TIMEOUT the kernel's state (the abort flag, a stalled CTA) is not worth timing */
-    for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
-        for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
+    /* Each row count's GEMM1 then its GEMM2 before the next count, so a case follows the other GEMM
+     * of its own size, as in a layer: a long GEMM leaves the GPU power-capped for a while, and
+     * with GEMM1's whole list first, GEMM2's decode rows (after GEMM1's 49152) ran at 1363-1468
+     * MHz against ~1800 for GEMM1's (perf-notes, thirty-fourth session). After a TIMEOUT the
+     * kernel's state (the abort flag, a stalled CTA) is not worth timing. */
+    for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
+        for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
             s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st, &res));
     if (o->json_path[0]) s = mm_worse(s, gemm_report_json_write(o->json_path, &res));
     gemm_results_free(&res);
