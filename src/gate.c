@@ -107,6 +107,7 @@ typedef struct {
     char note[192];
     int n_stages;
     gate_stage stages[GATE_MAX_STAGES];
+    double sm_mhz; /* gemm's gemm.sm_mhz: the SM clock the row ran at (0: not recorded) */
 } gate_row;
 
 typedef struct {
@@ -206,6 +207,8 @@ static mm_status load(const char *path, gate_file *g)
                 gr->samples = samples; /* kept for --relative-to */
                 gr->n_samples = samples ? k : 0;
             }
+            const cJSON *gm = cJSON_GetObjectItemCaseSensitive(r, "gemm");
+            gr->sm_mhz = cJSON_IsObject(gm) ? num_item(gm, "sm_mhz", 0) : 0;
             const cJSON *stages = cJSON_GetObjectItemCaseSensitive(r, "stages"), *st;
             if (cJSON_IsArray(stages)) cJSON_ArrayForEach(st, stages)
             {
@@ -264,6 +267,18 @@ static void stage_changes(const gate_row *old_row, const gate_row *new_row, char
     }
 }
 
+/* A changed row's SM clock in both runs, where both recorded it and it moved by 2% or more: at
+ * gemm's large rows the power cap sets the clock and the time follows it (README, How a number
+ * is taken), so a change there may be the machine's state rather than the code's. */
+static void clock_change(const gate_row *old_row, const gate_row *new_row, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (old_row->sm_mhz <= 0 || new_row->sm_mhz <= 0) return;
+    const double change = (new_row->sm_mhz - old_row->sm_mhz) / old_row->sm_mhz;
+    if (fabs(change) >= 0.02)
+        mm_fmt(out, cap, "%.0f -> %.0f (%+.1f%%)", old_row->sm_mhz, new_row->sm_mhz, change * 100.0);
+}
+
 static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
                         int n, int markdown, const char *summary)
 {
@@ -298,14 +313,18 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
                    l->new_row->note);
         }
         /* where a changed row's time went, when both runs have its stages */
-        char stages[640] = "";
-        if (l->old_row && l->new_row && l->verdict != VERDICT_SAME && l->verdict != VERDICT_MISSING)
+        char stages[640] = "", clock[64] = "";
+        if (l->old_row && l->new_row && l->verdict != VERDICT_SAME && l->verdict != VERDICT_MISSING) {
             stage_changes(l->old_row, l->new_row, stages, sizeof stages);
+            clock_change(l->old_row, l->new_row, clock, sizeof clock);
+        }
         if (markdown)
-            fprintf(f, "| %s | %s | %s | %s | %s%s%s |\n", row, o, nw, ch, verdict, stages[0] ? "<br>stages: " : "", stages);
+            fprintf(f, "| %s | %s | %s | %s | %s%s%s%s%s |\n", row, o, nw, ch, verdict, stages[0] ? "<br>stages: " : "",
+                    stages, clock[0] ? "<br>SM clock, MHz: " : "", clock);
         else {
             fprintf(f, "%-18s %10s %10s %8s  %s\n", row, o, nw, ch, verdict);
             if (stages[0]) fprintf(f, "%-18s stages (us, not judged): %s\n", "", stages);
+            if (clock[0]) fprintf(f, "%-18s SM clock (MHz, not judged): %s\n", "", clock);
         }
     }
     fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);

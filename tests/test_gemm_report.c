@@ -14,6 +14,9 @@
 
 #define ITERS 30
 
+/* the SM clock make_results records for our rows */
+static double rows_mhz = 1605.0;
+
 /* ours at `ours_us` and cuBLASLt at `lt_us`, both with the same per-round clock factor (side by
  * side), for GEMM1 and GEMM2 at 4096 rows; `fail_gemm2`: ours' GEMM2 row FAIL */
 static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int fail_gemm2, int with_lt)
@@ -36,7 +39,7 @@ static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int f
         }
         mm_gemm_result row = {.rows = 4096, .n = 4096, .k = g == 1 ? 4096 : 2048, .tile = 128, .status = ROW_OK,
                               .flops = 2.0 * 4096 * 4096 * (g == 1 ? 4096 : 2048), .weight_bytes = 1e9,
-                              .calc_diff = 1.4e-6, .calc_diff_f32 = 1.5e-8, .sm_mhz = 1605.0};
+                              .calc_diff = 1.4e-6, .calc_diff_f32 = 1.5e-8, .sm_mhz = rows_mhz};
         stats_compute(ours, ITERS, &row.stats);
         mm_fmt(row.mode, sizeof row.mode, "gemm%d", g);
         if (g == 2 && fail_gemm2) row.status = ROW_FAIL;
@@ -111,13 +114,16 @@ static void clock_mhz(void **state)
 static void gated(void **state)
 {
     (void)state;
-    char base[256], same[256], drift[256], slower[256], broken[256], no_lt[256];
+    char base[256], same[256], drift[256], slower[256], broken[256], no_lt[256], clocked[256];
     write_tmp(base, sizeof base, "base", 100.0, 300.0, 0, 1);
     write_tmp(same, sizeof same, "same", 100.0, 300.0, 0, 1);
     write_tmp(drift, sizeof drift, "drift", 106.0, 318.0, 0, 1);   /* the whole machine 6% slower */
     write_tmp(slower, sizeof slower, "slower", 110.0, 300.0, 0, 1); /* ours 10% slower */
     write_tmp(broken, sizeof broken, "broken", 100.0, 300.0, 1, 1);
     write_tmp(no_lt, sizeof no_lt, "no-lt", 100.0, 300.0, 0, 0);
+    rows_mhz = 1450.0; /* ours 10% slower, at a 9.7% lower clock */
+    write_tmp(clocked, sizeof clocked, "clocked", 110.0, 300.0, 0, 1);
+    rows_mhz = 1605.0;
     FILE *out = tmpfile();
     assert_non_null(out);
     mm_gate_opts o = {0.03, 0.01, 0, -1};
@@ -127,11 +133,28 @@ static void gated(void **state)
     assert_int_equal(gate_files(base, broken, &o, out, NULL), MM_FAIL);
     o.relative_to = MM_GATE_RELATIVE_CUBLASLT;
     assert_int_equal(gate_files(base, drift, &o, out, NULL), MM_OK); /* drift cancels */
+    /* a changed row whose clock moved says so (not judged); an unchanged clock says nothing */
+    FILE *plain = tmpfile();
+    assert_non_null(plain);
+    o.relative_to = -1;
+    assert_int_equal(gate_files(base, slower, &o, plain, NULL), MM_FAIL);
+    assert_int_equal(gate_files(base, clocked, &o, plain, NULL), MM_FAIL);
+    rewind(plain);
+    char line[512];
+    int clock_lines = 0;
+    while (fgets(line, sizeof line, plain)) {
+        if (!strstr(line, "SM clock (MHz, not judged)")) continue;
+        clock_lines++;
+        assert_non_null(strstr(line, "1605 -> 1450 (-9.7%)"));
+    }
+    assert_int_equal(clock_lines, 2); /* gemm1 and gemm2 of `clocked`, none of `slower` */
+    fclose(plain);
+    o.relative_to = MM_GATE_RELATIVE_CUBLASLT;
     assert_int_equal(gate_files(base, slower, &o, out, NULL), MM_FAIL);
     assert_int_equal(gate_files(no_lt, no_lt, &o, out, NULL), MM_USAGE); /* nothing to be relative to */
     fclose(out);
-    const char *all[] = {base, same, drift, slower, broken, no_lt};
-    for (int i = 0; i < 6; i++) remove(all[i]);
+    const char *all[] = {base, same, drift, slower, broken, no_lt, clocked};
+    for (int i = 0; i < 7; i++) remove(all[i]);
 }
 
 int run_gemm_report_tests(void)
