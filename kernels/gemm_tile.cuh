@@ -410,14 +410,6 @@ __device__ __forceinline__ bool mm_wait_gives_up(uint32_t &start, uint32_t limit
  * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left.
  * cluster: acquire at cluster scope, for a barrier another CTA of the cluster arrives on after
  * writing shared memory this thread then reads (gemm.cu's pair claims). */
-#ifndef MM_WAIT_SUSPEND_NS
-/* Experiment (session34/run6.sh): > 0 passes try_wait this suspend-time hint in ns, the longest a
- * polling thread sleeps before it looks again (it wakes when the phase completes): fewer polls, so
- * fewer issue slots and shared-memory reads taken from the math under the power cap. 0: no hint
- * (the hardware's own limit). Kept small: the give-up clock is read every 1024 polls. */
-#define MM_WAIT_SUSPEND_NS 0
-#endif
-
 __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what,
                                              bool cluster = false)
 {
@@ -427,16 +419,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
     MM_STEP(0x0300u | what);
     for (uint32_t spin = 0;; spin++) {
         uint32_t done;
-#if MM_WAIT_SUSPEND_NS > 0
-        if (cluster)
-            asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 q, [%1], %2, %3;\n"
-                         "selp.u32 %0, 1, 0, q;\n}\n"
-                         : "=r"(done) : "r"(a), "r"(parity), "n"(MM_WAIT_SUSPEND_NS) : "memory");
-        else
-            asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2, %3;\n"
-                         "selp.u32 %0, 1, 0, q;\n}\n"
-                         : "=r"(done) : "r"(a), "r"(parity), "n"(MM_WAIT_SUSPEND_NS) : "memory");
-#else
         if (cluster)
             asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 q, [%1], %2;\n"
                          "selp.u32 %0, 1, 0, q;\n}\n"
@@ -445,7 +427,6 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
                          "selp.u32 %0, 1, 0, q;\n}\n"
                          : "=r"(done) : "r"(a), "r"(parity) : "memory");
-#endif
         if (done) {
             MM_STEP_PAST(0x0300u | what);
             return true;

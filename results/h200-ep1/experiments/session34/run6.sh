@@ -1,4 +1,5 @@
-# Session 34, call 6: try_wait with a suspend-time hint (-DMM_WAIT_SUSPEND_NS=N: a thread whose
+# Session 34, call 6 (run at 815b835; the flag was removed after it, both hints lost: run it
+# from a checkout of 815b835): try_wait with a suspend-time hint (-DMM_WAIT_SUSPEND_NS=N: a thread whose
 # barrier is not ready sleeps up to N ns, woken by the barrier, instead of polling again at once),
 # on the idea that Flash at 49152 rows is power-bound (calls 2-5) and polls cost power and issue
 # slots. Checks (ragged rows, both tile forms), then Flash 4096 / 12288 / 49152 x 2 rounds, the
