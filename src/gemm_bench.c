@@ -234,9 +234,11 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     double *samples = malloc(sizeof(double) * 2 * (size_t)o->iters);
     if (!samples && ls == MM_OK) ls = MM_RUNTIME;
     unsigned long long cycles = 0, ns = 0;
-    if (ls == MM_OK && mm_grouped_gemm_clock_reset(st) != cudaSuccess) ls = MM_RUNTIME;
+    cudaError_t ce = cudaSuccess;
+    if (ls == MM_OK && (ce = mm_grouped_gemm_clock_reset(st)) != cudaSuccess) ls = MM_RUNTIME;
     if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times, samples);
-    if (ls == MM_OK && mm_grouped_gemm_clock_read(st, &cycles, &ns) != cudaSuccess) ls = MM_RUNTIME;
+    if (ls == MM_OK && (ce = mm_grouped_gemm_clock_read(st, &cycles, &ns)) != cudaSuccess) ls = MM_RUNTIME;
+    if (ce != cudaSuccess) mm_error("gemm: the kernel's clock counter: %s", cudaGetErrorString(ce));
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");
