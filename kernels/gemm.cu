@@ -147,26 +147,19 @@ static __device__ unsigned int gemm_claims;
  * from its start to its end. Both count the same span, so their ratio is the clock whatever the
  * CTA waited on. Summed over every launch since mm_grouped_gemm_clock_reset. */
 static __device__ unsigned long long gemm_clock_sum[2];
-#ifndef MM_GEMM_CLOCK /* -DMM_GEMM_CLOCK=0: no clock reads (A/B runs of their cost; MHz reads 0) */
-#define MM_GEMM_CLOCK 1
-#endif
 
 __device__ __forceinline__ void gemm_clock_begin(uint64_t start[2])
 {
-#if MM_GEMM_CLOCK
     start[0] = clock64();
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start[1]));
-#endif
 }
 
 __device__ __forceinline__ void gemm_clock_end(const uint64_t start[2])
 {
-#if MM_GEMM_CLOCK
     uint64_t now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     atomicAdd(&gemm_clock_sum[0], (unsigned long long)(clock64() - start[0]));
     atomicAdd(&gemm_clock_sum[1], (unsigned long long)(now - start[1]));
-#endif
 }
 
 /* Thread 0 of a producer: the next claim; the tile is gridDim.x + the claim (each CTA's first

@@ -1,4 +1,4 @@
-# Session 34, call 2: the GEMM core's clock reads (gemm's MHz column). gpu-check with
+# Session 34, call 2 (run at 14e85c8, where -DMM_GEMM_CLOCK=0 still existed): the GEMM core's clock reads (gemm's MHz column). gpu-check with
 # GPU_CHECK_TOOLS=0 on the new tree (every check, the headline gemm and EP1 bench files), then
 # an A/B of the clock reads' cost: the default build against -DMM_GEMM_CLOCK=0 (the same kernels
 # without the reads: its SASS differs from the tree before them only in global addresses), side by
