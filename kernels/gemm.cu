@@ -69,44 +69,28 @@ __device__ __forceinline__ void pack_bf16(const float acc[MM_TILE_ACC], uint32_t
     }
 }
 
-/* Math warpgroup wg's packed accumulators (a 64 x 128 half) into its two boxes (staging + wg x
- * 16 KB), in the swizzled layout the output map names. Before rewriting the boxes it waits until
- * its copies of the previous tile have read them (wait_group.read) and, by the barrier, until its
- * threads have. */
-__device__ __forceinline__ void fill_boxes(uint8_t *boxes, const uint32_t packed[MM_TILE_ACC / 2], int wg, int lt)
-{
-    /* MM_WIDE_ABLATE 3 / 4 / 5, timing only (outputs wrong or racy): the epilogue's parts left out
-     * one at a time (3: the proxy fence; 4: the wait for the previous copies and its barrier; 5:
-     * the shared stores), to see which one costs the tensor pipe's idle time at a tile's end */
-#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 4)
-    if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-#endif
-    /* the boxes' swizzled layout (gemm_schedule.h, CPU-tested against the tensor map's and for
-     * conflict-free stores: a warp's 8 rows hit 8 different chunks) */
-    const int lane = lt % 32;
-    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + mm_out_box_base((lt / 32) % 4, lane);
-#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 5)
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        const unsigned at = base + mm_out_box_step(lane, i);
-        asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(packed[i / 2]) : "memory");
-    }
-#endif
-}
-
-/* Math warpgroup g's full half: its packed accumulators into its two boxes, then thread 0 of the
- * warpgroup issues the copies. */
+/* Math warpgroup g's full half: its packed accumulators into its two boxes (staging + wg x 16 KB)
+ * in the swizzled layout the output map names, then thread 0 of the warpgroup issues the copies.
+ * Before rewriting the boxes it waits until its copies of the previous tile have read them
+ * (wait_group.read) and, by the barrier, until its threads have. */
 __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, uint8_t *staging,
                                                const uint32_t packed[MM_TILE_ACC / 2], int a_row0, int n0)
 {
     const int t = mm_math_thread(), wg = t / 128, lt = t % 128;
     uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
-    fill_boxes(boxes, packed, wg, lt);
-#if !(defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3)
+    if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
+    /* the boxes' swizzled layout (gemm_schedule.h, CPU-tested against the tensor map's and for
+     * conflict-free stores: a warp's 8 rows hit 8 different chunks) */
+    const int lane = lt % 32;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + mm_out_box_base((lt / 32) % 4, lane);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const unsigned at = base + mm_out_box_step(lane, i);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(packed[i / 2]) : "memory");
+    }
     /* the shared stores (generic proxy) before the tensor copies (async proxy) read them */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
     mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
     if (lt == 0) {
 #pragma unroll

@@ -1,4 +1,5 @@
-# Session 33, call 7: which part of the wide form's epilogue costs the tensor pipe's idle time
+# Session 33, call 7 (ablations 3-5 removed in the thirty-fourth session: run it from a checkout
+# of 6811dcd): which part of the wide form's epilogue costs the tensor pipe's idle time
 # at a tile's end (nothing stored saved 5-6% of Flash GEMM2 in call 2). Timing only, outputs
 # wrong: -DMM_WIDE_ABLATE=2 nothing stored; 3 no proxy fence; 4 no wait for the previous
 # copies nor its barrier; 5 no shared stores; and -DMM_WIDE_STAGING=0 (every tile from the
