@@ -55,14 +55,14 @@ CFLAGS := $(CFLAGS_COMMON) -fopenmp $(OPT) -I$(CUDA_HOME)/include -I$(NCCL_HOME)
 NVFLAGS := -gencode=arch=compute_90a,code=sm_90a -std=c++17 $(NVOPT) -Ikernels -I$(NCCL_HOME)/include \
            -Xcompiler -Wall -Xptxas -warn-spills $(NVEXTRA)
 LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublasLt \
-          -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl $(MPI_LIBS) $(CJSON_LIBS) -lm -lstdc++ \
+          -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl $(MPI_LIBS) $(CJSON_LIBS) -lm -ldl -lstdc++ \
           -fopenmp
 
 BUILD := build
 # Host files that need neither CUDA nor MPI: the CPU tests and the fuzzer link these.
 PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
             src/cli.c src/datagen_host.c src/gate.c src/reference.c src/scenarios.c src/lt_layout.c \
-            src/gemm_report.c
+            src/gemm_report.c src/power.c
 HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/selftest.c src/main.c
 CU_SRC := $(wildcard kernels/*.cu)
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
@@ -142,7 +142,7 @@ run: deps
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_CFLAGS := $(CFLAGS_COMMON) -fopenmp -Werror -O1 -g -Isrc -Ikernels
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-TEST_LIBS := $(CJSON_LIBS) -lcmocka -lm
+TEST_LIBS := $(CJSON_LIBS) -lcmocka -lm -ldl
 
 $(BUILD)/test_host: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)

@@ -28,7 +28,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_SWEEPS, OPT_INTERLEAVE,
+    OPT_SPREAD, OPT_TILE, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY,
 };
 
 #define B (1u << CMD_BENCH)
@@ -99,6 +99,10 @@ static const struct {
     {"tile", 1, OPT_TILE, M, "auto|128|192",
      "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
      ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
+    {"energy-ms", 1, OPT_ENERGY, M, "MS",
+     "after each case is timed, run ours and cuBLASLt's loop back to back MS ms each and report joules a call, "
+     "mean watts and the power cap's share from the GPU's NVML counters (>= 200: they move every ~10 ms; "
+     "default 0: off)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
@@ -299,6 +303,14 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         break;
     case OPT_ROWS:
         s = parse_batch_list(v, 1, o->rows, MM_MAX_BATCHES, &o->n_rows, sub, sizeof sub);
+        break;
+    case OPT_ENERGY:
+        s = parse_int(v, 0, 600000, &n, sub, sizeof sub);
+        if (s == MM_OK && n > 0 && n < 200) {
+            mm_fmt(sub, sizeof sub, "%ld ms is too short for NVML's energy counter (0 or 200..600000)", n);
+            s = MM_USAGE;
+        }
+        o->energy_ms = (int)n;
         break;
     case OPT_SWEEPS:
         s = parse_int(v, 1, 1000, &n, sub, sizeof sub);

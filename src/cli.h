@@ -63,6 +63,7 @@ typedef struct {
     int n_rows;
     int spread; /* mm_gemm_spread */
     int tile;   /* --tile: 0 auto, or 128 / 192 rows */
+    int energy_ms; /* --energy-ms: each kernel's back-to-back window for its joules (0: not measured) */
 } mm_options;
 
 /* argv[1] is the subcommand. Errors: one line into err, MM_USAGE. */

@@ -15,6 +15,7 @@
 #include "gemm_cublaslt.h"
 #include "gemm_report.h"
 #include "plan.h"
+#include "power.h"
 #include "runtime.h"
 #include "stats.h"
 #include "timing.h"
@@ -155,6 +156,51 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     return s;
 }
 
+/* The joules of one work (--energy-ms): its calls back to back, no L2 flush (the joules are the
+ * kernel's own, not a flush's), in chunks of ~20 ms between stream syncs, until `ms` ms have passed
+ * between two NVML samples (its counter moves every ~10 ms, so a short window reads nothing).
+ * `clock`: also our kernel's SM clock over the window. */
+static mm_status energy_window(mm_power *pw, int ms, double median_us, enqueue_fn fn, void *ctx, int clock,
+                               cudaStream_t st, mm_power_window *out)
+{
+    char why[256] = "";
+    mm_power_sample a, b;
+    const int chunk = median_us > 0 && median_us < 20000.0 ? (int)(20000.0 / median_us) : 1;
+    int calls = 0;
+    if (clock) CUDA_TRY(mm_grouped_gemm_clock_reset(st));
+    CUDA_TRY(cudaStreamSynchronize(st));
+    mm_status s = mm_power_read(pw, &a, why, sizeof why);
+    for (double waited = 0; s == MM_OK && waited * 1e3 < ms; waited = b.wall_s - a.wall_s) {
+        for (int i = 0; i < chunk && s == MM_OK; i++) s = fn(ctx, st);
+        calls += chunk;
+        if (s == MM_OK && cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
+        if (s == MM_OK) s = mm_power_read(pw, &b, why, sizeof why);
+    }
+    if (s != MM_OK) {
+        if (why[0]) mm_error("gemm: --energy-ms: %s", why);
+        return s;
+    }
+    *out = mm_power_between(&a, &b, calls);
+    if (clock) {
+        unsigned long long cycles = 0, ns = 0;
+        CUDA_TRY(mm_grouped_gemm_clock_read(st, &cycles, &ns));
+        out->sm_mhz = mm_clock_mhz(cycles, ns);
+    }
+    return MM_OK;
+}
+
+/* "1.234 J/call 702 W capped 98%", or why there is no reading */
+static void energy_format(const mm_power_window *w, char *buf, size_t len)
+{
+    char capped[32] = "capped ?";
+    if (!w->valid) {
+        mm_fmt(buf, len, "no reading (the energy counter did not move in %.2f s)", w->window_s);
+        return;
+    }
+    if (w->capped_frac >= 0) mm_fmt(capped, sizeof capped, "capped %.0f%%", 100.0 * w->capped_frac);
+    mm_fmt(buf, len, "%.4f J/call %.0f W %s", w->joules_per_call, w->watts, capped);
+}
+
 /* A row of the results file for a case that stopped before it was timed (its status from s). */
 static void add_untimed(mm_gemm_results *res, gemm_shape sh, int rows, mm_status s, const char *note)
 {
@@ -171,7 +217,8 @@ static void add_untimed(mm_gemm_results *res, gemm_shape sh, int rows, mm_status
 }
 
 static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
-                          int rows_asked, int local_experts, int ctas, cudaStream_t st, mm_gemm_results *res)
+                          int rows_asked, int local_experts, int ctas, mm_power *pw, cudaStream_t st,
+                          mm_gemm_results *res)
 {
     int32_t *count = malloc(sizeof(int32_t) * (size_t)local_experts);
     int32_t *offset = malloc(sizeof(int32_t) * (size_t)local_experts);
@@ -240,6 +287,12 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     if (ls == MM_OK && (ce = mm_grouped_gemm_clock_read(st, &cycles, &ns)) != cudaSuccess) ls = MM_RUNTIME;
     if (ce != cudaSuccess) mm_error("gemm: the kernel's clock counter: %s", cudaGetErrorString(ce));
     if (ls == MM_OK) ls = pipeline_status(b);
+    /* the joules of each, after both are timed, so the timing is as without --energy-ms */
+    mm_power_window energy[2];
+    memset(energy, 0, sizeof energy);
+    for (int j = 0; pw && ls == MM_OK && j < (lt ? 2 : 1); j++)
+        ls = energy_window(pw, o->energy_ms, times[j].median, fns[j], ctxs[j], j == 0, st, &energy[j]);
+    if (pw && ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");
         lt_runner_destroy(lt);
@@ -258,7 +311,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
            ok ? "OK" : "FAIL", mhz);
     mm_gemm_result ours = {.rows = rows, .n = sh.n, .k = sh.k, .tile = tile, .status = ok ? ROW_OK : ROW_FAIL,
                            .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32,
-                           .sm_mhz = mhz};
+                           .sm_mhz = mhz, .energy = energy[0]};
     mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
     mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles", (double)rows / local_experts, tile);
     mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
@@ -286,7 +339,8 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
             ok = ok && lt_ok;
             printf("%9.1f %7.2fx %9.2e%s\n", lts.median, lts.median / s.median, calc_lt, lt_ok ? "" : "  FAIL");
             mm_gemm_result lr = {.rows = rows, .n = sh.n, .k = sh.k, .status = lt_ok ? ROW_OK : ROW_FAIL, .stats = lts,
-                                 .flops = flops, .weight_bytes = wbytes, .calc_diff = calc_lt, .calc_diff_f32 = -1};
+                                 .flops = flops, .weight_bytes = wbytes, .calc_diff = calc_lt, .calc_diff_f32 = -1,
+                                 .energy = energy[1]};
             mm_fmt(lr.mode, sizeof lr.mode, "gemm%d" MM_GEMM_LT_SUFFIX, sh.gemm);
             mm_fmt(lr.note, sizeof lr.note, "one matmul per active expert; calc_diff: ours against its output");
             if (rs == MM_OK) rs = gemm_results_add(res, &lr, samples + o->iters, o->iters);
@@ -298,6 +352,15 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         lt_runner_destroy(lt);
     } else {
         printf("%s\n", why);
+    }
+    if (pw) {
+        char mine[96], theirs[96] = "not run", ratio[64] = "";
+        energy_format(&energy[0], mine, sizeof mine);
+        if (lt && ls == MM_OK) energy_format(&energy[1], theirs, sizeof theirs);
+        if (lt && ls == MM_OK && energy[0].valid && energy[1].valid)
+            mm_fmt(ratio, sizeof ratio, "; joules ours / cuBLASLt %.3f", energy[0].joules_per_call / energy[1].joules_per_call);
+        printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls, %.2f s); cuBLASLt %s%s\n", sh.gemm, rows, mine,
+               energy[0].sm_mhz, energy[0].calls, energy[0].window_s, theirs, ratio);
     }
     fflush(stdout);
     free(samples);
@@ -429,6 +492,19 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
     printf("# MHz: the SM clock our kernel ran at over its calls in the timing loop (its CTAs' cycles over their "
            "time); a long GEMM runs power-capped below the boost clock, and its time follows the clock from run to run\n");
+    /* NVML only when asked: without it the tool runs as before (no driver library needed) */
+    mm_power *pw = NULL;
+    if (o->energy_ms > 0) {
+        char bus[32], why[256];
+        if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess) mm_fmt(bus, sizeof bus, "unknown");
+        if (mm_power_open(MM_NVML_LIBRARY, bus, &pw, why, sizeof why) != MM_OK)
+            mm_warn("gemm: --energy-ms: no energy readings: %s", why);
+        else
+            printf("# energy: after a case is timed, ours and then cuBLASLt's loop run back to back for %d ms each "
+                   "(no L2 flush); J/call is the GPU's energy counter over that window (NVML, the whole board) over "
+                   "its calls, W its mean power, capped the share of the window the power cap held the clocks down, "
+                   "MHz our kernel's SM clock there\n", o->energy_ms);
+    }
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s %5s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "MHz",
            "lt_us   lt/ours   calc_lt (cuBLASLt, one matmul per expert)");
@@ -441,7 +517,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
      * kernel's state (the abort flag, a stalled CTA) is not worth timing. */
     for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
         for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
-            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st, &res));
+            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, pw, st, &res));
+    mm_power_close(pw);
     if (o->json_path[0]) s = mm_worse(s, gemm_report_json_write(o->json_path, &res));
     gemm_results_free(&res);
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);

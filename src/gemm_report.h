@@ -5,6 +5,7 @@
 #ifndef MEGAMOE_GEMM_REPORT_H
 #define MEGAMOE_GEMM_REPORT_H
 
+#include "power.h"
 #include "report.h"
 
 #define MM_GEMM_LT_SUFFIX "-cublaslt"
@@ -22,6 +23,7 @@ typedef struct {
     double calc_diff;          /* ours: BF16 output vs the GPU reference; cuBLASLt's: ours vs its output */
     double calc_diff_f32;      /* ours: FP32 output vs the reference (-1: not measured) */
     double sm_mhz;             /* ours: the SM clock over its timed loop (0: not measured, cuBLASLt's rows) */
+    mm_power_window energy;    /* --energy-ms: its joules back to back (valid 0: not measured) */
 } mm_gemm_result;
 
 typedef struct {

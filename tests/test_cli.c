@@ -50,6 +50,15 @@ static void parses(void **state)
     assert_non_null(strstr(err, "auto, 128 or 192"));
     const char *gt3[] = {"megamoe", "bench", "--tile", "128"};
     assert_int_equal(run(&o, err, 4, gt3), MM_USAGE); /* a gemm option */
+    assert_int_equal(o.energy_ms, 0); /* no NVML readings unless asked */
+    const char *en[] = {"megamoe", "gemm", "--energy-ms", "1000"};
+    assert_int_equal(run(&o, err, 4, en), MM_OK);
+    assert_int_equal(o.energy_ms, 1000);
+    const char *en_short[] = {"megamoe", "gemm", "--energy-ms", "50"};
+    assert_int_equal(run(&o, err, 4, en_short), MM_USAGE);
+    assert_non_null(strstr(err, "too short"));
+    const char *en_bench[] = {"megamoe", "bench", "--energy-ms", "1000"};
+    assert_int_equal(run(&o, err, 4, en_bench), MM_USAGE); /* a gemm option */
     const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
     assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
     assert_non_null(strstr(err, "on, off or clean"));

@@ -18,5 +18,6 @@ int main(void)
     failed += run_normal_layout_tests();
     failed += run_lt_layout_tests();
     failed += run_gemm_report_tests();
+    failed += run_power_tests();
     return failed ? 1 : 0;
 }

@@ -23,6 +23,7 @@ int run_gemm_schedule_tests(void);
 int run_normal_layout_tests(void);
 int run_lt_layout_tests(void);
 int run_gemm_report_tests(void);
+int run_power_tests(void);
 
 /* Relative paths in tests are from the repository root (make test runs there). */
 #endif

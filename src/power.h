@@ -1,0 +1,49 @@
+/* The GPU's energy counter and power-cap time, read through NVML, for `gemm --energy-ms`.
+ *
+ * A long GEMM on an H200 runs at the board's power cap: the SM clock, and so the time, is what the
+ * cap leaves (perf-notes, thirty-fourth session). Time alone then cannot rank two kernels that do
+ * the same work; joules a call can. NVML comes with the driver, not the toolkit, so it is loaded
+ * at run time (dlopen): the tool builds and runs where it is missing, and says so.
+ *
+ * NVML's counters move in steps (the energy counter every ~10 ms), so a window must be long: the
+ * caller runs its kernel back to back for hundreds of ms between two samples. */
+#ifndef MEGAMOE_POWER_H
+#define MEGAMOE_POWER_H
+
+#include "common.h"
+
+#define MM_NVML_LIBRARY "libnvidia-ml.so.1"
+
+typedef struct mm_power mm_power;
+
+/* One reading of the device's counters and the host's monotonic clock. */
+typedef struct {
+    unsigned long long energy_mj;     /* total energy since the driver loaded, mJ */
+    unsigned long long power_capped_ns; /* total time held below its clocks by the power cap, ns */
+    int have_capped;                  /* 0: this GPU's NVML does not report that time */
+    double wall_s;                    /* CLOCK_MONOTONIC */
+} mm_power_sample;
+
+/* What a window between two samples says, over `calls` calls of one kernel. */
+typedef struct {
+    int valid;           /* 0: the counters did not move forward, or no call or no time passed */
+    double window_s;     /* wall time between the samples */
+    int calls;
+    double joules;       /* energy in the window */
+    double joules_per_call;
+    double watts;        /* joules / window_s */
+    double capped_frac;  /* the power cap's share of the window, 0..1 (-1: not reported) */
+    double sm_mhz;       /* the kernel's own clock over the window (0: not measured); set by the caller */
+} mm_power_window;
+
+/* Opens NVML from `library` (MM_NVML_LIBRARY) for the GPU at `pci_bus_id` (as
+ * cudaDeviceGetPCIBusId writes it). MM_OK, or MM_RUNTIME with the reason in `why` (no library,
+ * no such device, no energy counter); nothing is printed. */
+mm_status mm_power_open(const char *library, const char *pci_bus_id, mm_power **out, char *why, size_t why_len);
+mm_status mm_power_read(mm_power *p, mm_power_sample *s, char *why, size_t why_len);
+void mm_power_close(mm_power *p);
+
+/* The window from a to b over `calls` calls. Pure: tested on the CPU. */
+mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls);
+
+#endif

@@ -1,0 +1,124 @@
+/* gemm --energy-ms (src/power.c): the window math between two NVML samples, what opening NVML says
+ * where it cannot, and the energy fields of gemm's results file. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
+#include "test_util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gemm_report.h"
+#include "power.h"
+
+static mm_power_sample sample(unsigned long long mj, unsigned long long capped_ns, int have_capped, double wall_s)
+{
+    mm_power_sample s = {.energy_mj = mj, .power_capped_ns = capped_ns, .have_capped = have_capped, .wall_s = wall_s};
+    return s;
+}
+
+static void test_window_math(void **state)
+{
+    (void)state;
+    /* 700 J over 1 s and 500 calls, the cap held 0.9 s of it */
+    mm_power_sample a = sample(5000000ull, 1000000000ull, 1, 100.0);
+    mm_power_sample b = sample(5700000ull, 1900000000ull, 1, 101.0);
+    mm_power_window w = mm_power_between(&a, &b, 500);
+    assert_true(w.valid);
+    assert_true(fabs(w.joules - 700.0) < 1e-9);
+    assert_true(fabs(w.joules_per_call - 1.4) < 1e-12);
+    assert_true(fabs(w.watts - 700.0) < 1e-9);
+    assert_true(fabs(w.capped_frac - 0.9) < 1e-12);
+    assert_true(fabs(w.window_s - 1.0) < 1e-12);
+    assert_int_equal(w.calls, 500);
+
+    /* the driver's clock ran a little ahead of the host's: a share, not more than the window */
+    b.power_capped_ns = a.power_capped_ns + 1010000000ull;
+    assert_true(mm_power_between(&a, &b, 500).capped_frac == 1.0);
+
+    /* no power-cap time on this GPU: the joules stand, the share is "not reported" */
+    mm_power_sample c = sample(5000000ull, 0, 0, 100.0), d = sample(5350000ull, 0, 0, 100.5);
+    w = mm_power_between(&c, &d, 10);
+    assert_true(w.valid);
+    assert_true(w.capped_frac == -1);
+    assert_true(fabs(w.watts - 700.0) < 1e-9);
+
+    /* nothing to say: no calls, no time, a counter that went backwards (a driver reload) */
+    assert_false(mm_power_between(&a, &b, 0).valid);
+    assert_false(mm_power_between(&a, &a, 5).valid);
+    mm_power_sample back = sample(4000000ull, 1900000000ull, 1, 101.0);
+    assert_false(mm_power_between(&a, &back, 5).valid);
+}
+
+static void test_open_without_nvml(void **state)
+{
+    (void)state;
+    mm_power *p = (mm_power *)&p; /* anything but NULL: the call must clear it */
+    char why[256] = "";
+    assert_int_equal(mm_power_open("libmegamoe-no-such-nvml.so.1", "00000000:01:00.0", &p, why, sizeof why),
+                     MM_RUNTIME);
+    assert_null(p);
+    assert_non_null(strstr(why, "cannot load libmegamoe-no-such-nvml.so.1"));
+    mm_power_close(NULL); /* harmless */
+}
+
+static void test_energy_in_results_file(void **state)
+{
+    (void)state;
+    mm_gemm_results r;
+    gemm_results_init(&r);
+    mm_fmt(r.meta.config, sizeof r.meta.config, "deepseek-v4-flash");
+    double t[3] = {1400.0, 1420.0, 1410.0};
+    mm_gemm_result row = {.rows = 49152, .n = 4096, .k = 4096, .tile = 192, .status = ROW_OK,
+                          .flops = 2.0 * 49152 * 4096 * 4096, .weight_bytes = 1e9, .calc_diff = 1e-6,
+                          .calc_diff_f32 = 1e-8, .sm_mhz = 1580};
+    stats_compute(t, 3, &row.stats);
+    mm_fmt(row.mode, sizeof row.mode, "gemm1");
+    mm_power_sample a = sample(1000000ull, 0ull, 1, 10.0), b = sample(1700000ull, 950000000ull, 1, 11.0);
+    row.energy = mm_power_between(&a, &b, 700);
+    row.energy.sm_mhz = 1560;
+    assert_int_equal(gemm_results_add(&r, &row, t, 3), MM_OK);
+    memset(&row.energy, 0, sizeof row.energy); /* a row without a reading */
+    mm_fmt(row.mode, sizeof row.mode, "gemm2");
+    assert_int_equal(gemm_results_add(&r, &row, t, 3), MM_OK);
+    char path[] = "/tmp/megamoe-test-energy-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(gemm_report_json_write(path, &r), MM_OK);
+    gemm_results_free(&r);
+
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    unlink(path);
+    text[len] = '\0';
+    cJSON *doc = cJSON_Parse(text);
+    assert_non_null(doc);
+    cJSON *rows = cJSON_GetObjectItem(doc, "results");
+    cJSON *e = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "gemm"), "energy");
+    assert_non_null(e);
+    assert_true(fabs(cJSON_GetObjectItem(e, "joules_per_call")->valuedouble - 1.0) < 1e-12);
+    assert_true(fabs(cJSON_GetObjectItem(e, "watts")->valuedouble - 700.0) < 1e-9);
+    assert_true(fabs(cJSON_GetObjectItem(e, "power_capped_frac")->valuedouble - 0.95) < 1e-12);
+    assert_int_equal(cJSON_GetObjectItem(e, "calls")->valueint, 700);
+    assert_true(cJSON_GetObjectItem(e, "sm_mhz")->valuedouble == 1560.0);
+    /* 1.65 TFLOP a call for 1 J */
+    assert_true(fabs(cJSON_GetObjectItem(e, "gflop_per_joule")->valuedouble - 2.0 * 49152 * 4096 * 4096 / 1e9) < 1e-6);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 1), "gemm"), "energy"));
+    cJSON_Delete(doc);
+}
+
+int run_power_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window_math),
+        cmocka_unit_test(test_open_without_nvml),
+        cmocka_unit_test(test_energy_in_results_file),
+    };
+    return cmocka_run_group_tests_name("power", tests, NULL, NULL);
+}
