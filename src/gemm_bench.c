@@ -157,30 +157,69 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
 }
 
 /* The joules of one work (--energy-ms): its calls back to back, no L2 flush (the joules are the
- * kernel's own, not a flush's), in chunks of ~20 ms between stream syncs, until `ms` ms have passed
- * between two NVML samples (its counter moves every ~10 ms, so a short window reads nothing).
- * `clock`: also our kernel's SM clock over the window. */
+ * kernel's own, not a flush's), in chunks of ~10 ms with two chunks queued (an event each), while
+ * the host polls NVML: after 200 ms of settling (the power controller's), a sample at the first
+ * step of the energy counter, another at its first step `ms` ms later, then the queue drained.
+ * The counter steps ~100 ms apart, so samples anywhere else would be off by up to a step; the
+ * watts come from the steps, the seconds a call from the whole loop. `clock`: our kernel's SM clock
+ * over the loop too. */
 static mm_status energy_window(mm_power *pw, int ms, double median_us, enqueue_fn fn, void *ctx, int clock,
                                cudaStream_t st, mm_power_window *out)
 {
+    enum { SETTLE, FIRST_STEP, WINDOW, LAST_STEP, DONE };
+    const double settle_s = 0.2, give_up_s = settle_s + ms * 1e-3 + 5.0;
+    const int chunk = median_us > 0 && median_us < 10000.0 ? (int)(10000.0 / median_us) : 1;
     char why[256] = "";
-    mm_power_sample a, b;
-    const int chunk = median_us > 0 && median_us < 20000.0 ? (int)(20000.0 / median_us) : 1;
-    int calls = 0;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    mm_power_sample a = {0}, b = {0}, cur;
+    int calls = 0, phase = SETTLE, next = 0, steps = 0;
     if (clock) CUDA_TRY(mm_grouped_gemm_clock_reset(st));
     CUDA_TRY(cudaStreamSynchronize(st));
-    mm_status s = mm_power_read(pw, &a, why, sizeof why);
-    for (double waited = 0; s == MM_OK && waited * 1e3 < ms; waited = b.wall_s - a.wall_s) {
-        for (int i = 0; i < chunk && s == MM_OK; i++) s = fn(ctx, st);
+    mm_status s = MM_OK;
+    for (int i = 0; i < 2 && s == MM_OK; i++)
+        if (cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming) != cudaSuccess) s = MM_RUNTIME;
+    if (s == MM_OK) s = mm_power_read(pw, &cur, why, sizeof why);
+    const double t0 = cur.wall_s;
+    unsigned long long seen = cur.energy_mj;
+    for (int i = 0; i < 2 && s == MM_OK; i++) { /* two chunks queued before the first poll */
+        for (int c = 0; c < chunk && s == MM_OK; c++) s = fn(ctx, st);
+        if (s == MM_OK && cudaEventRecord(ev[i], st) != cudaSuccess) s = MM_RUNTIME;
         calls += chunk;
-        if (s == MM_OK && cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
-        if (s == MM_OK) s = mm_power_read(pw, &b, why, sizeof why);
     }
+    while (s == MM_OK && phase != DONE) {
+        const cudaError_t q = cudaEventQuery(ev[next]);
+        if (q == cudaSuccess) { /* the older chunk is done: queue one behind the newer */
+            for (int c = 0; c < chunk && s == MM_OK; c++) s = fn(ctx, st);
+            if (s == MM_OK && cudaEventRecord(ev[next], st) != cudaSuccess) s = MM_RUNTIME;
+            calls += chunk;
+            next ^= 1;
+        } else if (q != cudaErrorNotReady) {
+            s = MM_RUNTIME;
+        }
+        if (s == MM_OK) s = mm_power_read(pw, &cur, why, sizeof why);
+        if (s != MM_OK) break;
+        const int stepped = cur.energy_mj != seen;
+        seen = cur.energy_mj;
+        steps += stepped && phase >= WINDOW;
+        if (phase == SETTLE && cur.wall_s - t0 >= settle_s) phase = FIRST_STEP;
+        else if (phase == FIRST_STEP && stepped) { a = cur; phase = WINDOW; }
+        else if (phase == WINDOW && cur.wall_s - a.wall_s >= ms * 1e-3) phase = LAST_STEP;
+        else if (phase == LAST_STEP && stepped) { b = cur; phase = DONE; }
+        if (phase != DONE && cur.wall_s - t0 > give_up_s) break; /* a counter that never steps: no reading */
+    }
+    if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
     if (s != MM_OK) {
-        if (why[0]) mm_error("gemm: --energy-ms: %s", why);
+        mm_error("gemm: --energy-ms: %s", why[0] ? why : "a CUDA call failed in the energy loop");
         return s;
     }
-    *out = mm_power_between(&a, &b, calls);
+    mm_power_sample end;
+    MM_TRY(mm_power_read(pw, &end, why, sizeof why));
+    memset(out, 0, sizeof *out);
+    if (phase == DONE) *out = mm_power_between(&a, &b, calls, end.wall_s - t0);
+    else out->window_s = cur.wall_s - t0;
+    out->steps = steps;
     if (clock) {
         unsigned long long cycles = 0, ns = 0;
         CUDA_TRY(mm_grouped_gemm_clock_read(st, &cycles, &ns));
@@ -194,7 +233,7 @@ static void energy_format(const mm_power_window *w, char *buf, size_t len)
 {
     char capped[32] = "capped ?";
     if (!w->valid) {
-        mm_fmt(buf, len, "no reading (the energy counter did not move in %.2f s)", w->window_s);
+        mm_fmt(buf, len, "no reading (the energy counter did not step twice in %.2f s)", w->window_s);
         return;
     }
     if (w->capped_frac >= 0) mm_fmt(capped, sizeof capped, "capped %.0f%%", 100.0 * w->capped_frac);
@@ -359,8 +398,9 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         if (lt && ls == MM_OK) energy_format(&energy[1], theirs, sizeof theirs);
         if (lt && ls == MM_OK && energy[0].valid && energy[1].valid)
             mm_fmt(ratio, sizeof ratio, "; joules ours / cuBLASLt %.3f", energy[0].joules_per_call / energy[1].joules_per_call);
-        printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls, %.2f s); cuBLASLt %s%s\n", sh.gemm, rows, mine,
-               energy[0].sm_mhz, energy[0].calls, energy[0].window_s, theirs, ratio);
+        printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls in %.2f s, %.3f s in %d steps of the counter); cuBLASLt "
+               "%s%s\n", sh.gemm, rows, mine, energy[0].sm_mhz, energy[0].calls, energy[0].loop_s, energy[0].window_s,
+               energy[0].steps, theirs, ratio);
     }
     fflush(stdout);
     free(samples);
@@ -500,10 +540,11 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
         if (mm_power_open(MM_NVML_LIBRARY, bus, &pw, why, sizeof why) != MM_OK)
             mm_warn("gemm: --energy-ms: no energy readings: %s", why);
         else
-            printf("# energy: after a case is timed, ours and then cuBLASLt's loop run back to back for %d ms each "
-                   "(no L2 flush); J/call is the GPU's energy counter over that window (NVML, the whole board) over "
-                   "its calls, W its mean power, capped the share of the window the power cap held the clocks down, "
-                   "MHz our kernel's SM clock there\n", o->energy_ms);
+            printf("# energy: after a case is timed, ours and then cuBLASLt's loop run back to back (no L2 flush), "
+                   "each for 200 ms and then %d ms between two steps of the GPU's energy counter (NVML, the whole "
+                   "board); W: the energy between the steps over their time; J/call: W x the loop's seconds a call; "
+                   "capped: the power cap's share of that time; MHz: our kernel's SM clock over its loop\n",
+                   o->energy_ms);
     }
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s %5s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
            "us", "TFLOP/s", "wGB/s", "calc_bf16", "calc_f32", "stat", "MHz",

@@ -75,6 +75,7 @@ static cJSON *row_json(const mm_gemm_result *row)
         if (row->energy.capped_frac >= 0) cJSON_AddNumberToObject(e, "power_capped_frac", row->energy.capped_frac);
         cJSON_AddNumberToObject(e, "window_s", row->energy.window_s);
         cJSON_AddNumberToObject(e, "calls", row->energy.calls);
+        cJSON_AddNumberToObject(e, "loop_s", row->energy.loop_s);
         if (row->energy.sm_mhz > 0) cJSON_AddNumberToObject(e, "sm_mhz", row->energy.sm_mhz);
         if (row->flops > 0 && row->energy.joules_per_call > 0)
             cJSON_AddNumberToObject(e, "gflop_per_joule", row->flops / row->energy.joules_per_call / 1e9);

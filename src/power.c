@@ -107,17 +107,17 @@ void mm_power_close(mm_power *p)
     free(p);
 }
 
-mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls)
+mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls, double loop_s)
 {
     mm_power_window w = {0};
     w.calls = calls;
+    w.loop_s = loop_s;
     w.window_s = b->wall_s - a->wall_s;
     w.capped_frac = -1;
     /* A counter that went backwards (a driver reload) or a window with nothing in it says nothing. */
-    if (calls <= 0 || w.window_s <= 0 || b->energy_mj < a->energy_mj) return w;
-    w.joules = (double)(b->energy_mj - a->energy_mj) * 1e-3;
-    w.joules_per_call = w.joules / calls;
-    w.watts = w.joules / w.window_s;
+    if (calls <= 0 || loop_s <= 0 || w.window_s <= 0 || b->energy_mj < a->energy_mj) return w;
+    w.watts = (double)(b->energy_mj - a->energy_mj) * 1e-3 / w.window_s;
+    w.joules_per_call = w.watts * loop_s / calls;
     if (a->have_capped && b->have_capped && b->power_capped_ns >= a->power_capped_ns) {
         const double f = (double)(b->power_capped_ns - a->power_capped_ns) * 1e-9 / w.window_s;
         w.capped_frac = f > 1.0 ? 1.0 : f; /* the driver's and the host's clocks differ a little */

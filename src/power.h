@@ -24,16 +24,18 @@ typedef struct {
     double wall_s;                    /* CLOCK_MONOTONIC */
 } mm_power_sample;
 
-/* What a window between two samples says, over `calls` calls of one kernel. */
+/* What two samples taken at two steps of the energy counter say about a kernel that ran back to back
+ * through them and beyond: calls in loop_s seconds of the whole loop. */
 typedef struct {
-    int valid;           /* 0: the counters did not move forward, or no call or no time passed */
-    double window_s;     /* wall time between the samples */
-    int calls;
-    double joules;       /* energy in the window */
-    double joules_per_call;
-    double watts;        /* joules / window_s */
+    int valid;           /* 0: the counter did not move forward, or no call or no time passed */
+    double window_s;     /* wall time between the two samples */
+    double watts;        /* the energy between them over window_s */
     double capped_frac;  /* the power cap's share of the window, 0..1 (-1: not reported) */
-    double sm_mhz;       /* the kernel's own clock over the window (0: not measured); set by the caller */
+    int calls;
+    double loop_s;
+    double joules_per_call; /* watts x loop_s / calls */
+    double sm_mhz;       /* the kernel's own clock over the loop (0: not measured); set by the caller */
+    int steps;           /* the counter's steps after a's up to b's, b's included; set by the caller */
 } mm_power_window;
 
 /* Opens NVML from `library` (MM_NVML_LIBRARY) for the GPU at `pci_bus_id` (as
@@ -43,7 +45,7 @@ mm_status mm_power_open(const char *library, const char *pci_bus_id, mm_power **
 mm_status mm_power_read(mm_power *p, mm_power_sample *s, char *why, size_t why_len);
 void mm_power_close(mm_power *p);
 
-/* The window from a to b over `calls` calls. Pure: tested on the CPU. */
-mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls);
+/* The window from a to b, for `calls` calls in `loop_s` seconds. Pure: tested on the CPU. */
+mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls, double loop_s);
 
 #endif

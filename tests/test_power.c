@@ -22,34 +22,36 @@ static mm_power_sample sample(unsigned long long mj, unsigned long long capped_n
 static void test_window_math(void **state)
 {
     (void)state;
-    /* 700 J over 1 s and 500 calls, the cap held 0.9 s of it */
+    /* 700 J between steps 1 s apart, the cap held 0.9 s of it; 500 calls in a 1.4 s loop */
     mm_power_sample a = sample(5000000ull, 1000000000ull, 1, 100.0);
     mm_power_sample b = sample(5700000ull, 1900000000ull, 1, 101.0);
-    mm_power_window w = mm_power_between(&a, &b, 500);
+    mm_power_window w = mm_power_between(&a, &b, 500, 1.4);
     assert_true(w.valid);
-    assert_true(fabs(w.joules - 700.0) < 1e-9);
-    assert_true(fabs(w.joules_per_call - 1.4) < 1e-12);
     assert_true(fabs(w.watts - 700.0) < 1e-9);
+    assert_true(fabs(w.joules_per_call - 700.0 * 1.4 / 500) < 1e-12);
     assert_true(fabs(w.capped_frac - 0.9) < 1e-12);
     assert_true(fabs(w.window_s - 1.0) < 1e-12);
     assert_int_equal(w.calls, 500);
+    assert_true(w.loop_s == 1.4);
 
     /* the driver's clock ran a little ahead of the host's: a share, not more than the window */
     b.power_capped_ns = a.power_capped_ns + 1010000000ull;
-    assert_true(mm_power_between(&a, &b, 500).capped_frac == 1.0);
+    assert_true(mm_power_between(&a, &b, 500, 1.4).capped_frac == 1.0);
 
     /* no power-cap time on this GPU: the joules stand, the share is "not reported" */
     mm_power_sample c = sample(5000000ull, 0, 0, 100.0), d = sample(5350000ull, 0, 0, 100.5);
-    w = mm_power_between(&c, &d, 10);
+    w = mm_power_between(&c, &d, 10, 0.7);
     assert_true(w.valid);
     assert_true(w.capped_frac == -1);
     assert_true(fabs(w.watts - 700.0) < 1e-9);
+    assert_true(fabs(w.joules_per_call - 49.0) < 1e-9);
 
-    /* nothing to say: no calls, no time, a counter that went backwards (a driver reload) */
-    assert_false(mm_power_between(&a, &b, 0).valid);
-    assert_false(mm_power_between(&a, &a, 5).valid);
+    /* nothing to say: no calls, no loop time, no window, a counter that went backwards (a driver reload) */
+    assert_false(mm_power_between(&a, &b, 0, 1.4).valid);
+    assert_false(mm_power_between(&a, &b, 5, 0.0).valid);
+    assert_false(mm_power_between(&a, &a, 5, 1.4).valid);
     mm_power_sample back = sample(4000000ull, 1900000000ull, 1, 101.0);
-    assert_false(mm_power_between(&a, &back, 5).valid);
+    assert_false(mm_power_between(&a, &back, 5, 1.4).valid);
 }
 
 static void test_open_without_nvml(void **state)
@@ -77,7 +79,7 @@ static void test_energy_in_results_file(void **state)
     stats_compute(t, 3, &row.stats);
     mm_fmt(row.mode, sizeof row.mode, "gemm1");
     mm_power_sample a = sample(1000000ull, 0ull, 1, 10.0), b = sample(1700000ull, 950000000ull, 1, 11.0);
-    row.energy = mm_power_between(&a, &b, 700);
+    row.energy = mm_power_between(&a, &b, 700, 1.0);
     row.energy.sm_mhz = 1560;
     assert_int_equal(gemm_results_add(&r, &row, t, 3), MM_OK);
     memset(&row.energy, 0, sizeof row.energy); /* a row without a reading */
@@ -106,6 +108,7 @@ static void test_energy_in_results_file(void **state)
     assert_true(fabs(cJSON_GetObjectItem(e, "watts")->valuedouble - 700.0) < 1e-9);
     assert_true(fabs(cJSON_GetObjectItem(e, "power_capped_frac")->valuedouble - 0.95) < 1e-12);
     assert_int_equal(cJSON_GetObjectItem(e, "calls")->valueint, 700);
+    assert_true(cJSON_GetObjectItem(e, "loop_s")->valuedouble == 1.0);
     assert_true(cJSON_GetObjectItem(e, "sm_mhz")->valuedouble == 1560.0);
     /* 1.65 TFLOP a call for 1 J */
     assert_true(fabs(cJSON_GetObjectItem(e, "gflop_per_joule")->valuedouble - 2.0 * 49152 * 4096 * 4096 / 1e9) < 1e-6);
