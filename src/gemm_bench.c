@@ -255,48 +255,145 @@ static void add_untimed(mm_gemm_results *res, gemm_shape sh, int rows, mm_status
     if (gemm_results_add(res, &r, NULL, 0) != MM_OK) mm_warn("gemm: out of memory for the results file");
 }
 
-static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
-                          int rows_asked, int local_experts, int ctas, mm_power *pw, cudaStream_t st,
-                          mm_gemm_results *res)
+/* One case's rows: per expert counts and offsets, each row's expert, and their sums. */
+typedef struct {
+    int32_t *count, *offset, *owner;
+    int rows, active, most;
+} case_rows;
+
+static void case_rows_free(case_rows *c)
 {
-    int32_t *count = malloc(sizeof(int32_t) * (size_t)local_experts);
-    int32_t *offset = malloc(sizeof(int32_t) * (size_t)local_experts);
-    int rows = 0;
-    mm_status ss = count && offset ? spread_rows(o, cfg, rows_asked, local_experts, count, &rows) : MM_RUNTIME;
-    int32_t *owner = ss == MM_OK ? malloc(sizeof(int32_t) * (size_t)(rows > 0 ? rows : 1)) : NULL;
-    if (!owner) {
-        free(count); free(offset);
-        return ss != MM_OK ? ss : MM_RUNTIME;
+    free(c->count);
+    free(c->offset);
+    free(c->owner);
+    memset(c, 0, sizeof *c);
+}
+
+static mm_status case_rows_make(const mm_options *o, const mm_config *cfg, int rows_asked, int local_experts,
+                                case_rows *c)
+{
+    memset(c, 0, sizeof *c);
+    c->count = malloc(sizeof(int32_t) * (size_t)local_experts);
+    c->offset = malloc(sizeof(int32_t) * (size_t)local_experts);
+    mm_status s = c->count && c->offset ? spread_rows(o, cfg, rows_asked, local_experts, c->count, &c->rows) : MM_RUNTIME;
+    if (s == MM_OK && !(c->owner = malloc(sizeof(int32_t) * (size_t)(c->rows > 0 ? c->rows : 1)))) s = MM_RUNTIME;
+    if (s != MM_OK) {
+        case_rows_free(c);
+        return s;
     }
+    for (int e = 0, at = 0; e < local_experts; e++) {
+        c->offset[e] = at;
+        for (int r = 0; r < c->count[e]; r++) c->owner[at + r] = e;
+        at += c->count[e];
+        c->active += c->count[e] > 0;
+        c->most = c->count[e] > c->most ? c->count[e] : c->most;
+    }
+    return MM_OK;
+}
+
+/* The case's layout and quantized rows on the GPU (the same data in the timing and the energy pass). */
+static mm_status case_upload(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
+                             const case_rows *c, int local_experts, cudaStream_t st)
+{
+    CUDA_TRY(cudaMemcpy(b->count, c->count, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(b->offset, c->offset, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(b->expert_of_row, c->owner, sizeof(int32_t) * (size_t)c->rows, cudaMemcpyHostToDevice));
+    mm_x_params xp = x_params_default(o->seed + (uint64_t)c->rows);
+    CUDA_TRY(mm_launch_gen_x(xp, 0, c->rows, sh.k, b->x, st));
+    CUDA_TRY(mm_launch_quantize_rows(b->x, c->rows, sh.k, cfg->scale_fmt == MM_SCALE_UE8M0, b->qa, b->sa, st));
+    return MM_OK;
+}
+
+static mm_grouped_gemm_args case_args(const gemm_buffers *b, gemm_shape sh, int local_experts)
+{
+    mm_grouped_gemm_args g = {b->qa, b->sa, sh.gemm == 1 ? b->w1 : b->w2, sh.gemm == 1 ? b->w1_map : b->w2_map,
+                              sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
+                              local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
+                              b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
+    return g;
+}
+
+/* The row of `res` for this case's `mode` ("gemm1", "gemm1-cublaslt", ...), or NULL. */
+static mm_gemm_result *find_row(mm_gemm_results *res, const char *mode, int rows)
+{
+    for (int i = 0; i < res->n; i++)
+        if (res->rows[i].rows == rows && strcmp(res->rows[i].mode, mode) == 0) return &res->rows[i];
+    return NULL;
+}
+
+/* --energy-ms, after every case was timed (so no timing follows a sustained load it did not ask
+ * for): ours and then cuBLASLt's loop back to back on the case's data, their windows kept in the
+ * case's rows of `res` and printed as one line. Cases that did not time OK or FAIL are skipped. */
+static mm_status energy_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
+                             int rows_asked, int local_experts, int ctas, mm_power *pw, cudaStream_t st,
+                             mm_gemm_results *res)
+{
+    case_rows c;
+    MM_TRY(case_rows_make(o, cfg, rows_asked, local_experts, &c));
+    char mode[24], lt_mode[40];
+    mm_fmt(mode, sizeof mode, "gemm%d", sh.gemm);
+    mm_fmt(lt_mode, sizeof lt_mode, "gemm%d" MM_GEMM_LT_SUFFIX, sh.gemm);
+    mm_gemm_result *ours = c.rows > 0 ? find_row(res, mode, c.rows) : NULL;
+    mm_gemm_result *theirs = ours ? find_row(res, lt_mode, c.rows) : NULL;
+    if (!ours || ours->stats.n == 0) {
+        case_rows_free(&c);
+        return MM_OK;
+    }
+    mm_status s = case_upload(o, cfg, b, sh, &c, local_experts, st);
+    mm_grouped_gemm_args g = case_args(b, sh, local_experts);
+    ours_ctx oc = {g, ctas, c.most, c.count};
+    lt_runner *lt = NULL;
+    char why[256];
+    lt_problem lp = {g.w, g.w_scale, b->qa, b->sa, c.count, c.offset, local_experts, sh.n, sh.k, c.rows};
+    if (s == MM_OK && theirs && theirs->stats.n > 0 && lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK)
+        lt = NULL; /* it was timed, so this is unexpected; its window stays empty */
+    if (s == MM_OK) s = energy_window(pw, o->energy_ms, ours->stats.median, ours_enqueue, &oc, 1, st, &ours->energy);
+    if (s == MM_OK) s = pipeline_status(b);
+    if (s == MM_OK && lt)
+        s = energy_window(pw, o->energy_ms, theirs->stats.median, lt_enqueue, lt, 0, st, &theirs->energy);
+    if (s == MM_OK) {
+        char mine[96], other[96] = "not run", ratio[64] = "";
+        const mm_power_window *e = &ours->energy;
+        energy_format(e, mine, sizeof mine);
+        if (lt) energy_format(&theirs->energy, other, sizeof other);
+        if (lt && e->valid && theirs->energy.valid)
+            mm_fmt(ratio, sizeof ratio, "; joules ours / cuBLASLt %.3f", e->joules_per_call / theirs->energy.joules_per_call);
+        printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls in %.2f s, %.3f s in %d steps of the counter); "
+               "cuBLASLt %s%s\n", sh.gemm, c.rows, mine, e->sm_mhz, e->calls, e->loop_s, e->window_s, e->steps, other,
+               ratio);
+        fflush(stdout);
+    }
+    lt_runner_destroy(lt);
+    case_rows_free(&c);
+    return s;
+}
+
+static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_buffers *b, gemm_shape sh,
+                          int rows_asked, int local_experts, int ctas, cudaStream_t st, mm_gemm_results *res)
+{
+    case_rows c;
+    MM_TRY(case_rows_make(o, cfg, rows_asked, local_experts, &c));
+    const int rows = c.rows, active = c.active, most = c.most;
+    int32_t *const count = c.count, *const offset = c.offset;
     if (rows == 0) { /* --spread routing can leave rank 0 without rows: nothing to run */
         printf("gemm%d %6d x %5d x %5d  rank 0's experts get no rows under this routing: nothing to time\n", sh.gemm,
                0, sh.n, sh.k);
-        free(count); free(offset); free(owner);
+        case_rows_free(&c);
         return MM_OK;
     }
-    int at = 0, active = 0, most = 0;
-    for (int e = 0; e < local_experts; e++) {
-        offset[e] = at;
-        for (int r = 0; r < count[e]; r++) owner[at + r] = e;
-        at += count[e];
-        active += count[e] > 0;
-        most = count[e] > most ? count[e] : most;
+    mm_status us = case_upload(o, cfg, b, sh, &c, local_experts, st);
+    if (us != MM_OK) {
+        case_rows_free(&c);
+        return us;
     }
-    CUDA_TRY(cudaMemcpy(b->count, count, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
-    CUDA_TRY(cudaMemcpy(b->offset, offset, sizeof(int32_t) * (size_t)local_experts, cudaMemcpyHostToDevice));
-    CUDA_TRY(cudaMemcpy(b->expert_of_row, owner, sizeof(int32_t) * (size_t)rows, cudaMemcpyHostToDevice));
-    int ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
-    mm_x_params xp = x_params_default(o->seed + (uint64_t)rows);
-    CUDA_TRY(mm_launch_gen_x(xp, 0, rows, sh.k, b->x, st));
-    CUDA_TRY(mm_launch_quantize_rows(b->x, rows, sh.k, ue8m0, b->qa, b->sa, st));
-    const uint8_t *w = sh.gemm == 1 ? b->w1 : b->w2;
-    const void *wmap = sh.gemm == 1 ? b->w1_map : b->w2_map;
-    const float *ws = sh.gemm == 1 ? b->s1 : b->s2;
-    CUDA_TRY(mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st));
-
-    mm_grouped_gemm_args g = {b->qa, b->sa, w, wmap, ws, b->offset, b->count, b->tiles,
-                              local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
-                              b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
+    mm_grouped_gemm_args g = case_args(b, sh, local_experts);
+    const uint8_t *w = g.w;
+    const float *ws = g.w_scale;
+    if (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st) != cudaSuccess) {
+        mm_error("gemm: the reference GEMM failed to launch");
+        case_rows_free(&c);
+        return MM_RUNTIME;
+    }
     double calc = 0, calc32 = 0;
     mm_status cs = check_one(b, g, rows, ctas, most, count, st, &calc);
     g.out_fp32 = 1;
@@ -304,7 +401,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     g.out_fp32 = 0;
     if (cs != MM_OK) {
         add_untimed(res, sh, rows, cs, "stopped in the correctness check");
-        free(count); free(offset); free(owner);
+        case_rows_free(&c);
         return cs;
     }
 
@@ -326,17 +423,11 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     if (ls == MM_OK && (ce = mm_grouped_gemm_clock_read(st, &cycles, &ns)) != cudaSuccess) ls = MM_RUNTIME;
     if (ce != cudaSuccess) mm_error("gemm: the kernel's clock counter: %s", cudaGetErrorString(ce));
     if (ls == MM_OK) ls = pipeline_status(b);
-    /* the joules of each, after both are timed, so the timing is as without --energy-ms */
-    mm_power_window energy[2];
-    memset(energy, 0, sizeof energy);
-    for (int j = 0; pw && ls == MM_OK && j < (lt ? 2 : 1); j++)
-        ls = energy_window(pw, o->energy_ms, times[j].median, fns[j], ctxs[j], j == 0, st, &energy[j]);
-    if (pw && ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");
         lt_runner_destroy(lt);
         free(samples);
-        free(count); free(offset); free(owner);
+        case_rows_free(&c);
         return ls;
     }
     const mm_stats s = times[0];
@@ -350,7 +441,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
            ok ? "OK" : "FAIL", mhz);
     mm_gemm_result ours = {.rows = rows, .n = sh.n, .k = sh.k, .tile = tile, .status = ok ? ROW_OK : ROW_FAIL,
                            .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32,
-                           .sm_mhz = mhz, .energy = energy[0]};
+                           .sm_mhz = mhz};
     mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
     mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles", (double)rows / local_experts, tile);
     mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
@@ -378,8 +469,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
             ok = ok && lt_ok;
             printf("%9.1f %7.2fx %9.2e%s\n", lts.median, lts.median / s.median, calc_lt, lt_ok ? "" : "  FAIL");
             mm_gemm_result lr = {.rows = rows, .n = sh.n, .k = sh.k, .status = lt_ok ? ROW_OK : ROW_FAIL, .stats = lts,
-                                 .flops = flops, .weight_bytes = wbytes, .calc_diff = calc_lt, .calc_diff_f32 = -1,
-                                 .energy = energy[1]};
+                                 .flops = flops, .weight_bytes = wbytes, .calc_diff = calc_lt, .calc_diff_f32 = -1};
             mm_fmt(lr.mode, sizeof lr.mode, "gemm%d" MM_GEMM_LT_SUFFIX, sh.gemm);
             mm_fmt(lr.note, sizeof lr.note, "one matmul per active expert; calc_diff: ours against its output");
             if (rs == MM_OK) rs = gemm_results_add(res, &lr, samples + o->iters, o->iters);
@@ -392,19 +482,9 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     } else {
         printf("%s\n", why);
     }
-    if (pw) {
-        char mine[96], theirs[96] = "not run", ratio[64] = "";
-        energy_format(&energy[0], mine, sizeof mine);
-        if (lt && ls == MM_OK) energy_format(&energy[1], theirs, sizeof theirs);
-        if (lt && ls == MM_OK && energy[0].valid && energy[1].valid)
-            mm_fmt(ratio, sizeof ratio, "; joules ours / cuBLASLt %.3f", energy[0].joules_per_call / energy[1].joules_per_call);
-        printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls in %.2f s, %.3f s in %d steps of the counter); cuBLASLt "
-               "%s%s\n", sh.gemm, rows, mine, energy[0].sm_mhz, energy[0].calls, energy[0].loop_s, energy[0].window_s,
-               energy[0].steps, theirs, ratio);
-    }
     fflush(stdout);
     free(samples);
-    free(count); free(offset); free(owner);
+    case_rows_free(&c);
     if (rs != MM_OK) mm_warn("gemm: out of memory for the results file");
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) return ls;
@@ -540,10 +620,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
         if (mm_power_open(MM_NVML_LIBRARY, bus, &pw, why, sizeof why) != MM_OK)
             mm_warn("gemm: --energy-ms: no energy readings: %s", why);
         else
-            printf("# energy: after a case is timed, ours and then cuBLASLt's loop run back to back (no L2 flush), "
-                   "each for 200 ms and then %d ms between two steps of the GPU's energy counter (NVML, the whole "
-                   "board); W: the energy between the steps over their time; J/call: W x the loop's seconds a call; "
-                   "capped: the power cap's share of that time; MHz: our kernel's SM clock over its loop\n",
+            printf("# energy: once every case is timed, each case's ours and then cuBLASLt's loop run back to back "
+                   "(no L2 flush), each for 200 ms and then %d ms between two steps of the GPU's energy counter (NVML, "
+                   "the whole board); W: the energy between the steps over their time; J/call: W x the loop's seconds "
+                   "a call; capped: the power cap's share of that time; MHz: our kernel's SM clock over its loop\n",
                    o->energy_ms);
     }
     printf("%-5s %-22s %8s %4s %9s %8s %9s  %9s %9s  %-4s %5s  %s\n", "gemm", "rows x N x K", "rows/e", "tile",
@@ -558,7 +638,12 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
      * kernel's state (the abort flag, a stalled CTA) is not worth timing. */
     for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
         for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
-            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, pw, st, &res));
+            s = mm_worse(s, run_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, st, &res));
+    if (pw && s != MM_RUNTIME && s != MM_TIMEOUT)
+        printf("# energy, every case timed above first (so no timing follows these sustained loads):\n");
+    for (int i = 0; pw && i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
+        for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)
+            s = mm_worse(s, energy_case(o, cfg, &b, shapes[gi], o->rows[i], el, prop.multiProcessorCount, pw, st, &res));
     mm_power_close(pw);
     if (o->json_path[0]) s = mm_worse(s, gemm_report_json_write(o->json_path, &res));
     gemm_results_free(&res);
