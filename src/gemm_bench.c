@@ -343,16 +343,21 @@ static mm_status energy_case(const mm_options *o, const mm_config *cfg, const ge
     mm_grouped_gemm_args g = case_args(b, sh, local_experts);
     ours_ctx oc = {g, ctas, c.most, c.count};
     lt_runner *lt = NULL;
-    char why[256];
+    char why[256] = "not timed";
     lt_problem lp = {g.w, g.w_scale, b->qa, b->sa, c.count, c.offset, local_experts, sh.n, sh.k, c.rows};
-    if (s == MM_OK && theirs && theirs->stats.n > 0 && lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK)
-        lt = NULL; /* it was timed, so this is unexpected; its window stays empty */
+    /* the runner picks its scale layout against the reference, so the case's reference first */
+    if (s == MM_OK && theirs && theirs->stats.n > 0 &&
+        (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, c.rows, g.w, g.w_scale, sh.n, sh.k, b->ref, st) !=
+             cudaSuccess ||
+         lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK))
+        lt = NULL; /* it was timed, so this is unexpected; the line says why */
     if (s == MM_OK) s = energy_window(pw, o->energy_ms, ours->stats.median, ours_enqueue, &oc, 1, st, &ours->energy);
     if (s == MM_OK) s = pipeline_status(b);
     if (s == MM_OK && lt)
         s = energy_window(pw, o->energy_ms, theirs->stats.median, lt_enqueue, lt, 0, st, &theirs->energy);
     if (s == MM_OK) {
-        char mine[96], other[96] = "not run", ratio[64] = "";
+        char mine[96], other[300], ratio[64] = "";
+        mm_fmt(other, sizeof other, "not run (%s)", why);
         const mm_power_window *e = &ours->energy;
         energy_format(e, mine, sizeof mine);
         if (lt) energy_format(&theirs->energy, other, sizeof other);
