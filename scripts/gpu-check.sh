@@ -10,7 +10,7 @@
 #      audit build over every scenario and the GEMM core, and its own test
 #   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 and
 #      small-h640 on the wide form (narrow2 items, both scale paths), small-n2048 and Flash skewed
-#      (the banded item order), Flash and Pro EP8 vs cuBLASLt) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
+#      (the banded item order), Flash and Pro EP8 vs cuBLASLt, Flash's joules a call by NVML) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
 #   5. with 4 or more GPUs: check at half the EP size (and its EP invariance against EP1), bench
@@ -224,6 +224,10 @@ expect_rc 0 gemm-n2048-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/
 expect_rc 0 gemm-flash-skewed $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 37,3000,20000 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10 --json "$logs/gemm-deepseek-v4-flash-ep8.json"
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10 --json "$logs/gemm-deepseek-v4-pro-ep8.json"
+# joules a call from NVML (--energy-ms): every case gets a reading for ours and for cuBLASLt
+expect_rc 0 gemm-energy $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 64,49152 --iters 3 --energy-ms 500 --json "$logs/gemm-energy.json"
+[ "$(grep -c '^energy gemm[12] .*ours [0-9.]* J/call.*cuBLASLt [0-9.]* J/call' "$logs/gemm-energy.log")" = 4 ] ||
+    { echo "  gemm-energy: not every case has both readings" | tee -a "$logs/summary.txt"; fail=1; }
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
 # spread can then be read against the clock states it met (a sustained load lowers the clocks)
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown \

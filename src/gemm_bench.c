@@ -346,11 +346,13 @@ static mm_status energy_case(const mm_options *o, const mm_config *cfg, const ge
     char why[256] = "not timed";
     lt_problem lp = {g.w, g.w_scale, b->qa, b->sa, c.count, c.offset, local_experts, sh.n, sh.k, c.rows};
     /* the runner picks its scale layout against the reference, so the case's reference first */
-    if (s == MM_OK && theirs && theirs->stats.n > 0 &&
-        (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, c.rows, g.w, g.w_scale, sh.n, sh.k, b->ref, st) !=
-             cudaSuccess ||
-         lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK))
-        lt = NULL; /* it was timed, so this is unexpected; the line says why */
+    if (s == MM_OK && theirs && theirs->stats.n > 0) { /* timed, so a failure here is unexpected: the line says why */
+        if (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, c.rows, g.w, g.w_scale, sh.n, sh.k, b->ref, st) !=
+            cudaSuccess)
+            mm_fmt(why, sizeof why, "the reference GEMM failed to launch");
+        else if (lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK)
+            lt = NULL;
+    }
     if (s == MM_OK) s = energy_window(pw, o->energy_ms, ours->stats.median, ours_enqueue, &oc, 1, st, &ours->energy);
     if (s == MM_OK) s = pipeline_status(b);
     if (s == MM_OK && lt)
