@@ -171,7 +171,7 @@ static mm_status energy_window(mm_power *pw, int ms, double median_us, enqueue_f
     const int chunk = median_us > 0 && median_us < 10000.0 ? (int)(10000.0 / median_us) : 1;
     char why[256] = "";
     cudaEvent_t ev[2] = {NULL, NULL};
-    mm_power_sample a = {0}, b = {0}, cur;
+    mm_power_sample a = {0}, b = {0}, cur = {0};
     int calls = 0, phase = SETTLE, next = 0, steps = 0;
     if (clock) CUDA_TRY(mm_grouped_gemm_clock_reset(st));
     CUDA_TRY(cudaStreamSynchronize(st));
