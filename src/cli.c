@@ -100,9 +100,9 @@ static const struct {
      "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
      ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
     {"energy-ms", 1, OPT_ENERGY, M, "MS",
-     "after each case is timed, run ours and cuBLASLt's loop back to back MS ms each and report joules a call, "
-     "mean watts and the power cap's share from the GPU's NVML counters (>= 200: they move every ~10 ms; "
-     "default 0: off)"},
+     "once every case is timed, run each case's ours and cuBLASLt's loop back to back for MS ms between two "
+     "steps of the GPU's NVML energy counter and report joules a call, mean watts and the power cap's share "
+     "(0 or 200..600000: the counter steps every ~100 ms; default 0: off)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 
@@ -307,7 +307,7 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_ENERGY:
         s = parse_int(v, 0, 600000, &n, sub, sizeof sub);
         if (s == MM_OK && n > 0 && n < 200) {
-            mm_fmt(sub, sizeof sub, "%ld ms is too short for NVML's energy counter (0 or 200..600000)", n);
+            mm_fmt(sub, sizeof sub, "%ld ms is too short for NVML's energy counter, which steps every ~100 ms (0 or 200..600000)", n);
             s = MM_USAGE;
         }
         o->energy_ms = (int)n;
