@@ -477,6 +477,62 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
     return s;
 }
 
+/* Rank 0's row of (mode, batch) in the results, writable (NULL: none). */
+static mm_row *row_of(mm_results *res, mm_mode mode, int batch)
+{
+    for (int i = 0; i < res->n_rows; i++)
+        if (res->rows[i].mode == mode && res->rows[i].batch == batch) return &res->rows[i];
+    return NULL;
+}
+
+/* --energy-ms, once every batch is timed (so no timing follows these sustained loads): each
+ * timed (mode, batch) row's calls back to back on every rank, lined up (timing_energy_row), the
+ * batch's inputs made again as the sweep made them; rank 0 decides which rows and how many calls
+ * from its times and tells the others. NVML must open on every rank, else a warning and no
+ * readings. */
+static mm_status energy_pass(bench_state *b, const mm_config *cfg, const mm_options *o, mm_results *res)
+{
+    mm_runtime *rt = &b->rt;
+    char why[256] = "";
+    mm_power *pw = NULL;
+    int opened = mm_power_open(MM_NVML_LIBRARY, rt->bus_id, &pw, why, sizeof why) == MM_OK, all_opened = 0;
+    if (MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        mm_power_close(pw);
+        return MM_RUNTIME;
+    }
+    if (!all_opened) {
+        if (!opened) mm_warn("bench: --energy-ms: no energy readings: %s", why);
+        else if (rt->rank == 0) mm_warn("bench: --energy-ms: no energy readings: NVML failed on another rank");
+        mm_power_close(pw);
+        return MM_OK;
+    }
+    mm_status s = MM_OK;
+    for (int bi = 0; bi < o->n_batches && s == MM_OK; bi++) {
+        const int batch = o->batches[bi];
+        if (batch > b->max_tokens) continue;
+        char step[96];
+        mm_fmt(step, sizeof step, "bench energy, batch %d", batch);
+        watchdog_arm(MM_WATCHDOG_SECONDS, step);
+        s = gen_batch(b, cfg, o, batch);
+        for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
+            if (!(o->modes & (1u << m))) continue;
+            mm_row *row = rt->rank == 0 ? row_of(res, (mm_mode)m, batch) : NULL;
+            double plan[2] = {0, 0}; /* calls (0: not this row), the timed median */
+            if (row && (row->status == ROW_OK || row->status == ROW_FAIL) && row->stats.n > 0)
+                plan[0] = timing_energy_calls(row->stats.median, o->energy_ms), plan[1] = row->stats.median;
+            if (MPI_Bcast(plan, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) s = MM_RUNTIME;
+            if (s != MM_OK || plan[0] <= 0) continue;
+            step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+            mm_row scratch;
+            memset(&scratch, 0, sizeof scratch);
+            s = timing_energy_row(rt, mode_step, &ctx, (int)plan[0], plan[1], o->energy_ms, pw, row ? row : &scratch);
+        }
+        watchdog_disarm();
+    }
+    mm_power_close(pw);
+    return s;
+}
+
 static mm_status write_reports(const mm_options *o, const mm_results *res)
 {
     report_text(stdout, res);
@@ -565,6 +621,7 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
         s = sweep(b, cfg, o, &res);
         res_failed_before = mm_worse(res_failed_before, earlier);
     }
+    if (s == MM_OK && o->energy_ms > 0) s = energy_pass(b, cfg, o, &res);
     if (s == MM_OK && rt->rank == 0)
         s = mm_worse(mm_worse(write_reports(o, &res), rows_status(&res)), res_failed_before);
     /* Rank 0's verdict (reports, row statuses) becomes everyone's exit code. */

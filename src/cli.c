@@ -99,10 +99,11 @@ static const struct {
     {"tile", 1, OPT_TILE, M, "auto|128|192",
      "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
      ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
-    {"energy-ms", 1, OPT_ENERGY, M, "MS",
-     "once every case is timed, run each case's ours and cuBLASLt's loop back to back for MS ms between two "
-     "steps of the GPU's NVML energy counter and report joules a call, mean watts and the power cap's share "
-     "(0 or 200..600000: the counter steps every ~100 ms; default 0: off)"},
+    {"energy-ms", 1, OPT_ENERGY, B | M, "MS",
+     "once everything is timed, run each timed row's calls back to back (gemm: ours, then cuBLASLt's loop; "
+     "bench: each mode, ranks lined up) for MS ms between two steps of the GPU's NVML energy counter and "
+     "report joules a call, mean watts and the power cap's share (bench: summed over the ranks) (0 or "
+     "200..600000: the counter steps every ~100 ms; default 0: off)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
 };
 

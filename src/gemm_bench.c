@@ -156,88 +156,25 @@ static mm_status time_side_by_side(const mm_options *o, const gemm_buffers *b, c
     return s;
 }
 
-/* The joules of one work (--energy-ms): its calls back to back, no L2 flush (the joules are the
- * kernel's own, not a flush's), in chunks of ~10 ms with two chunks queued (an event each), while
- * the host polls NVML: after 200 ms of settling (the power controller's), a sample at the first
- * step of the energy counter, another at its first step `ms` ms later, then the queue drained.
- * The counter steps ~100 ms apart, so samples anywhere else would be off by up to a step; the
- * watts come from the steps, the seconds a call from the whole loop. `clock`: our kernel's SM clock
- * over the loop too. */
+/* The joules of one work (--energy-ms): timing_energy_loop until its window closes, no line-up
+ * (one GPU). `clock`: our kernel's SM clock over the loop too. */
 static mm_status energy_window(mm_power *pw, int ms, double median_us, enqueue_fn fn, void *ctx, int clock,
                                cudaStream_t st, mm_power_window *out)
 {
-    enum { SETTLE, FIRST_STEP, WINDOW, LAST_STEP, DONE };
-    const double settle_s = 0.2, give_up_s = settle_s + ms * 1e-3 + 5.0;
-    const int chunk = median_us > 0 && median_us < 10000.0 ? (int)(10000.0 / median_us) : 1;
-    char why[256] = "";
-    cudaEvent_t ev[2] = {NULL, NULL};
-    mm_power_sample a = {0}, b = {0}, cur = {0};
-    int calls = 0, phase = SETTLE, next = 0, steps = 0;
+    char why[256];
     if (clock) CUDA_TRY(mm_grouped_gemm_clock_reset(st));
     CUDA_TRY(cudaStreamSynchronize(st));
-    mm_status s = MM_OK;
-    for (int i = 0; i < 2 && s == MM_OK; i++)
-        if (cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming) != cudaSuccess) s = MM_RUNTIME;
-    if (s == MM_OK) s = mm_power_read(pw, &cur, why, sizeof why);
-    const double t0 = cur.wall_s;
-    unsigned long long seen = cur.energy_mj;
-    for (int i = 0; i < 2 && s == MM_OK; i++) { /* two chunks queued before the first poll */
-        for (int c = 0; c < chunk && s == MM_OK; c++) s = fn(ctx, st);
-        if (s == MM_OK && cudaEventRecord(ev[i], st) != cudaSuccess) s = MM_RUNTIME;
-        calls += chunk;
-    }
-    while (s == MM_OK && phase != DONE) {
-        const cudaError_t q = cudaEventQuery(ev[next]);
-        if (q == cudaSuccess) { /* the older chunk is done: queue one behind the newer */
-            for (int c = 0; c < chunk && s == MM_OK; c++) s = fn(ctx, st);
-            if (s == MM_OK && cudaEventRecord(ev[next], st) != cudaSuccess) s = MM_RUNTIME;
-            calls += chunk;
-            next ^= 1;
-        } else if (q != cudaErrorNotReady) {
-            s = MM_RUNTIME;
-        }
-        if (s == MM_OK) s = mm_power_read(pw, &cur, why, sizeof why);
-        if (s != MM_OK) break;
-        const int stepped = cur.energy_mj != seen;
-        seen = cur.energy_mj;
-        steps += stepped && phase >= WINDOW;
-        if (phase == SETTLE && cur.wall_s - t0 >= settle_s) phase = FIRST_STEP;
-        else if (phase == FIRST_STEP && stepped) { a = cur; phase = WINDOW; }
-        else if (phase == WINDOW && cur.wall_s - a.wall_s >= ms * 1e-3) phase = LAST_STEP;
-        else if (phase == LAST_STEP && stepped) { b = cur; phase = DONE; }
-        if (phase != DONE && cur.wall_s - t0 > give_up_s) break; /* a counter that never steps: no reading */
-    }
-    if (cudaStreamSynchronize(st) != cudaSuccess) s = MM_RUNTIME;
-    for (int i = 0; i < 2; i++)
-        if (ev[i]) cudaEventDestroy(ev[i]);
+    const mm_status s = timing_energy_loop(st, fn, ctx, NULL, NULL, 0, median_us, ms, pw, out, why, sizeof why);
     if (s != MM_OK) {
-        mm_error("gemm: --energy-ms: %s", why[0] ? why : "a CUDA call failed in the energy loop");
+        mm_error("gemm: --energy-ms: %s", why);
         return s;
     }
-    mm_power_sample end;
-    MM_TRY(mm_power_read(pw, &end, why, sizeof why));
-    memset(out, 0, sizeof *out);
-    if (phase == DONE) *out = mm_power_between(&a, &b, calls, end.wall_s - t0);
-    else out->window_s = cur.wall_s - t0;
-    out->steps = steps;
     if (clock) {
         unsigned long long cycles = 0, ns = 0;
         CUDA_TRY(mm_grouped_gemm_clock_read(st, &cycles, &ns));
         out->sm_mhz = mm_clock_mhz(cycles, ns);
     }
     return MM_OK;
-}
-
-/* "1.234 J/call 702 W capped 98%", or why there is no reading */
-static void energy_format(const mm_power_window *w, char *buf, size_t len)
-{
-    char capped[32] = "capped ?";
-    if (!w->valid) {
-        mm_fmt(buf, len, "no reading (the energy counter did not step twice in %.2f s)", w->window_s);
-        return;
-    }
-    if (w->capped_frac >= 0) mm_fmt(capped, sizeof capped, "capped %.0f%%", 100.0 * w->capped_frac);
-    mm_fmt(buf, len, "%.4f J/call %.0f W %s", w->joules_per_call, w->watts, capped);
 }
 
 /* A row of the results file for a case that stopped before it was timed (its status from s). */
@@ -361,8 +298,8 @@ static mm_status energy_case(const mm_options *o, const mm_config *cfg, const ge
         char mine[96], other[300], ratio[64] = "";
         mm_fmt(other, sizeof other, "not run (%s)", why);
         const mm_power_window *e = &ours->energy;
-        energy_format(e, mine, sizeof mine);
-        if (lt) energy_format(&theirs->energy, other, sizeof other);
+        mm_power_format(e, mine, sizeof mine);
+        if (lt) mm_power_format(&theirs->energy, other, sizeof other);
         if (lt && e->valid && theirs->energy.valid)
             mm_fmt(ratio, sizeof ratio, "; joules ours / cuBLASLt %.3f", e->joules_per_call / theirs->energy.joules_per_call);
         printf("energy gemm%d %6d: ours %s %.0f MHz (%d calls in %.2f s, %.3f s in %d steps of the counter); "

@@ -68,18 +68,8 @@ static cJSON *row_json(const mm_gemm_result *row)
         cJSON_AddNumberToObject(g, "weight_gbs", row->weight_bytes / row->stats.median / 1e3);
     }
     if (row->sm_mhz > 0) cJSON_AddNumberToObject(g, "sm_mhz", row->sm_mhz);
-    if (row->energy.valid) {
-        cJSON *e = cJSON_AddObjectToObject(g, "energy");
-        cJSON_AddNumberToObject(e, "joules_per_call", row->energy.joules_per_call);
-        cJSON_AddNumberToObject(e, "watts", row->energy.watts);
-        if (row->energy.capped_frac >= 0) cJSON_AddNumberToObject(e, "power_capped_frac", row->energy.capped_frac);
-        cJSON_AddNumberToObject(e, "window_s", row->energy.window_s);
-        cJSON_AddNumberToObject(e, "calls", row->energy.calls);
-        cJSON_AddNumberToObject(e, "loop_s", row->energy.loop_s);
-        if (row->energy.sm_mhz > 0) cJSON_AddNumberToObject(e, "sm_mhz", row->energy.sm_mhz);
-        if (row->flops > 0 && row->energy.joules_per_call > 0)
-            cJSON_AddNumberToObject(e, "gflop_per_joule", row->flops / row->energy.joules_per_call / 1e9);
-    }
+    cJSON *energy = report_energy_json(&row->energy, row->flops);
+    if (energy) cJSON_AddItemToObject(g, "energy", energy);
     cJSON *d = cJSON_AddObjectToObject(o, "diff");
     cJSON_AddNumberToObject(d, "calc_diff", row->calc_diff);
     if (row->calc_diff_f32 >= 0) cJSON_AddNumberToObject(d, "calc_diff_f32", row->calc_diff_f32);

@@ -125,3 +125,14 @@ mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample
     w.valid = 1;
     return w;
 }
+
+void mm_power_format(const mm_power_window *w, char *buf, size_t len)
+{
+    char capped[32] = "capped ?";
+    if (!w->valid) {
+        mm_fmt(buf, len, "no reading (the energy counter did not step twice in %.2f s)", w->window_s);
+        return;
+    }
+    if (w->capped_frac >= 0) mm_fmt(capped, sizeof capped, "capped %.0f%%", 100.0 * w->capped_frac);
+    mm_fmt(buf, len, "%.4f J/call %.0f W %s", w->joules_per_call, w->watts, capped);
+}

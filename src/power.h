@@ -45,6 +45,9 @@ mm_status mm_power_open(const char *library, const char *pci_bus_id, mm_power **
 mm_status mm_power_read(mm_power *p, mm_power_sample *s, char *why, size_t why_len);
 void mm_power_close(mm_power *p);
 
+/* "0.1234 J/call 702 W capped 98%", or why there is no reading. Pure. */
+void mm_power_format(const mm_power_window *w, char *buf, size_t len);
+
 /* The window from a to b, for `calls` calls in `loop_s` seconds. Pure: tested on the CPU. */
 mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample *b, int calls, double loop_s);
 

@@ -261,11 +261,35 @@ static void floors_text(FILE *f, const mm_results *r)
     }
 }
 
+/* --energy-ms rows: one line per (mode, batch) with a reading, and a baseline's joules over
+ * fused's at the same batch. */
+static void energy_text(FILE *f, const mm_results *r)
+{
+    int any = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const mm_row *row = &r->rows[i];
+        if (!row->energy.valid && !row->energy.calls) continue;
+        if (!any)
+            fprintf(f, "\n## energy (--energy-ms: each row's calls back to back, ranks lined up, no flush; J a call and "
+                       "W summed over the ranks' GPUs, capped: the largest share of the window a rank's power cap "
+                       "held its clocks down)\n");
+        any = 1;
+        char cell[128], ratio[48] = "";
+        mm_power_format(&row->energy, cell, sizeof cell);
+        const mm_row *fused = row->mode != MODE_FUSED ? results_find(r, MODE_FUSED, row->batch) : NULL;
+        if (fused && fused->energy.valid && row->energy.valid && fused->energy.joules_per_call > 0)
+            mm_fmt(ratio, sizeof ratio, "  %s / fused %.2fx", mode_name(row->mode),
+                   row->energy.joules_per_call / fused->energy.joules_per_call);
+        fprintf(f, "%-6s %6d  %s  (%d calls)%s\n", mode_name(row->mode), row->batch, cell, row->energy.calls, ratio);
+    }
+}
+
 void report_text(FILE *f, const mm_results *r)
 {
     tables(f, r, STYLE_TEXT);
     floors_text(f, r);
     stages_text(f, r);
+    energy_text(f, r);
 }
 
 void report_markdown(FILE *f, const mm_results *r)
@@ -383,6 +407,8 @@ static cJSON *row_json(const mm_row *row)
             cJSON_AddItemToArray(st, e);
         }
     }
+    cJSON *energy = report_energy_json(&row->energy, row->flops);
+    if (energy) cJSON_AddItemToObject(o, "energy", energy);
     cJSON *w = cJSON_AddObjectToObject(o, "work");
     cJSON_AddNumberToObject(w, "weight_bytes", row->weight_bytes);
     cJSON_AddNumberToObject(w, "nvlink_bytes", row->nvlink_bytes);
@@ -395,6 +421,21 @@ static cJSON *row_json(const mm_row *row)
         cJSON_AddNumberToObject(w, "routing_tile_excess", row->routing_tile_excess);
     }
     return o;
+}
+
+cJSON *report_energy_json(const mm_power_window *w, double flops)
+{
+    if (!w->valid) return NULL;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "joules_per_call", w->joules_per_call);
+    cJSON_AddNumberToObject(e, "watts", w->watts);
+    if (w->capped_frac >= 0) cJSON_AddNumberToObject(e, "power_capped_frac", w->capped_frac);
+    cJSON_AddNumberToObject(e, "window_s", w->window_s);
+    cJSON_AddNumberToObject(e, "calls", w->calls);
+    cJSON_AddNumberToObject(e, "loop_s", w->loop_s);
+    if (w->sm_mhz > 0) cJSON_AddNumberToObject(e, "sm_mhz", w->sm_mhz);
+    if (flops > 0 && w->joules_per_call > 0) cJSON_AddNumberToObject(e, "gflop_per_joule", flops / w->joules_per_call / 1e9);
+    return e;
 }
 
 mm_status json_write_atomic(const char *path, cJSON *root)

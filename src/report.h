@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "power.h"
 #include "stats.h"
 #include "sweep.h"
 
@@ -61,6 +62,9 @@ typedef struct {
     char stage_name[MM_MAX_STAGES][16];
     double stage_us[MM_MAX_STAGES];
     double stage_rank_us[MM_MAX_RANKS][MM_MAX_STAGES];
+    /* --energy-ms: the (mode, batch)'s calls back to back, joules a call and watts summed over
+     * the ranks, the largest capped share (valid 0: not measured) */
+    mm_power_window energy;
 } mm_row;
 
 typedef struct {
@@ -115,6 +119,10 @@ struct cJSON *report_run_meta_json(const mm_meta *m);
 struct cJSON *report_meta_json(const mm_meta *m);
 /* A row's `time` object (n, median_us, mean_us, min_us, max_us, p90_us, stdev_us). */
 struct cJSON *report_stats_json(const mm_stats *s);
+/* A row's `energy` object (--energy-ms; NULL when the window has no reading): joules_per_call,
+ * watts, power_capped_frac (when known), window_s, calls, loop_s, sm_mhz (when measured) and,
+ * for flops > 0, gflop_per_joule. */
+struct cJSON *report_energy_json(const mm_power_window *w, double flops);
 /* One progress line on stderr per finished (mode, batch). */
 void report_progress(FILE *f, const mm_row *row);
 

@@ -182,3 +182,138 @@ mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_ti
 {
     return timing_run_rows(rt, 1, &step, &ctx, t, &row, &samples_us);
 }
+
+int timing_energy_calls(double median_us, int window_ms)
+{
+    /* the settling, the window, up to two steps of the counter to find its ends, and a margin for
+     * a loop that runs slower back to back than its timed median (the power cap) */
+    const double seconds = 0.2 + window_ms * 1e-3 + 0.2 + 0.5;
+    const double calls = median_us > 0 ? seconds * 1e6 / median_us : 1e6;
+    return calls < 8 ? 8 : calls > 2e7 ? 20000000 : (int)calls;
+}
+
+/* Up to `chunk` calls (fewer where max_calls ends them), each after the line-up when there is one,
+ * then `done`'s record when given. */
+static mm_status energy_chunk(cudaStream_t stream, mm_step_fn step, void *ctx, mm_step_fn line_up, void *line_up_ctx,
+                              int chunk, int max_calls, int *calls, cudaEvent_t done)
+{
+    for (int c = 0; c < chunk && (!max_calls || *calls < max_calls); c++, (*calls)++) {
+        if (line_up) MM_TRY(line_up(line_up_ctx, stream));
+        MM_TRY(step(ctx, stream));
+    }
+    if (done) CUDA_TRY(cudaEventRecord(done, stream));
+    return MM_OK;
+}
+
+mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm_step_fn line_up, void *line_up_ctx,
+                             int max_calls, double median_us, int window_ms, mm_power *pw, mm_power_window *out,
+                             char *why, size_t why_len)
+{
+    enum { SETTLE, FIRST_STEP, WINDOW, LAST_STEP, DONE };
+    const double settle_s = 0.2, give_up_s = settle_s + window_ms * 1e-3 + 5.0;
+    const int chunk = median_us > 0 && median_us < 10000.0 ? (int)(10000.0 / median_us) : 1;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    mm_power_sample a = {0}, b = {0}, cur = {0};
+    int calls = 0, phase = SETTLE, next = 0, steps = 0, queued = 0;
+    memset(out, 0, sizeof *out);
+    why[0] = 0;
+    mm_status s = MM_OK;
+    for (int i = 0; i < 2 && s == MM_OK; i++)
+        if (cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming) != cudaSuccess) s = MM_RUNTIME;
+    if (s == MM_OK) s = mm_power_read(pw, &cur, why, why_len);
+    const double t0 = cur.wall_s;
+    unsigned long long seen = cur.energy_mj;
+    for (int i = 0; i < 2 && s == MM_OK; i++) s = energy_chunk(stream, step, ctx, line_up, line_up_ctx, chunk, max_calls, &calls, ev[i]);
+    queued = 2;
+    while (s == MM_OK && phase != DONE) {
+        const cudaError_t q = cudaEventQuery(ev[next]);
+        if (q == cudaSuccess) {
+            queued--;
+            if (!max_calls || calls < max_calls) { /* the older chunk is done: queue one behind the newer */
+                s = energy_chunk(stream, step, ctx, line_up, line_up_ctx, chunk, max_calls, &calls, ev[next]);
+                queued++;
+            }
+            next ^= 1;
+        } else if (q != cudaErrorNotReady) {
+            s = MM_RUNTIME;
+        }
+        if (s == MM_OK) s = mm_power_read(pw, &cur, why, why_len);
+        if (s != MM_OK) break;
+        const int stepped = cur.energy_mj != seen;
+        seen = cur.energy_mj;
+        steps += stepped && phase >= WINDOW;
+        if (phase == SETTLE && cur.wall_s - t0 >= settle_s) phase = FIRST_STEP;
+        else if (phase == FIRST_STEP && stepped) { a = cur; phase = WINDOW; }
+        else if (phase == WINDOW && cur.wall_s - a.wall_s >= window_ms * 1e-3) phase = LAST_STEP;
+        else if (phase == LAST_STEP && stepped) { b = cur; phase = DONE; }
+        /* a counter that never steps, or a fixed number of calls that ran out first: no reading */
+        if (phase != DONE && (cur.wall_s - t0 > give_up_s || queued == 0)) break;
+    }
+    /* a fixed number of calls is made in full whatever the window did: the other ranks make theirs */
+    while (s == MM_OK && max_calls && calls < max_calls)
+        s = energy_chunk(stream, step, ctx, line_up, line_up_ctx, chunk, max_calls, &calls, NULL);
+    const cudaError_t sync = cudaStreamSynchronize(stream);
+    if (sync != cudaSuccess && s == MM_OK) {
+        mm_fmt(why, why_len, "CUDA %s in the energy loop", cudaGetErrorName(sync));
+        s = MM_RUNTIME;
+    }
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
+    if (s != MM_OK) {
+        if (!why[0]) mm_fmt(why, why_len, "a CUDA call failed in the energy loop");
+        return s;
+    }
+    mm_power_sample end;
+    MM_TRY(mm_power_read(pw, &end, why, why_len));
+    if (phase == DONE) *out = mm_power_between(&a, &b, calls, end.wall_s - t0);
+    else out->window_s = cur.wall_s - t0;
+    out->calls = calls;
+    out->steps = steps;
+    return MM_OK;
+}
+
+mm_status timing_energy_row(mm_runtime *rt, mm_step_fn step, void *ctx, int calls, double median_us, int window_ms,
+                            mm_power *pw, mm_row *row)
+{
+    char why[256] = "", what[256] = "";
+    mm_power_window w;
+    memset(&w, 0, sizeof w);
+    mm_status local = timing_energy_loop(rt->stream, step, ctx, rt_line_up, rt, calls, median_us, window_ms, pw, &w,
+                                         why, sizeof why);
+    if (local != MM_OK) mm_fmt(what, sizeof what, "rank %d: %s", rt->rank, why);
+    const mm_status waited = runtime_wait_status(rt, what, sizeof what);
+    if (waited != MM_OK) local = waited;
+    mm_status global;
+    mm_status s = mpi_agree(local, &global);
+    if (s == MM_OK && global != MM_OK) {
+        char note[192] = "";
+        s = runtime_failure_note(rt, what, note, sizeof note);
+        if (s == MM_OK) s = runtime_reset_comm(rt);
+        if (rt->rank == 0) {
+            row->status = global == MM_TIMEOUT ? ROW_TIMEOUT : ROW_ERROR;
+            mm_fmt(row->note, sizeof row->note, "in the energy loop: %s",
+                   note[0] ? note : mm_status_name(global));
+        }
+        return s;
+    }
+    if (s != MM_OK) return s;
+    /* rank 0 gets the sums of joules a call and watts, the largest capped share, and whether every
+     * rank's window closed */
+    double sums[2] = {w.joules_per_call, w.watts}, tot[2] = {0, 0};
+    double most[1] = {w.capped_frac}, capped[1] = {0};
+    int valid = w.valid, all_valid = 0;
+    if (MPI_Reduce(sums, tot, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Reduce(most, capped, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Reduce(&valid, &all_valid, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        mm_error("MPI_Reduce of the energy readings failed");
+        return MM_RUNTIME;
+    }
+    if (rt->rank == 0) {
+        row->energy = w; /* rank 0's window, calls and loop time */
+        row->energy.valid = all_valid;
+        row->energy.joules_per_call = tot[0];
+        row->energy.watts = tot[1];
+        row->energy.capped_frac = capped[0];
+    }
+    return MM_OK;
+}

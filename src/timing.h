@@ -4,6 +4,7 @@
 #ifndef MEGAMOE_TIMING_H
 #define MEGAMOE_TIMING_H
 
+#include "power.h"
 #include "report.h"
 #include "runtime.h"
 
@@ -60,5 +61,30 @@ mm_status timing_run_row(mm_runtime *rt, mm_step_fn step, void *ctx, const mm_ti
  * every row with it: which work failed is for the caller to find out (by timing each alone). */
 mm_status timing_run_rows(mm_runtime *rt, int n, const mm_step_fn *steps, void *const *ctxs,
                           const mm_timing *t, mm_row *const *rows, double *const *samples_us);
+
+/* The joules of one work (`--energy-ms`): its calls back to back (no flush; `line_up` before each
+ * when given), in chunks of ~10 ms with two chunks queued (an event each), while the host polls
+ * NVML: after 200 ms of settling, a sample at the first step of the energy counter, another at
+ * its first step `window_ms` later. The counter steps ~100 ms apart on an H200, so samples
+ * anywhere else would be off by up to a step: the watts come from the steps, the seconds a call
+ * from the whole loop. max_calls 0: the loop stops once the window closes; else it makes exactly
+ * max_calls calls (ranks that line up must make the same number) and the window must close
+ * before they end. out->valid 0: the counter did not step twice in time. An error return (a CUDA
+ * or NVML call failed) has its reason in `why`. */
+mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm_step_fn line_up, void *line_up_ctx,
+                             int max_calls, double median_us, int window_ms, mm_power *pw, mm_power_window *out,
+                             char *why, size_t why_len);
+
+/* The calls a rank makes for a window of window_ms after the settling, with a margin (bench's
+ * ranks agree on it before the loop). */
+int timing_energy_calls(double median_us, int window_ms);
+
+/* bench's energy of one (mode, batch) on every rank: timing_energy_loop with the ranks lined up
+ * before each of `calls` calls, failures agreed and contained as timing_run_rows does (the row
+ * then says TIMEOUT or ERROR, noted "in the energy loop"); rank 0's row->energy gets the sum
+ * over ranks of the joules a call and the watts, the largest capped share and the rank-0 clock
+ * fields, valid only if every rank's window was. */
+mm_status timing_energy_row(mm_runtime *rt, mm_step_fn step, void *ctx, int calls, double median_us, int window_ms,
+                            mm_power *pw, mm_row *row);
 
 #endif

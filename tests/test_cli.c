@@ -58,7 +58,10 @@ static void parses(void **state)
     assert_int_equal(run(&o, err, 4, en_short), MM_USAGE);
     assert_non_null(strstr(err, "too short"));
     const char *en_bench[] = {"megamoe", "bench", "--energy-ms", "1000"};
-    assert_int_equal(run(&o, err, 4, en_bench), MM_USAGE); /* a gemm option */
+    assert_int_equal(run(&o, err, 4, en_bench), MM_OK);
+    assert_int_equal(o.energy_ms, 1000);
+    const char *en_check[] = {"megamoe", "check", "--energy-ms", "1000"};
+    assert_int_equal(run(&o, err, 4, en_check), MM_USAGE); /* timing commands only */
     const char *fb[] = {"megamoe", "bench", "--l2-flush", "dirty"};
     assert_int_equal(run(&o, err, 4, fb), MM_USAGE);
     assert_non_null(strstr(err, "on, off or clean"));

@@ -54,6 +54,24 @@ static void test_window_math(void **state)
     assert_false(mm_power_between(&a, &back, 5, 1.4).valid);
 }
 
+static void test_format(void **state)
+{
+    (void)state;
+    char buf[160];
+    mm_power_sample a = sample(5000000ull, 0ull, 1, 100.0), b = sample(5700000ull, 980000000ull, 1, 101.0);
+    mm_power_window w = mm_power_between(&a, &b, 1000, 1.2);
+    mm_power_format(&w, buf, sizeof buf);
+    assert_string_equal(buf, "0.8400 J/call 700 W capped 98%");
+    a.have_capped = 0;
+    w = mm_power_between(&a, &b, 1000, 1.2);
+    mm_power_format(&w, buf, sizeof buf);
+    assert_string_equal(buf, "0.8400 J/call 700 W capped ?");
+    memset(&w, 0, sizeof w);
+    w.window_s = 5.5;
+    mm_power_format(&w, buf, sizeof buf);
+    assert_string_equal(buf, "no reading (the energy counter did not step twice in 5.50 s)");
+}
+
 static void test_open_without_nvml(void **state)
 {
     (void)state;
@@ -120,6 +138,7 @@ int run_power_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_math),
+        cmocka_unit_test(test_format),
         cmocka_unit_test(test_open_without_nvml),
         cmocka_unit_test(test_energy_in_results_file),
     };

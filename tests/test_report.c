@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,57 @@ static void stages(void **state)
     results_free(&r);
 }
 
+/* --energy-ms rows: a `## energy` section with a baseline's joules over fused's, an `energy`
+ * object in the JSON, nothing for rows without a reading. */
+static void energy(void **state)
+{
+    (void)state;
+    mm_results r;
+    fill(&r);
+    mm_power_sample a = {.energy_mj = 1000000, .power_capped_ns = 0, .have_capped = 1, .wall_s = 5.0};
+    mm_power_sample b = {.energy_mj = 1700000, .power_capped_ns = 500000000, .have_capped = 1, .wall_s = 6.0};
+    r.rows[0].energy = mm_power_between(&a, &b, 1000, 1.5); /* fused: 700 W, 1.05 J a call */
+    r.rows[0].flops = 2.1e9;
+    b.energy_mj = 1350000;                                  /* normal: 350 W, 0.735 J a call */
+    r.rows[1].energy = mm_power_between(&a, &b, 1000, 2.1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    report_text(f, &r);
+    fclose(f);
+    const char *sec = strstr(text, "## energy");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "fused       8  1.0500 J/call 700 W capped 50%  (1000 calls)"));
+    assert_non_null(strstr(sec, "normal      8  0.7350 J/call 350 W capped 50%  (1000 calls)  normal / fused 0.70x"));
+    assert_null(strstr(sec, "\nll ")); /* the timed-out row has no reading */
+    free(text);
+    char path[] = "/tmp/megamoe-energy-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(report_json_write(path, &r), MM_OK);
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, in);
+    buf[n] = 0;
+    fclose(in);
+    unlink(path);
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    cJSON *rows = cJSON_GetObjectItem(root, "results");
+    cJSON *e = cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "energy");
+    assert_non_null(e);
+    assert_true(fabs(cJSON_GetObjectItem(e, "joules_per_call")->valuedouble - 1.05) < 1e-12);
+    assert_true(fabs(cJSON_GetObjectItem(e, "watts")->valuedouble - 700.0) < 1e-9);
+    assert_true(fabs(cJSON_GetObjectItem(e, "power_capped_frac")->valuedouble - 0.5) < 1e-12);
+    assert_true(fabs(cJSON_GetObjectItem(e, "gflop_per_joule")->valuedouble - 2.0) < 1e-9); /* 2.1 GFLOP / 1.05 J */
+    assert_null(cJSON_GetObjectItem(e, "sm_mhz")); /* not measured in bench */
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "energy"));
+    cJSON_Delete(root);
+    results_free(&r);
+}
+
 int run_report_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +260,7 @@ int run_report_tests(void)
         cmocka_unit_test(json_round_trip),
         cmocka_unit_test(statuses),
         cmocka_unit_test(stages),
+        cmocka_unit_test(energy),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }
