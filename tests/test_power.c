@@ -1,6 +1,5 @@
 /* gemm --energy-ms (src/power.c): the window math between two NVML samples, what opening NVML says
  * where it cannot, and the energy fields of gemm's results file. */
-#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "test_util.h"
 
 #include <cjson/cJSON.h>
@@ -103,22 +102,11 @@ static void test_energy_in_results_file(void **state)
     memset(&row.energy, 0, sizeof row.energy); /* a row without a reading */
     mm_fmt(row.mode, sizeof row.mode, "gemm2");
     assert_int_equal(gemm_results_add(&r, &row, t, 3), MM_OK);
-    char path[] = "/tmp/megamoe-test-energy-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    char path[64];
+    test_temp_path(path, sizeof path);
     assert_int_equal(gemm_report_json_write(path, &r), MM_OK);
     gemm_results_free(&r);
-
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char text[1 << 16];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    unlink(path);
-    text[len] = '\0';
-    cJSON *doc = cJSON_Parse(text);
-    assert_non_null(doc);
+    cJSON *doc = test_take_json(path);
     cJSON *rows = cJSON_GetObjectItem(doc, "results");
     cJSON *e = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "gemm"), "energy");
     assert_non_null(e);

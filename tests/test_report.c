@@ -60,6 +60,41 @@ static char *render(void (*fn)(FILE *, const mm_results *), const mm_results *r)
     return buf;
 }
 
+void test_temp_path(char *buf, size_t len)
+{
+    mm_fmt(buf, len, "/tmp/megamoe-test-XXXXXX");
+    int fd = mkstemp(buf);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+cJSON *test_take_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    buf[n] = '\0';
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    return root;
+}
+
+/* The results as report_json_write writes them, parsed back (the caller deletes it). */
+static cJSON *written_json(const mm_results *r)
+{
+    char path[64];
+    test_temp_path(path, sizeof path);
+    assert_int_equal(report_json_write(path, r), MM_OK);
+    /* atomic: no temp file left beside it */
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(access(tmp, F_OK), -1);
+    return test_take_json(path);
+}
+
 static void text_tables(void **state)
 {
     (void)state;
@@ -94,18 +129,7 @@ static void json_round_trip(void **state)
     (void)state;
     mm_results r;
     fill(&r);
-    char path[] = "/tmp/megamoe-test-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(report_json_write(path, &r), MM_OK);
-    FILE *f = fopen(path, "rb");
-    char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    cJSON *root = cJSON_Parse(buf);
-    assert_non_null(root);
+    cJSON *root = written_json(&r);
     assert_string_equal(cJSON_GetObjectItem(root, "schema")->valuestring, MM_RESULTS_SCHEMA);
     cJSON *meta = cJSON_GetObjectItem(root, "meta");
     assert_string_equal(cJSON_GetObjectItem(meta, "gpu")->valuestring, "NVIDIA H200");
@@ -129,11 +153,6 @@ static void json_round_trip(void **state)
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "diff")));
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "time"))); /* no time, never a zero */
     cJSON_Delete(root);
-    /* atomic: no temp file left beside it */
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    assert_int_equal(access(tmp, F_OK), -1);
-    unlink(path);
     /* an unwritable place is an error, not a crash */
     assert_int_not_equal(report_json_write("/nonexistent-dir/x.json", &r), MM_OK);
     results_free(&r);
@@ -174,20 +193,7 @@ static void stages(void **state)
     assert_non_null(strstr(text, "## stages"));
     assert_non_null(strstr(text, "fused       8  dispatch 12.5 gemms 99.0"));
     free(text);
-    char path[] = "/tmp/megamoe-stages-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(report_json_write(path, &r), MM_OK);
-    FILE *in = fopen(path, "rb");
-    assert_non_null(in);
-    char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, in);
-    buf[n] = 0;
-    fclose(in);
-    unlink(path);
-    cJSON *root = cJSON_Parse(buf);
-    assert_non_null(root);
+    cJSON *root = written_json(&r);
     cJSON *rows = cJSON_GetObjectItem(root, "results");
     cJSON *st = cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "stages");
     assert_int_equal(cJSON_GetArraySize(st), 2);
@@ -226,20 +232,7 @@ static void energy(void **state)
     assert_non_null(strstr(sec, "normal      8  0.7350 J/call 350 W capped 50%  (1000 calls)  normal / fused 0.70x"));
     assert_null(strstr(sec, "\nll ")); /* the timed-out row has no reading */
     free(text);
-    char path[] = "/tmp/megamoe-energy-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(report_json_write(path, &r), MM_OK);
-    FILE *in = fopen(path, "rb");
-    assert_non_null(in);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, in);
-    buf[n] = 0;
-    fclose(in);
-    unlink(path);
-    cJSON *root = cJSON_Parse(buf);
-    assert_non_null(root);
+    cJSON *root = written_json(&r);
     cJSON *rows = cJSON_GetObjectItem(root, "results");
     cJSON *e = cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "energy");
     assert_non_null(e);

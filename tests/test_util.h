@@ -25,5 +25,11 @@ int run_lt_layout_tests(void);
 int run_gemm_report_tests(void);
 int run_power_tests(void);
 
+/* A fresh temporary file (created empty) for a writer under test: its path into buf. */
+void test_temp_path(char *buf, size_t len);
+/* The JSON file at `path` parsed (asserted to parse), the file then removed; the caller deletes
+ * the tree. */
+struct cJSON *test_take_json(const char *path);
+
 /* Relative paths in tests are from the repository root (make test runs there). */
 #endif
