@@ -108,6 +108,7 @@ typedef struct {
     int n_stages;
     gate_stage stages[GATE_MAX_STAGES];
     double sm_mhz; /* gemm's gemm.sm_mhz: the SM clock the row ran at (0: not recorded) */
+    double joules; /* --energy-ms: joules a call (bench's energy, gemm's gemm.energy; 0: not recorded) */
 } gate_row;
 
 typedef struct {
@@ -209,6 +210,9 @@ static mm_status load(const char *path, gate_file *g)
             }
             const cJSON *gm = cJSON_GetObjectItemCaseSensitive(r, "gemm");
             gr->sm_mhz = cJSON_IsObject(gm) ? num_item(gm, "sm_mhz", 0) : 0;
+            const cJSON *en = cJSON_GetObjectItemCaseSensitive(r, "energy");
+            if (!cJSON_IsObject(en) && cJSON_IsObject(gm)) en = cJSON_GetObjectItemCaseSensitive(gm, "energy");
+            gr->joules = cJSON_IsObject(en) ? num_item(en, "joules_per_call", 0) : 0;
             const cJSON *stages = cJSON_GetObjectItemCaseSensitive(r, "stages"), *st;
             if (cJSON_IsArray(stages)) cJSON_ArrayForEach(st, stages)
             {
@@ -279,6 +283,17 @@ static void clock_change(const gate_row *old_row, const gate_row *new_row, char 
         mm_fmt(out, cap, "%.0f -> %.0f (%+.1f%%)", old_row->sm_mhz, new_row->sm_mhz, change * 100.0);
 }
 
+/* A changed row's joules a call in both runs (--energy-ms), where both recorded them and they
+ * moved by 2% or more: at the power cap the joules, not only the time, say what a change cost. */
+static void energy_change(const gate_row *old_row, const gate_row *new_row, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (old_row->joules <= 0 || new_row->joules <= 0) return;
+    const double change = (new_row->joules - old_row->joules) / old_row->joules;
+    if (fabs(change) >= 0.02)
+        mm_fmt(out, cap, "%.4g -> %.4g (%+.1f%%)", old_row->joules, new_row->joules, change * 100.0);
+}
+
 static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
                         int n, int markdown, const char *summary)
 {
@@ -313,18 +328,21 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
                    l->new_row->note);
         }
         /* where a changed row's time went, when both runs have its stages */
-        char stages[640] = "", clock[64] = "";
+        char stages[640] = "", clock[64] = "", joules[64] = "";
         if (l->old_row && l->new_row && l->verdict != VERDICT_SAME && l->verdict != VERDICT_MISSING) {
             stage_changes(l->old_row, l->new_row, stages, sizeof stages);
             clock_change(l->old_row, l->new_row, clock, sizeof clock);
+            energy_change(l->old_row, l->new_row, joules, sizeof joules);
         }
         if (markdown)
-            fprintf(f, "| %s | %s | %s | %s | %s%s%s%s%s |\n", row, o, nw, ch, verdict, stages[0] ? "<br>stages: " : "",
-                    stages, clock[0] ? "<br>SM clock, MHz: " : "", clock);
+            fprintf(f, "| %s | %s | %s | %s | %s%s%s%s%s%s%s |\n", row, o, nw, ch, verdict,
+                    stages[0] ? "<br>stages: " : "", stages, clock[0] ? "<br>SM clock, MHz: " : "", clock,
+                    joules[0] ? "<br>joules a call: " : "", joules);
         else {
             fprintf(f, "%-18s %10s %10s %8s  %s\n", row, o, nw, ch, verdict);
             if (stages[0]) fprintf(f, "%-18s stages (us, not judged): %s\n", "", stages);
             if (clock[0]) fprintf(f, "%-18s SM clock (MHz, not judged): %s\n", "", clock);
+            if (joules[0]) fprintf(f, "%-18s joules a call (--energy-ms, not judged): %s\n", "", joules);
         }
     }
     fprintf(f, "%s%s\n", markdown ? "\n" : "", summary);

@@ -14,8 +14,8 @@
 
 #define ITERS 30
 
-/* the SM clock make_results records for our rows */
-static double rows_mhz = 1605.0;
+/* the SM clock make_results records for our rows, and their joules a call (0: no --energy-ms) */
+static double rows_mhz = 1605.0, rows_joules = 0.0;
 
 /* ours at `ours_us` and cuBLASLt at `lt_us`, both with the same per-round clock factor (side by
  * side), for GEMM1 and GEMM2 at 4096 rows; `fail_gemm2`: ours' GEMM2 row FAIL */
@@ -41,6 +41,14 @@ static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int f
                               .flops = 2.0 * 4096 * 4096 * (g == 1 ? 4096 : 2048), .weight_bytes = 1e9,
                               .calc_diff = 1.4e-6, .calc_diff_f32 = 1.5e-8, .sm_mhz = rows_mhz};
         stats_compute(ours, ITERS, &row.stats);
+        if (rows_joules > 0) { /* a reading of rows_joules * g a call at 700 W */
+            row.energy.valid = 1;
+            row.energy.joules_per_call = rows_joules * g;
+            row.energy.watts = 700.0;
+            row.energy.capped_frac = 1.0;
+            row.energy.calls = 1000;
+            row.energy.window_s = row.energy.loop_s = 1.0;
+        }
         mm_fmt(row.mode, sizeof row.mode, "gemm%d", g);
         if (g == 2 && fail_gemm2) row.status = ROW_FAIL;
         assert_int_equal(gemm_results_add(r, &row, ours, ITERS), MM_OK);
@@ -49,6 +57,7 @@ static void make_results(mm_gemm_results *r, double ours_us, double lt_us, int f
         row.status = ROW_OK;
         row.calc_diff_f32 = -1;
         row.sm_mhz = 0;
+        memset(&row.energy, 0, sizeof row.energy);
         stats_compute(lt, ITERS, &row.stats);
         mm_fmt(row.mode, sizeof row.mode, "gemm%d" MM_GEMM_LT_SUFFIX, g);
         assert_int_equal(gemm_results_add(r, &row, lt, ITERS), MM_OK);
@@ -114,7 +123,8 @@ static void clock_mhz(void **state)
 static void gated(void **state)
 {
     (void)state;
-    char base[256], same[256], drift[256], slower[256], broken[256], no_lt[256], clocked[256];
+    char base[256], same[256], drift[256], slower[256], broken[256], no_lt[256], clocked[256], ebase[256],
+        eslower[256];
     write_tmp(base, sizeof base, "base", 100.0, 300.0, 0, 1);
     write_tmp(same, sizeof same, "same", 100.0, 300.0, 0, 1);
     write_tmp(drift, sizeof drift, "drift", 106.0, 318.0, 0, 1);   /* the whole machine 6% slower */
@@ -124,6 +134,11 @@ static void gated(void **state)
     rows_mhz = 1450.0; /* ours 10% slower, at a 9.7% lower clock */
     write_tmp(clocked, sizeof clocked, "clocked", 110.0, 300.0, 0, 1);
     rows_mhz = 1605.0;
+    rows_joules = 1.0;
+    write_tmp(ebase, sizeof ebase, "ebase", 100.0, 300.0, 0, 1);
+    rows_joules = 1.1; /* ours 10% slower and 10% more joules a call */
+    write_tmp(eslower, sizeof eslower, "eslower", 110.0, 300.0, 0, 1);
+    rows_joules = 0.0;
     FILE *out = tmpfile();
     assert_non_null(out);
     mm_gate_opts o = {0.03, 0.01, 0, -1};
@@ -149,12 +164,27 @@ static void gated(void **state)
     }
     assert_int_equal(clock_lines, 2); /* gemm1 and gemm2 of `clocked`, none of `slower` */
     fclose(plain);
+    /* the same for the joules: only where both files have them */
+    FILE *joules = tmpfile();
+    assert_non_null(joules);
+    assert_int_equal(gate_files(base, slower, &o, joules, NULL), MM_FAIL);
+    assert_int_equal(gate_files(ebase, slower, &o, joules, NULL), MM_FAIL);
+    assert_int_equal(gate_files(ebase, eslower, &o, joules, NULL), MM_FAIL);
+    rewind(joules);
+    int joule_lines = 0;
+    while (fgets(line, sizeof line, joules)) {
+        if (!strstr(line, "joules a call (--energy-ms, not judged)")) continue;
+        joule_lines++;
+        assert_true(strstr(line, "1 -> 1.1 (+10.0%)") || strstr(line, "2 -> 2.2 (+10.0%)"));
+    }
+    assert_int_equal(joule_lines, 2); /* gemm1 and gemm2 of ebase -> eslower */
+    fclose(joules);
     o.relative_to = MM_GATE_RELATIVE_CUBLASLT;
     assert_int_equal(gate_files(base, slower, &o, out, NULL), MM_FAIL);
     assert_int_equal(gate_files(no_lt, no_lt, &o, out, NULL), MM_USAGE); /* nothing to be relative to */
     fclose(out);
-    const char *all[] = {base, same, drift, slower, broken, no_lt, clocked};
-    for (int i = 0; i < 7; i++) remove(all[i]);
+    const char *all[] = {base, same, drift, slower, broken, no_lt, clocked, ebase, eslower};
+    for (int i = 0; i < 9; i++) remove(all[i]);
 }
 
 int run_gemm_report_tests(void)
