@@ -271,27 +271,19 @@ static void stage_changes(const gate_row *old_row, const gate_row *new_row, char
     }
 }
 
-/* A changed row's SM clock in both runs, where both recorded it and it moved by 2% or more: at
- * gemm's large rows the power cap sets the clock and the time follows it (README, How a number
- * is taken), so a change there may be the machine's state rather than the code's. */
-static void clock_change(const gate_row *old_row, const gate_row *new_row, char *out, size_t cap)
+/* "old -> new (+x%)" where both runs recorded a value (> 0) and it moved by 2% or more, else "":
+ * a changed row's SM clock (at gemm's large rows the power cap sets it and the time follows it,
+ * README, How a number is taken, so a change may be the machine's state rather than the code's)
+ * and its joules a call (--energy-ms: at the power cap they say what a change cost). `whole`:
+ * print whole numbers (MHz), else four significant digits (joules). */
+static void value_change(double old_v, double new_v, int whole, char *out, size_t cap)
 {
     out[0] = 0;
-    if (old_row->sm_mhz <= 0 || new_row->sm_mhz <= 0) return;
-    const double change = (new_row->sm_mhz - old_row->sm_mhz) / old_row->sm_mhz;
-    if (fabs(change) >= 0.02)
-        mm_fmt(out, cap, "%.0f -> %.0f (%+.1f%%)", old_row->sm_mhz, new_row->sm_mhz, change * 100.0);
-}
-
-/* A changed row's joules a call in both runs (--energy-ms), where both recorded them and they
- * moved by 2% or more: at the power cap the joules, not only the time, say what a change cost. */
-static void energy_change(const gate_row *old_row, const gate_row *new_row, char *out, size_t cap)
-{
-    out[0] = 0;
-    if (old_row->joules <= 0 || new_row->joules <= 0) return;
-    const double change = (new_row->joules - old_row->joules) / old_row->joules;
-    if (fabs(change) >= 0.02)
-        mm_fmt(out, cap, "%.4g -> %.4g (%+.1f%%)", old_row->joules, new_row->joules, change * 100.0);
+    if (old_v <= 0 || new_v <= 0) return;
+    const double change = (new_v - old_v) / old_v;
+    if (fabs(change) < 0.02) return;
+    if (whole) mm_fmt(out, cap, "%.0f -> %.0f (%+.1f%%)", old_v, new_v, change * 100.0);
+    else mm_fmt(out, cap, "%.4g -> %.4g (%+.1f%%)", old_v, new_v, change * 100.0);
 }
 
 static void print_table(FILE *f, const gate_file *a, const gate_file *b, const gate_line *lines,
@@ -331,8 +323,8 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
         char stages[640] = "", clock[64] = "", joules[64] = "";
         if (l->old_row && l->new_row && l->verdict != VERDICT_SAME && l->verdict != VERDICT_MISSING) {
             stage_changes(l->old_row, l->new_row, stages, sizeof stages);
-            clock_change(l->old_row, l->new_row, clock, sizeof clock);
-            energy_change(l->old_row, l->new_row, joules, sizeof joules);
+            value_change(l->old_row->sm_mhz, l->new_row->sm_mhz, 1, clock, sizeof clock);
+            value_change(l->old_row->joules, l->new_row->joules, 0, joules, sizeof joules);
         }
         if (markdown)
             fprintf(f, "| %s | %s | %s | %s | %s%s%s%s%s%s%s |\n", row, o, nw, ch, verdict,
