@@ -69,7 +69,7 @@ HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
 HEADERS := $(wildcard src/*.h kernels/*.h kernels/*.cuh)
 
-.PHONY: all inject fault steps trace audit audit-break deps test-deps run test test-run test-gpu fuzz plots clean FORCE
+.PHONY: all fake-nvml inject fault steps trace audit audit-break deps test-deps run test test-run test-gpu fuzz plots clean FORCE
 all: $(BUILD)/megamoe
 
 $(BUILD)/megamoe: $(HOST_OBJ) $(CU_OBJ)
@@ -144,13 +144,24 @@ TEST_CFLAGS := $(CFLAGS_COMMON) -fopenmp -Werror -O1 -g -Isrc -Ikernels
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TEST_LIBS := $(CJSON_LIBS) -lcmocka -lm -ldl
 
-$(BUILD)/test_host: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
+# NVML's stand-in (tests/fake_nvml.c): the CPU tests open it by this path; gpu-check points
+# MEGAMOE_NVML_LIBRARY at it to make NVML fail in the middle of an --energy-ms loop
+FAKE_NVML := $(abspath $(BUILD))/libmegamoe-fake-nvml.so
+TEST_CFLAGS += -DMM_TEST_FAKE_NVML='"$(FAKE_NVML)"'
+
+$(FAKE_NVML): tests/fake_nvml.c
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_COMMON) -Werror -O1 -shared -fPIC -o $@ $<
+
+$(BUILD)/test_host: $(TEST_SRC) $(PURE_SRC) $(HEADERS) $(FAKE_NVML)
 	@mkdir -p $(BUILD)
 	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
 
-$(BUILD)/test_host_asan: $(TEST_SRC) $(PURE_SRC) $(HEADERS)
+$(BUILD)/test_host_asan: $(TEST_SRC) $(PURE_SRC) $(HEADERS) $(FAKE_NVML)
 	@mkdir -p $(BUILD)
 	$(CC) $(TEST_CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(PURE_SRC) $(TEST_LIBS)
+
+fake-nvml: $(FAKE_NVML)
 
 $(BUILD)/mpi_agree: tests/mpi_agree.c src/launch.c src/common.c $(HEADERS)
 	@mkdir -p $(BUILD)

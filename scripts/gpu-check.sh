@@ -50,7 +50,7 @@ expect_rc() { # expected rc, name, command...
     [ "$rc" -eq "$want" ] || { echo "  expected rc=$want" | tee -a "$logs/summary.txt"; fail=1; }
 }
 : >"$logs/summary.txt"
-step build make -j16 "${cjson[@]}" || { tail -30 "$logs/build.log"; exit 3; }
+step build make -j16 "${cjson[@]}" all fake-nvml || { tail -30 "$logs/build.log"; exit 3; }
 mpi="mpirun --bind-to none"
 # every log in one file too (a remote runner may bring back only a few files); the archive is
 # written outside the folder it reads (tar fails on a folder that changes under it)
@@ -228,6 +228,20 @@ expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek
 expect_rc 0 gemm-energy $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 64,49152 --iters 3 --energy-ms 500 --json "$logs/gemm-energy.json"
 [ "$(grep -c '^energy gemm[12] .*ours [0-9.]* J/call.*cuBLASLt [0-9.]* J/call' "$logs/gemm-energy.log")" = 4 ] ||
     { echo "  gemm-energy: not every case has both readings" | tee -a "$logs/summary.txt"; fail=1; }
+# NVML failing in the middle of the loops (tests/fake_nvml.c: every read from 300 ms on fails, so
+# the first loop loses it after its settling and the later ones at their first read): every row
+# is still timed and checked (exit 0), a warning names NVML's error, each energy line says why it
+# has no reading; in bench each rank still makes its agreed calls (no line-up expires)
+export MEGAMOE_NVML_LIBRARY="$PWD/build/libmegamoe-fake-nvml.so" FAKE_NVML_FAIL_AFTER_MS=300
+expect_rc 0 gemm-energy-nvml-lost $mpi -np 1 -x MEGAMOE_NVML_LIBRARY -x FAKE_NVML_FAIL_AFTER_MS build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 64,4096 --iters 3 --energy-ms 200
+[ "$(grep -c '^energy gemm[12] .*ours no reading (NVML failed during the loop).*cuBLASLt no reading (NVML failed during the loop)' "$logs/gemm-energy-nvml-lost.log")" = 4 ] &&
+    grep -q 'no reading for this loop: NVML failed in the energy loop (the GPU.s energy counter: GPU is lost (fake NVML))' "$logs/gemm-energy-nvml-lost.log" ||
+    { echo "  gemm-energy-nvml-lost: the lines do not say NVML failed" | tee -a "$logs/summary.txt"; fail=1; }
+expect_rc 0 bench-energy-nvml-lost $mpi -np 1 -x MEGAMOE_NVML_LIBRARY -x FAKE_NVML_FAIL_AFTER_MS build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,64 --iters 20 --energy-ms 200
+[ "$(grep -c '^[a-z]* *[0-9]*  no reading (NVML failed during the loop)' "$logs/bench-energy-nvml-lost.log")" = 6 ] &&
+    grep -q 'rank 0: no reading for this row: NVML failed in the energy loop' "$logs/bench-energy-nvml-lost.log" ||
+    { echo "  bench-energy-nvml-lost: the lines do not say NVML failed" | tee -a "$logs/summary.txt"; fail=1; }
+unset MEGAMOE_NVML_LIBRARY FAKE_NVML_FAIL_AFTER_MS
 # the GPUs' SM clock, power and throttle reasons every 200 ms while the benches run: a row's
 # spread can then be read against the clock states it met (a sustained load lowers the clocks)
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown \

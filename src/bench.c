@@ -495,7 +495,7 @@ static mm_status energy_pass(bench_state *b, const mm_config *cfg, const mm_opti
     mm_runtime *rt = &b->rt;
     char why[256] = "";
     mm_power *pw = NULL;
-    int opened = mm_power_open(MM_NVML_LIBRARY, rt->bus_id, &pw, why, sizeof why) == MM_OK, all_opened = 0;
+    int opened = mm_power_open(mm_power_library(), rt->bus_id, &pw, why, sizeof why) == MM_OK, all_opened = 0;
     if (MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
         mm_power_close(pw);
         return MM_RUNTIME;

@@ -169,6 +169,7 @@ static mm_status energy_window(mm_power *pw, int ms, double median_us, enqueue_f
         mm_error("gemm: --energy-ms: %s", why);
         return s;
     }
+    if (why[0]) mm_warn("gemm: --energy-ms: no reading for this loop: %s", why);
     if (clock) {
         unsigned long long cycles = 0, ns = 0;
         CUDA_TRY(mm_grouped_gemm_clock_read(st, &cycles, &ns));
@@ -561,7 +562,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     if (o->energy_ms > 0) {
         char bus[32], why[256];
         if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess) mm_fmt(bus, sizeof bus, "unknown");
-        if (mm_power_open(MM_NVML_LIBRARY, bus, &pw, why, sizeof why) != MM_OK)
+        if (mm_power_open(mm_power_library(), bus, &pw, why, sizeof why) != MM_OK)
             mm_warn("gemm: --energy-ms: no energy readings: %s", why);
         else
             printf("# energy: once every case is timed, each case's ours and then cuBLASLt's loop run back to back "

@@ -83,6 +83,12 @@ mm_status mm_power_open(const char *library, const char *pci_bus_id, mm_power **
     return MM_OK;
 }
 
+const char *mm_power_library(void)
+{
+    const char *env = getenv(MM_NVML_LIBRARY_ENV);
+    return env && env[0] ? env : MM_NVML_LIBRARY;
+}
+
 mm_status mm_power_read(mm_power *p, mm_power_sample *s, char *why, size_t why_len)
 {
     struct timespec ts;
@@ -129,6 +135,10 @@ mm_power_window mm_power_between(const mm_power_sample *a, const mm_power_sample
 void mm_power_format(const mm_power_window *w, char *buf, size_t len)
 {
     char capped[32] = "capped ?";
+    if (!w->valid && w->nvml_failed) {
+        mm_fmt(buf, len, "no reading (NVML failed during the loop)");
+        return;
+    }
     if (!w->valid) {
         mm_fmt(buf, len, "no reading (the energy counter did not step twice in %.2f s)", w->window_s);
         return;

@@ -5,7 +5,7 @@
  * the same work; joules a call can. NVML comes with the driver, not the toolkit, so it is loaded
  * at run time (dlopen): the tool builds and runs where it is missing, and says so.
  *
- * NVML's counters move in steps (the energy counter every ~10 ms), so a window must be long: the
+ * NVML's counters move in steps (the energy counter every ~100 ms on an H200), so a window must be long: the
  * caller runs its kernel back to back for hundreds of ms between two samples. */
 #ifndef MEGAMOE_POWER_H
 #define MEGAMOE_POWER_H
@@ -13,6 +13,9 @@
 #include "common.h"
 
 #define MM_NVML_LIBRARY "libnvidia-ml.so.1"
+/* The environment variable that names another NVML library to load (a path, or a name the
+ * loader finds): NVML installed at an odd place, or tests' stand-in (tests/fake_nvml.c). */
+#define MM_NVML_LIBRARY_ENV "MEGAMOE_NVML_LIBRARY"
 
 typedef struct mm_power mm_power;
 
@@ -36,12 +39,16 @@ typedef struct {
     double joules_per_call; /* watts x loop_s / calls */
     double sm_mhz;       /* the kernel's own clock over the loop (0: not measured); set by the caller */
     int steps;           /* the counter's steps after a's up to b's, b's included; set by the caller */
+    int nvml_failed;     /* NVML failed during the loop (valid 0); set by the caller */
 } mm_power_window;
 
 /* Opens NVML from `library` (MM_NVML_LIBRARY) for the GPU at `pci_bus_id` (as
  * cudaDeviceGetPCIBusId writes it). MM_OK, or MM_RUNTIME with the reason in `why` (no library,
  * no such device, no energy counter); nothing is printed. */
 mm_status mm_power_open(const char *library, const char *pci_bus_id, mm_power **out, char *why, size_t why_len);
+/* The library --energy-ms opens: $MEGAMOE_NVML_LIBRARY where set and not empty, else MM_NVML_LIBRARY. */
+const char *mm_power_library(void);
+/* s->wall_s is set even where the read fails (MM_RUNTIME, the reason in `why`). */
 mm_status mm_power_read(mm_power *p, mm_power_sample *s, char *why, size_t why_len);
 void mm_power_close(mm_power *p);
 

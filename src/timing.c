@@ -215,17 +215,20 @@ mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm
     cudaEvent_t ev[2] = {NULL, NULL};
     mm_power_sample a = {0}, b = {0}, cur = {0};
     int calls = 0, phase = SETTLE, next = 0, steps = 0, queued = 0;
+    /* NVML failed: no more samples and no reading, but the calls go on (the other ranks' line-ups
+     * wait for this rank's), so the row stays timed and only its joules are missing */
+    char lost[192] = "";
     memset(out, 0, sizeof *out);
     why[0] = 0;
     mm_status s = MM_OK;
     for (int i = 0; i < 2 && s == MM_OK; i++)
         if (cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming) != cudaSuccess) s = MM_RUNTIME;
-    if (s == MM_OK) s = mm_power_read(pw, &cur, why, why_len);
+    if (s == MM_OK) (void)mm_power_read(pw, &cur, lost, sizeof lost); /* its wall_s even where it fails */
     const double t0 = cur.wall_s;
     unsigned long long seen = cur.energy_mj;
     for (int i = 0; i < 2 && s == MM_OK; i++) s = energy_chunk(stream, step, ctx, line_up, line_up_ctx, chunk, max_calls, &calls, ev[i]);
     queued = 2;
-    while (s == MM_OK && phase != DONE) {
+    while (s == MM_OK && !lost[0] && phase != DONE) {
         const cudaError_t q = cudaEventQuery(ev[next]);
         if (q == cudaSuccess) {
             queued--;
@@ -237,8 +240,7 @@ mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm
         } else if (q != cudaErrorNotReady) {
             s = MM_RUNTIME;
         }
-        if (s == MM_OK) s = mm_power_read(pw, &cur, why, why_len);
-        if (s != MM_OK) break;
+        if (s != MM_OK || mm_power_read(pw, &cur, lost, sizeof lost) != MM_OK) break;
         const int stepped = cur.energy_mj != seen;
         seen = cur.energy_mj;
         steps += stepped && phase >= WINDOW;
@@ -264,9 +266,17 @@ mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm
         return s;
     }
     mm_power_sample end;
-    MM_TRY(mm_power_read(pw, &end, why, why_len));
-    if (phase == DONE) *out = mm_power_between(&a, &b, calls, end.wall_s - t0);
+    char end_why[192] = "";
+    const mm_status end_read = mm_power_read(pw, &end, end_why, sizeof end_why); /* its wall_s even where it fails */
+    if (!lost[0] && end_read != MM_OK) mm_fmt(lost, sizeof lost, "%s", end_why);
+    if (!lost[0] && phase == DONE) *out = mm_power_between(&a, &b, calls, end.wall_s - t0);
     else out->window_s = cur.wall_s - t0;
+    out->loop_s = end.wall_s - t0;
+    if (lost[0]) {
+        out->valid = 0;
+        out->nvml_failed = 1;
+        mm_fmt(why, why_len, "NVML failed in the energy loop (%s)", lost);
+    }
     out->calls = calls;
     out->steps = steps;
     return MM_OK;
@@ -281,6 +291,7 @@ mm_status timing_energy_row(mm_runtime *rt, mm_step_fn step, void *ctx, int call
     mm_status local = timing_energy_loop(rt->stream, step, ctx, rt_line_up, rt, calls, median_us, window_ms, pw, &w,
                                          why, sizeof why);
     if (local != MM_OK) mm_fmt(what, sizeof what, "rank %d: %s", rt->rank, why);
+    else if (why[0]) mm_warn("bench: --energy-ms: rank %d: no reading for this row: %s", rt->rank, why);
     const mm_status waited = runtime_wait_status(rt, what, sizeof what);
     if (waited != MM_OK) local = waited;
     mm_status global;
@@ -301,16 +312,18 @@ mm_status timing_energy_row(mm_runtime *rt, mm_step_fn step, void *ctx, int call
      * rank's window closed */
     double sums[2] = {w.joules_per_call, w.watts}, tot[2] = {0, 0};
     double most[1] = {w.capped_frac}, capped[1] = {0};
-    int valid = w.valid, all_valid = 0;
+    int valid = w.valid, all_valid = 0, failed = w.nvml_failed, any_failed = 0;
     if (MPI_Reduce(sums, tot, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
         MPI_Reduce(most, capped, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
-        MPI_Reduce(&valid, &all_valid, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        MPI_Reduce(&valid, &all_valid, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Reduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
         mm_error("MPI_Reduce of the energy readings failed");
         return MM_RUNTIME;
     }
     if (rt->rank == 0) {
         row->energy = w; /* rank 0's window, calls and loop time */
         row->energy.valid = all_valid;
+        row->energy.nvml_failed = any_failed;
         row->energy.joules_per_call = tot[0];
         row->energy.watts = tot[1];
         row->energy.capped_frac = capped[0];

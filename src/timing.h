@@ -69,8 +69,9 @@ mm_status timing_run_rows(mm_runtime *rt, int n, const mm_step_fn *steps, void *
  * anywhere else would be off by up to a step: the watts come from the steps, the seconds a call
  * from the whole loop. max_calls 0: the loop stops once the window closes; else it makes exactly
  * max_calls calls (ranks that line up must make the same number) and the window must close
- * before they end. out->valid 0: the counter did not step twice in time. An error return (a CUDA
- * or NVML call failed) has its reason in `why`. */
+ * before they end. out->valid 0: the counter did not step twice in time, or NVML failed: then
+ * the calls went on as planned, the return is MM_OK and `why` says what NVML said (the caller
+ * warns; the row stays timed). An error return (a CUDA call failed) has its reason in `why`. */
 mm_status timing_energy_loop(cudaStream_t stream, mm_step_fn step, void *ctx, mm_step_fn line_up, void *line_up_ctx,
                              int max_calls, double median_us, int window_ms, mm_power *pw, mm_power_window *out,
                              char *why, size_t why_len);
@@ -83,7 +84,8 @@ int timing_energy_calls(double median_us, int window_ms);
  * before each of `calls` calls, failures agreed and contained as timing_run_rows does (the row
  * then says TIMEOUT or ERROR, noted "in the energy loop"); rank 0's row->energy gets the sum
  * over ranks of the joules a call and the watts, the largest capped share and the rank-0 clock
- * fields, valid only if every rank's window was. */
+ * fields, valid only if every rank's window was; NVML failing on a rank costs the row its reading
+ * (that rank warns, energy.nvml_failed), not its status. */
 mm_status timing_energy_row(mm_runtime *rt, mm_step_fn step, void *ctx, int calls, double median_us, int window_ms,
                             mm_power *pw, mm_row *row);
 

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* nanosleep, setenv */
 /* gemm --energy-ms (src/power.c): the window math between two NVML samples, what opening NVML says
  * where it cannot, and the energy fields of gemm's results file. */
 #include "test_util.h"
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gemm_report.h"
@@ -83,6 +85,61 @@ static void test_open_without_nvml(void **state)
     mm_power_close(NULL); /* harmless */
 }
 
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* NVML's stand-in (tests/fake_nvml.c): a counter that steps every 100 ms at 700 W, then a read
+ * that fails as a GPU that fell off the bus does, which names the failure and still stamps the
+ * sample's time (the energy loop's window is measured from it). */
+static void test_read_then_nvml_fails(void **state)
+{
+    (void)state;
+    mm_power *p = NULL;
+    char why[256] = "";
+    unsetenv("FAKE_NVML_FAIL_AFTER_MS");
+    assert_int_equal(mm_power_open(MM_TEST_FAKE_NVML, "00000000:01:00.0", &p, why, sizeof why), MM_OK);
+    assert_non_null(p);
+    mm_power_sample a, b;
+    assert_int_equal(mm_power_read(p, &a, why, sizeof why), MM_OK);
+    sleep_ms(250);
+    assert_int_equal(mm_power_read(p, &b, why, sizeof why), MM_OK);
+    assert_true(b.energy_mj > a.energy_mj); /* two or three steps of 70 J */
+    assert_int_equal((b.energy_mj - a.energy_mj) % 70000ull, 0);
+    assert_true(b.have_capped && b.power_capped_ns > a.power_capped_ns);
+    setenv("FAKE_NVML_FAIL_AFTER_MS", "0", 1);
+    mm_power_sample c = {0};
+    why[0] = 0;
+    assert_int_equal(mm_power_read(p, &c, why, sizeof why), MM_RUNTIME);
+    assert_non_null(strstr(why, "the GPU's energy counter: GPU is lost (fake NVML)"));
+    assert_true(c.wall_s >= b.wall_s);
+    unsetenv("FAKE_NVML_FAIL_AFTER_MS");
+    mm_power_close(p);
+
+    /* the line a row without a reading prints, by why it has none */
+    mm_power_window w;
+    memset(&w, 0, sizeof w);
+    w.nvml_failed = 1;
+    w.window_s = 0.4;
+    mm_power_format(&w, why, sizeof why);
+    assert_string_equal(why, "no reading (NVML failed during the loop)");
+}
+
+/* MEGAMOE_NVML_LIBRARY names another library; unset or empty, the driver's. */
+static void test_library_from_environment(void **state)
+{
+    (void)state;
+    unsetenv(MM_NVML_LIBRARY_ENV);
+    assert_string_equal(mm_power_library(), MM_NVML_LIBRARY);
+    setenv(MM_NVML_LIBRARY_ENV, "", 1);
+    assert_string_equal(mm_power_library(), MM_NVML_LIBRARY);
+    setenv(MM_NVML_LIBRARY_ENV, MM_TEST_FAKE_NVML, 1);
+    assert_string_equal(mm_power_library(), MM_TEST_FAKE_NVML);
+    unsetenv(MM_NVML_LIBRARY_ENV);
+}
+
 static void test_energy_in_results_file(void **state)
 {
     (void)state;
@@ -128,6 +185,8 @@ int run_power_tests(void)
         cmocka_unit_test(test_window_math),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_open_without_nvml),
+        cmocka_unit_test(test_read_then_nvml_fails),
+        cmocka_unit_test(test_library_from_environment),
         cmocka_unit_test(test_energy_in_results_file),
     };
     return cmocka_run_group_tests_name("power", tests, NULL, NULL);

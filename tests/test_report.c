@@ -243,6 +243,20 @@ static void energy(void **state)
     assert_null(cJSON_GetObjectItem(e, "sm_mhz")); /* not measured in bench */
     assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "energy"));
     cJSON_Delete(root);
+
+    /* NVML failed on a rank during normal's loop: its calls were made, the line says why there is
+     * no reading and gives no ratio, the JSON has no energy for it */
+    memset(&r.rows[1].energy, 0, sizeof r.rows[1].energy);
+    r.rows[1].energy.calls = 1000;
+    r.rows[1].energy.nvml_failed = 1;
+    f = open_memstream(&text, &len);
+    report_text(f, &r);
+    fclose(f);
+    assert_non_null(strstr(text, "\nnormal      8  no reading (NVML failed during the loop)  (1000 calls)\n"));
+    free(text);
+    root = written_json(&r);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 1), "energy"));
+    cJSON_Delete(root);
     results_free(&r);
 }
 
