@@ -1107,7 +1107,10 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     if (wide) {
-        const int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
+        int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
+#ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
+        pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;
+#endif
         cudaLaunchConfig_t cfg = gemm_launch(pairs, 0, stream, attr);
         cfg.blockDim = dim3(WIDE_THREADS);
         cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
