@@ -1048,6 +1048,9 @@ static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, 
 /* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
  * GPC, so this can be fewer than half the SMs. The same for the wide form's pairs. */
 static int pairs_resident = 0, wide_pairs_resident = 0;
+#ifndef MM_WIDE_FEWEST_PAIRS /* experiments: 0 launches every resident pair (mm_wide_launch_pairs says why not) */
+#define MM_WIDE_FEWEST_PAIRS 1
+#endif
 /* the tile height asked for (mm_grouped_gemm_set_tile): MM_GEMM_TILE_AUTO or a form's */
 static int tile_asked = MM_GEMM_TILE_AUTO;
 
@@ -1108,6 +1111,8 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     cudaLaunchAttribute attr[2];
     if (wide) {
         int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
+        if (MM_WIDE_FEWEST_PAIRS)
+            pairs = mm_wide_launch_pairs(host_counts, g.experts, g.n / MM_GEMM_BN, MM_GEMM_BAND, pairs);
 #ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
         pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;
 #endif

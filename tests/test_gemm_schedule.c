@@ -778,6 +778,44 @@ static void fused_max_experts_fit(void **state)
     assert_int_equal(mm_fused_max_experts(2000 + 24, 2000, 1), 1);
 }
 
+/* The wide launch's pairs: the fewest that keep the waves all pairs would take. */
+static void wide_launch_pairs(void **state)
+{
+    (void)state;
+    int32_t count[32];
+    /* Flash EP8 GEMM1/2 (32 column tiles, band 8) at 384 rows an expert: 2 tiles, 4 units, 1024
+     * pair items; 66 pairs take 16 waves, and so do 64 */
+    for (int e = 0; e < 32; e++) count[e] = 384;
+    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 64);
+    /* 1536 rows an expert: 4096 pair items, 63 waves on 66 pairs, 64 on 65: all 66 stay */
+    for (int e = 0; e < 32; e++) count[e] = 1536;
+    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 66);
+    /* Pro GEMM1 at 1024 rows an expert (48 column tiles): 5 tiles and a narrow2 one, 11 units,
+     * 4224 pair items, exactly 64 waves on 66 pairs */
+    for (int e = 0; e < 32; e++) count[e] = 1024;
+    assert_int_equal(mm_wide_launch_pairs(count, 32, 48, 8, 66), 66);
+    /* fewer pair items than pairs: one wave, one pair each */
+    for (int e = 0; e < 32; e++) count[e] = e == 3 ? 200 : 0; /* a full tile and a narrow2 one: 3 units, 3 x 16 / 2 */
+    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 24);
+    /* the result never takes more waves than max_pairs would, and is the fewest that don't */
+    for (int rows = 1; rows <= 3000; rows += 37) {
+        for (int e = 0; e < 32; e++) count[e] = rows + 13 * e;
+        for (int max = 1; max <= 66; max += 13) {
+            long long units = 0;
+            for (int e = 0; e < 32; e++) units += mm_wide_units(count[e], 1);
+            const long long items = units * 16 / 2, waves = (items + max - 1) / max;
+            const int p = mm_wide_launch_pairs(count, 32, 32, 8, max);
+            assert_true(p >= 1 && p <= max);
+            assert_true((items + p - 1) / p == waves);
+            assert_true(p == 1 || (items + p - 2) / (p - 1) > waves);
+        }
+    }
+    /* counts unknown on the host, or none: every pair */
+    assert_int_equal(mm_wide_launch_pairs(NULL, 32, 32, 8, 66), 66);
+    for (int e = 0; e < 32; e++) count[e] = 0;
+    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 66);
+}
+
 int run_gemm_schedule_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -792,6 +830,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(banded_order_covers_once),
         cmocka_unit_test(wide_walk_shares),
+        cmocka_unit_test(wide_launch_pairs),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
