@@ -218,6 +218,15 @@ __device__ __forceinline__ bool single_claims()
     return MM_GEMM_DYNAMIC_CLAIMS && mm_cluster_size() != 2;
 }
 
+#ifndef MM_GEMM_FEWEST_PAIRS /* experiments: 0 keeps every launched pair busy (mm_fewest_pairs says why not) */
+#define MM_GEMM_FEWEST_PAIRS 1
+#endif
+/* The pairs a walk of `total` items keeps busy (both forms' pairs; gemm_schedule.h mm_fewest_pairs) */
+__device__ __forceinline__ int gemm_busy_pairs(int total)
+{
+    return MM_GEMM_FEWEST_PAIRS ? mm_fewest_pairs(total / 2, (int)gridDim.x / 2) : (int)gridDim.x / 2;
+}
+
 /* The producer's view of an item it published: its tile, or last (no tile: the CTA is done). */
 typedef struct {
     mm_tile t;
@@ -225,10 +234,16 @@ typedef struct {
 } gemm_work;
 
 /* The producer's n-th item, `item` being its (n - 1)-th (for n == 0: blockIdx.x): claimed (the
- * claim thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk
- * rotated each wave (-DMM_GEMM_ROTATE=1, mm_pair_walk_item), or the next wave's. */
-__device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n)
+ * claim thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk over
+ * the `pairs` it keeps busy (gemm_busy_pairs; a pair past them gets `total`, no item), rotated
+ * each wave with -DMM_GEMM_ROTATE=1 (mm_pair_walk_item). */
+__device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n,
+                                         int pairs, int total)
 {
+    if (pair) {
+        const int c = (int)blockIdx.x / 2;
+        return c >= pairs ? total : 2 * mm_pair_walk_item(c, (int)n, pairs, MM_GEMM_ROTATE) + (int)(blockIdx.x & 1u);
+    }
     if (n == 0) return item;
     if (claims) {
         /* every thread read the last claim before the table barrier of gemm_publish_item */
@@ -236,9 +251,7 @@ __device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, i
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
         return *claimed;
     }
-    if (MM_GEMM_ROTATE && pair)
-        return 2 * mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + (int)(blockIdx.x & 1u);
-    return n == 0 ? item : item + (int)gridDim.x;
+    return item + (int)gridDim.x;
 }
 
 /* Producer (all 128 threads): item `item` as the CTA's n-th into its slot of the item ring (its
@@ -324,8 +337,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         /* item n + 1 is located, tabled and published once item n's loads are issued (with
          * -DMM_GEMM_PUBLISH_AHEAD=1, before its last K block) */
         uint32_t n = 0;
-        gemm_work cur = gemm_publish_item(g, slot, &items, 0, gemm_walk(single_claims(), pair, &claimed, next, item, 0),
-                                          total, band, col_tiles, kblocks);
+        const int pairs = pair ? gemm_busy_pairs(total) : 0;
+        gemm_work cur = gemm_publish_item(g, slot, &items, 0,
+                                          gemm_walk(single_claims(), pair, &claimed, next, item, 0, pairs, total), total,
+                                          band, col_tiles, kblocks);
         if (single_claims() && !cur.last && threadIdx.x == 0) next = gemm_claim_next(total);
         while (!cur.last) {
             mm_inject_stall(cur.item);
@@ -337,7 +352,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, split, 0, 0, false, 0, false, false,
                             MM_GEMM_GIVE_UP != 0);
             const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
-                                                   gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1),
+                                                   gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1,
+                                                             pairs, total),
                                                    total, band, col_tiles, kblocks);
             if (single_claims() && !nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
             mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, split, kblocks, 0, 0, false, 0, false,
@@ -694,11 +710,14 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             pair_claim_post(pair_claim, claim_full, claim_empty, 0, pair_claim_next());
             pair_claim_post(pair_claim, claim_full, claim_empty, 1, pair_claim_next());
         }
-        for (uint32_t n = 0, item = blockIdx.x;; n++, item += gridDim.x) {
+        const int pairs = gemm_busy_pairs(total), pair_index = (int)blockIdx.x / 2;
+        for (uint32_t n = 0, item;; n++) {
             wide_item *it = &slot[n & 1];
             mm_item_wait_free(&items, n);
-            if (MM_WIDE_ROTATE) /* the fixed walk rotated each wave (gemm_schedule.h mm_pair_walk_item) */
-                item = 2u * (uint32_t)mm_pair_walk_item((int)blockIdx.x / 2, (int)n, (int)gridDim.x / 2, 1) + rank;
+            /* the fixed walk over the pairs kept busy, rotated each wave (gemm_schedule.h
+             * mm_pair_walk_item; plain with -DMM_WIDE_ROTATE=0); a pair past them takes none */
+            item = pair_index >= pairs ? (uint32_t)total
+                                       : 2u * (uint32_t)mm_pair_walk_item(pair_index, (int)n, pairs, MM_WIDE_ROTATE) + rank;
             int claim_ahead = 0; /* CTA 0's thread 0: claim n + 2, in flight through item n */
             if (MM_WIDE_CLAIMS) {
                 const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n, &pair_taken);
@@ -1048,9 +1067,6 @@ static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, 
 /* How many pairs can be resident at once (mm_grouped_gemm_prepare): pairs need two SMs of one
  * GPC, so this can be fewer than half the SMs. The same for the wide form's pairs. */
 static int pairs_resident = 0, wide_pairs_resident = 0;
-#ifndef MM_WIDE_FEWEST_PAIRS /* experiments: 0 launches every resident pair (mm_wide_launch_pairs says why not) */
-#define MM_WIDE_FEWEST_PAIRS 1
-#endif
 /* the tile height asked for (mm_grouped_gemm_set_tile): MM_GEMM_TILE_AUTO or a form's */
 static int tile_asked = MM_GEMM_TILE_AUTO;
 
@@ -1111,8 +1127,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     cudaLaunchAttribute attr[2];
     if (wide) {
         int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
-        if (MM_WIDE_FEWEST_PAIRS)
-            pairs = mm_wide_launch_pairs(host_counts, g.experts, g.n / MM_GEMM_BN, MM_GEMM_BAND, pairs);
 #ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
         pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;
 #endif

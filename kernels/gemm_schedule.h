@@ -148,21 +148,17 @@ MM_HD int mm_wide_units(int rows, int narrow2)
     return 2 * tiles - (narrow2 && rest >= 1 && rest <= 64 ? 1 : 0);
 }
 
-/* The pairs a wide launch takes: the fewest that finish its items in as many waves as all
- * `max_pairs` would (items taken as equal; the pairs' fixed walk then gives each pair the
- * wave count or one less). Why: under the power cap an SM with no item leaves its watts to the
- * others, so the same waves run at a higher clock. Measured (perf-notes, thirty-sixth session):
- * Flash at 12288 rows (1024 pair items: 16 waves on 66 pairs or 64) 1.6-1.8% faster on 64 pairs;
- * at 49152 rows 64 pairs (64 waves against 63) 0.7% slower and 60 pairs 6-7% slower, so a wave
- * more costs more than the clock it buys. count NULL (unknown on the host) or no items: max_pairs. */
-MM_HD int mm_wide_launch_pairs(const int32_t *count, int experts, int col_tiles, int band, int max_pairs)
+/* How many of `max_pairs` pairs a walk of `pair_items` item pairs (two items, w and w + 1, a
+ * pair at a time) keeps busy: the fewest that finish in as many waves as all of them would (items
+ * taken as equal; mm_pair_walk_item then gives each kept pair the wave count or one less); the
+ * others take no item and leave. Why: under the power cap an SM with no item leaves its watts to
+ * the others, so the same waves run at a higher clock. Measured (perf-notes, thirty-sixth
+ * session): the wide form at Flash 12288 rows (1024 pair items: 16 waves on 66 pairs or 64) 1.6-1.8%
+ * faster on 64; at 49152 rows 64 pairs (64 waves against 63) 0.7% slower and 60 pairs 6-7% slower,
+ * so a wave more costs more than the clock it buys. No items: max_pairs. */
+MM_HD int mm_fewest_pairs(long long pair_items, int max_pairs)
 {
-    if (!count || max_pairs <= 0) return max_pairs;
-    const int narrow2 = mm_wide_narrow2(col_tiles, band);
-    long long units = 0;
-    for (int e = 0; e < experts; e++) units += mm_wide_units(count[e], narrow2);
-    const long long pair_items = units * (col_tiles / 2) / 2; /* items w, w + 1 a pair at a time */
-    if (pair_items <= 0) return max_pairs;
+    if (pair_items <= 0 || max_pairs <= 0) return max_pairs;
     const long long waves = (pair_items + max_pairs - 1) / max_pairs;
     return (int)((pair_items + waves - 1) / waves);
 }

@@ -778,42 +778,37 @@ static void fused_max_experts_fit(void **state)
     assert_int_equal(mm_fused_max_experts(2000 + 24, 2000, 1), 1);
 }
 
-/* The wide launch's pairs: the fewest that keep the waves all pairs would take. */
-static void wide_launch_pairs(void **state)
+/* The pairs a walk keeps busy (mm_fewest_pairs): the fewest that take as many waves as all, and
+ * their rotated walk still covers every item pair once. */
+static void fewest_pairs(void **state)
 {
     (void)state;
-    int32_t count[32];
-    /* Flash EP8 GEMM1/2 (32 column tiles, band 8) at 384 rows an expert: 2 tiles, 4 units, 1024
-     * pair items; 66 pairs take 16 waves, and so do 64 */
-    for (int e = 0; e < 32; e++) count[e] = 384;
-    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 64);
-    /* 1536 rows an expert: 4096 pair items, 63 waves on 66 pairs, 64 on 65: all 66 stay */
-    for (int e = 0; e < 32; e++) count[e] = 1536;
-    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 66);
-    /* Pro GEMM1 at 1024 rows an expert (48 column tiles): 5 tiles and a narrow2 one, 11 units,
-     * 4224 pair items, exactly 64 waves on 66 pairs */
-    for (int e = 0; e < 32; e++) count[e] = 1024;
-    assert_int_equal(mm_wide_launch_pairs(count, 32, 48, 8, 66), 66);
-    /* fewer pair items than pairs: one wave, one pair each */
-    for (int e = 0; e < 32; e++) count[e] = e == 3 ? 200 : 0; /* a full tile and a narrow2 one: 3 units, 3 x 16 / 2 */
-    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 24);
-    /* the result never takes more waves than max_pairs would, and is the fewest that don't */
-    for (int rows = 1; rows <= 3000; rows += 37) {
-        for (int e = 0; e < 32; e++) count[e] = rows + 13 * e;
-        for (int max = 1; max <= 66; max += 13) {
-            long long units = 0;
-            for (int e = 0; e < 32; e++) units += mm_wide_units(count[e], 1);
-            const long long items = units * 16 / 2, waves = (items + max - 1) / max;
-            const int p = mm_wide_launch_pairs(count, 32, 32, 8, max);
+    /* Flash EP8 (32 experts, 32 column tiles: 16 item pairs a row tile) on 66 pairs */
+    assert_int_equal(mm_fewest_pairs(32 * 2 * 16, 66), 64);  /* 384 rows an expert: 16 waves, as on 64 */
+    assert_int_equal(mm_fewest_pairs(32 * 8 * 16, 66), 66);  /* 1536 rows: 63 waves, 64 on 65 */
+    assert_int_equal(mm_fewest_pairs(32 * 1 * 16, 66), 64);  /* 128-row tiles at 4096 rows: 8 waves */
+    assert_int_equal(mm_fewest_pairs(32 * 11 * 24 / 2, 66), 66); /* Pro GEMM1 1024 rows: 64 waves exactly */
+    assert_int_equal(mm_fewest_pairs(24, 66), 24);           /* fewer item pairs than pairs: one each */
+    assert_int_equal(mm_fewest_pairs(0, 66), 66);            /* nothing to do: as launched */
+    for (long long items = 1; items <= 3000; items += 7) {
+        for (int max = 1; max <= 66; max += 5) {
+            const long long waves = (items + max - 1) / max;
+            const int p = mm_fewest_pairs(items, max);
             assert_true(p >= 1 && p <= max);
             assert_true((items + p - 1) / p == waves);
             assert_true(p == 1 || (items + p - 2) / (p - 1) > waves);
+            /* the rotated walk over p pairs: every item pair once; a pair stops at its first
+             * past the end, after which it has none left */
+            int seen[3000] = {0};
+            for (int c = 0; c < p; c++)
+                for (int n = 0;; n++) {
+                    const int w = mm_pair_walk_item(c, n, p, 1);
+                    if (w >= items) break;
+                    seen[w]++;
+                }
+            for (long long w = 0; w < items; w++) assert_int_equal(seen[w], 1);
         }
     }
-    /* counts unknown on the host, or none: every pair */
-    assert_int_equal(mm_wide_launch_pairs(NULL, 32, 32, 8, 66), 66);
-    for (int e = 0; e < 32; e++) count[e] = 0;
-    assert_int_equal(mm_wide_launch_pairs(count, 32, 32, 8, 66), 66);
 }
 
 int run_gemm_schedule_tests(void)
@@ -830,7 +825,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(pairs_share_row_tiles),
         cmocka_unit_test(banded_order_covers_once),
         cmocka_unit_test(wide_walk_shares),
-        cmocka_unit_test(wide_launch_pairs),
+        cmocka_unit_test(fewest_pairs),
         cmocka_unit_test(sender_rows_cover_once),
         cmocka_unit_test(fused_gemm2_items_cover_once),
         cmocka_unit_test(fused_dual_rule),
