@@ -25,7 +25,7 @@ for round in 1 2 3; do
         lab_run 0 skew-$v-r$round $mpi $bin gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 20000 --spread skewed --tile 192 --iters 20
         show skew-$v-r$round $v
         lab_run 0 bench-$v-r$round $mpi $bin bench --config configs/deepseek-v4-flash.json --batches 1024,4096 --modes normal,ll --iters 30
-        grep -E '^ *(1024|4096) ' $LAB_LOGS/bench-$v-r$round.log | head -2 | sed "s/^/$v bench /"
+        grep -E 'megamoe: (normal|ll) +batch' $LAB_LOGS/bench-$v-r$round.log | sed "s/^megamoe:/$v/"
     done
 done
 for c in "configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed" "tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed" \
