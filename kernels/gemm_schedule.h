@@ -156,11 +156,11 @@ MM_HD int mm_wide_units(int rows, int narrow2)
  * session): the wide form at Flash 12288 rows (1024 pair items: 16 waves on 66 pairs or 64) 1.6-1.8%
  * faster on 64; at 49152 rows 64 pairs (64 waves against 63) 0.7% slower and 60 pairs 6-7% slower,
  * so a wave more costs more than the clock it buys. No items: max_pairs. */
-MM_HD int mm_fewest_pairs(long long pair_items, int max_pairs)
+MM_HD int mm_fewest_pairs(int pair_items, int max_pairs)
 {
     if (pair_items <= 0 || max_pairs <= 0) return max_pairs;
-    const long long waves = (pair_items + max_pairs - 1) / max_pairs;
-    return (int)((pair_items + waves - 1) / waves);
+    const int waves = (pair_items - 1) / max_pairs + 1; /* no overflow near INT_MAX */
+    return (pair_items - 1) / waves + 1;
 }
 
 /* What a prefix counts per expert: tiles of `bm` rows, or (bm MM_WIDE_UNITS / MM_WIDE_UNITS_N2)

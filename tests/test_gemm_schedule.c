@@ -790,9 +790,10 @@ static void fewest_pairs(void **state)
     assert_int_equal(mm_fewest_pairs(32 * 11 * 24 / 2, 66), 66); /* Pro GEMM1 1024 rows: 64 waves exactly */
     assert_int_equal(mm_fewest_pairs(24, 66), 24);           /* fewer item pairs than pairs: one each */
     assert_int_equal(mm_fewest_pairs(0, 66), 66);            /* nothing to do: as launched */
-    for (long long items = 1; items <= 3000; items += 7) {
+    assert_int_equal(mm_fewest_pairs(2147483647, 66), 66);   /* the largest count: no overflow */
+    for (int items = 1; items <= 3000; items += 7) {
         for (int max = 1; max <= 66; max += 5) {
-            const long long waves = (items + max - 1) / max;
+            const int waves = (items + max - 1) / max;
             const int p = mm_fewest_pairs(items, max);
             assert_true(p >= 1 && p <= max);
             assert_true((items + p - 1) / p == waves);
@@ -806,7 +807,7 @@ static void fewest_pairs(void **state)
                     if (w >= items) break;
                     seen[w]++;
                 }
-            for (long long w = 0; w < items; w++) assert_int_equal(seen[w], 1);
+            for (int w = 0; w < items; w++) assert_int_equal(seen[w], 1);
         }
     }
 }
