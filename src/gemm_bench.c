@@ -542,7 +542,9 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
         int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount, 0);
         if (pairs)
             printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast), where an "
-                   "expert has more than %d rows; else one CTA per tile, tiles claimed from a counter\n",
+                   "expert has more than %d rows (only as many pairs busy as finish the items in as many waves as all "
+                   "would: an idle SM leaves its watts to the others under the power cap); else one CTA per tile, "
+                   "tiles claimed from a counter\n",
                    gi, 2 * pairs, MM_GEMM_BM / 2);
         else printf("# gemm%d: one CTA per tile, no clusters, tiles claimed from a counter\n", gi);
     }
@@ -551,8 +553,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
                "shares a few weight columns while they are in L2\n", mm_grouped_gemm_band());
     else printf("# order: inside an expert, every column tile of a row tile before the next row tile\n");
     printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
-           "three math warpgroups, always in pairs, %s, on the fewest pairs that finish its items in as many waves as all "
-           "would (an idle SM leaves its watts to the others under the power cap); auto takes it where the active experts average %d rows or "
+           "three math warpgroups, always in pairs, %s; auto takes it where the active experts average %d rows or "
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
            mm_grouped_gemm_wide_claims() ? "each pair claiming its next items from a counter" : "in a fixed order",
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
