@@ -7,9 +7,10 @@
  * qa[r][k] * qw[e][n][k] over the block): recipe.md step 3, the block sum in the MMA's FP32
  * accumulators, promoted with one FMA per block in K order.
  *
- * Roles: warpgroup 0 walks this CTA's tiles (a pair: blockIdx.x, + gridDim.x, ...; single CTAs
- * claim them from a counter, in the plain order; pairs' items in the banded order of
- * mm_tile_locate_banded), writes each
+ * Roles: warpgroup 0 walks this CTA's tiles (a pair: blockIdx.x, + 2 x the pairs kept busy, ...,
+ * where a pair past those gemm_busy_pairs keeps takes no tile and goes straight to the final
+ * cluster barrier; single CTAs claim them from a counter, in the plain order; pairs' items in the
+ * banded order of mm_tile_locate_banded), writes each
  * tile's row table into a slot of the item ring and streams its K blocks into the stage ring; the two
  * math warpgroups take the tiles from the item ring in the same order, each computing 64 of the
  * tile's 128 rows for all 128 columns, and store their rows (a full BF16 half by tensor copies,
