@@ -1,0 +1,321 @@
+/* RS-tile probe (a lab experiment, not part of the tool): before a third tile form is built, is a
+ * 128 x 256 tile whose two math warpgroups take A from registers faster under the power cap than
+ * the wide form's 192 x 128 tile on three warpgroups with A from shared memory?
+ *
+ * Why it could be (perf-notes, thirty-third and thirty-seventh sessions): an m64 wgmma with both
+ * operands in shared memory reads all of B for every 64 rows, so the wide tile asks ~150 B a clock
+ * of shared memory at the tensor pipe's rate (wgmma reads 72 KB and the loads write 40 KB a K
+ * block for 3.1 M MACs) against the SM's 128. A warpgroup holding its 64 x 256 output reads its A
+ * block once into registers (ldmatrix) and B once: 80 KB of reads and 48 KB of writes for 4.2 M
+ * MACs, ~125 B a clock. Its registers: 128 accumulators, the recipe's fresh block sum per K block
+ * in 64-column quarters (m64n64k32, two in flight: 64), A's 16: what 232 a math thread holds.
+ *
+ *   wide   3 math warpgroups, 192 x 128, both operands from shared memory, each K block retired
+ *          before the next (the wide form's step; 152 registers a math thread)
+ *   rs256  2 math warpgroups, 128 x 256, A by ldmatrix, B from shared memory in four 64-column
+ *          quarters, two block sums in flight, each promoted as soon as it is done
+ *
+ * Each runs with no loads (the producer only signals its stages, filled once with random e4m3)
+ * and with loads (thread 0 bulk-copies each stage's operand bytes from an L2-resident buffer of
+ * random e4m3: the shared-memory writes of the real tile, without its multicast). The figures are
+ * TFLOP/s and the SM clock the CTAs ran at (their cycles over their nanoseconds). Timing only: the
+ * A fragment's ldmatrix order is the one wgmma's register layout asks for, but nothing is checked.
+ *
+ * Build and run on a GPU machine:
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/rs_tile_probe tests/gpu/rs_tile_probe.cu
+ *   build/rs_tile_probe [K blocks per CTA, default 40000] [rs256 stages, default 4] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gemm_tile.cuh"
+#include "probe.cuh"
+
+#define WIDE_STAGE 41984 /* 192 x 128 A + 128 x 128 B + 1 KB of scales */
+#define RS_STAGE 50176   /* 128 x 128 A + 256 x 128 B + 1 KB of scales */
+#define SRC_BYTES (24u << 20)
+
+__device__ __forceinline__ uint8_t random_e4m3(uint32_t i)
+{
+    i ^= i >> 16;
+    i *= 0x7feb352du;
+    i ^= i >> 15;
+    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3)); /* exponent field 5..9: finite, modest */
+}
+
+__global__ void fill_source(uint8_t *src, unsigned n)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) src[i] = random_e4m3(i * 2654435761u);
+}
+
+__device__ void fill_stages(uint8_t *stages, int stages_n, int stage_bytes, int scale_at)
+{
+    for (int i = threadIdx.x; i < stages_n * stage_bytes; i += blockDim.x) {
+        const int in_stage = i % stage_bytes;
+        if (in_stage >= scale_at && in_stage < scale_at + 1024) {
+            if ((in_stage - scale_at) % 4 == 0) *(float *)(stages + i) = 1.0f / 64.0f;
+        } else {
+            stages[i] = random_e4m3((uint32_t)(blockIdx.x * 977 + i));
+        }
+    }
+}
+
+/* the producer's thread 0: each stage once it is free, either only signalled or filled with its
+ * operand bytes by 8 KB bulk copies (`full` counts one arrival, and the bytes when loading) */
+__device__ void produce(mm_tile_pipe *p, uint8_t *stages, int stages_n, int stage_bytes, int op_bytes, int kblocks,
+                        const uint8_t *src)
+{
+    int stage = 0;
+    uint32_t phase = 0;
+    const unsigned slots = SRC_BYTES / (unsigned)op_bytes;
+    for (int kb = 0; kb < kblocks; kb++) {
+        bar_wait((unsigned)__cvta_generic_to_shared(&p->empty[stage]), phase ^ 1u);
+        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[stage]);
+        if (!src) {
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
+        } else {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(op_bytes) : "memory");
+            const uint8_t *from = src + (size_t)((blockIdx.x * 131u + (unsigned)kb) % slots) * op_bytes;
+            const unsigned to = (unsigned)__cvta_generic_to_shared(stages + stage * stage_bytes);
+            for (int off = 0; off < op_bytes; off += 8192)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to + off),
+                             "l"(from + off), "r"(8192), "r"(full)
+                             : "memory");
+        }
+        if (++stage == stages_n) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+
+/* ---- wide: 192 x 128, three warpgroups, SS, each block retired before the next ---- */
+__device__ void wide_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[MM_TILE_ACC])
+{
+    const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128;
+    const int r_lo = 64 * g + mm_frag_row(t / 32, t % 32, 0), r_hi = 64 * g + mm_frag_row(t / 32, t % 32, 2);
+    const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + 192 * 128);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int kb = 0; kb < kblocks; kb++) {
+        bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+        const float *sc = (const float *)(stages + stage * WIDE_STAGE + 192 * 128 + 128 * 128);
+        const float sw = sc[192], s_lo = sc[r_lo] * sw, s_hi = sc[r_hi] * sw;
+        float blk[MM_TILE_ACC];
+        mm_tile_issue_ab(da, stage, db, stage, blk, WIDE_STAGE);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) mm_mbar_arrive(&p->empty[stage]);
+        mm_tile_promote(s_lo, s_hi, blk, acc);
+        if (++stage == 4) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+
+/* ---- rs256: 128 x 256, two warpgroups, A in registers ---- */
+#define RS_WGMMA(scale_d)                                                                            \
+    "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                         \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "               \
+    "{%32, %33, %34, %35}, %36, " scale_d ", 1, 1;\n"
+
+/* d = A (this warpgroup's 64 rows, one K block, in registers) x B quarter^T: four k32 steps into
+ * a fresh sum (scale-d 0), one commit group. d is tied in and out even where it is not read: the
+ * next quarter into it then reuses its registers, so the promotion that reads it comes first (with
+ * "=f" the compiler renamed it into a third and fourth block sum and spilled) */
+__device__ __forceinline__ void rs_issue_quarter(float d[32], const uint32_t a[16], uint64_t db)
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile(RS_WGMMA("0") : MM_WGMMA_D32("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+#pragma unroll
+    for (int ks = 1; ks < 4; ks++)
+        asm volatile(RS_WGMMA("1")
+                     : MM_WGMMA_D32("+f")
+                     : "r"(a[4 * ks]), "r"(a[4 * ks + 1]), "r"(a[4 * ks + 2]), "r"(a[4 * ks + 3]), "l"(db + 2 * ks));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* acc += s * d; the empty asm after it holds the promoted accumulators in place, so the compiler
+ * cannot sink these FMAs below the next quarter's issue into d (that renamed d into a third block
+ * sum and spilled) */
+__device__ __forceinline__ void rs_promote(float *acc, const float d[32], float s_lo, float s_hi)
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, d[i], acc[i]);
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+template <int STAGES>
+__device__ void rs_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
+{
+    const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128, w = t / 32, lane = t % 32;
+    const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
+    /* ldmatrix x4, k32 step ks: matrices (rows +0..7, bytes 0..15), (+8..15, 0..15), (+0..7, 16..31),
+     * (+8..15, 16..31) of this warp's 16 rows; lane l gives a row of matrix l / 8; 128-byte swizzle */
+    const int a_row = 64 * g + 16 * w + (lane % 8) + 8 * ((lane / 8) % 2), a_half = lane / 16;
+    const unsigned a_base = (unsigned)__cvta_generic_to_shared(stages) + a_row * 128;
+    const uint64_t db0 = mm_wgmma_desc(stages + 128 * 128);
+#pragma unroll
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int kb = 0; kb < kblocks; kb++) {
+        bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+        uint32_t a[16];
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned at = a_base + stage * RS_STAGE + (((2 * ks + a_half) ^ (a_row % 8)) * 16);
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(a[4 * ks]), "=r"(a[4 * ks + 1]), "=r"(a[4 * ks + 2]), "=r"(a[4 * ks + 3])
+                         : "r"(at)
+                         : "memory");
+        }
+        const float *sc = (const float *)(stages + stage * RS_STAGE + 128 * 128 + 256 * 128);
+        const float sa_lo = sc[r_lo], sa_hi = sc[r_hi], sw0 = sc[128], sw1 = sc[129];
+        const uint64_t db = db0 + (uint64_t)stage * (RS_STAGE >> 4);
+        float d0[32], d1[32];
+        rs_issue_quarter(d0, a, db);
+        rs_issue_quarter(d1, a, db + (8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc, d0, sa_lo * sw0, sa_hi * sw0);
+        rs_issue_quarter(d0, a, db + (2 * 8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc + 32, d1, sa_lo * sw0, sa_hi * sw0);
+        rs_issue_quarter(d1, a, db + (3 * 8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc + 64, d0, sa_lo * sw1, sa_hi * sw1);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncwarp();
+        if (lane == 0) mm_mbar_arrive(&p->empty[stage]);
+        rs_promote(acc + 96, d1, sa_lo * sw1, sa_hi * sw1);
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+
+__device__ void store_sum(float *out, const float *acc, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+/* one thread a CTA: its SM cycles and nanoseconds from start to end, summed over the CTAs */
+__device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
+{
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    const unsigned long long cy = clock64();
+    if (end) {
+        atomicAdd(&clk[0], cy - clk[2 + 2 * blockIdx.x]);
+        atomicAdd(&clk[1], ns - clk[3 + 2 * blockIdx.x]);
+    } else {
+        clk[2 + 2 * blockIdx.x] = cy;
+        clk[3 + 2 * blockIdx.x] = ns;
+    }
+}
+
+/* MODE 0: wide (512 threads), 1: rs256 (384) */
+template <int MODE, int STAGES>
+__global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
+    rs_probe_kernel(int kblocks, const uint8_t *src, float *out, unsigned long long *clk)
+{
+    extern __shared__ __align__(1024) uint8_t smem[];
+    __shared__ __align__(8) mm_tile_pipe pipe;
+    uint8_t *stages = mm_tile_stages(smem);
+    constexpr int stage_bytes = MODE == 0 ? WIDE_STAGE : RS_STAGE;
+    constexpr int op_bytes = MODE == 0 ? 192 * 128 + 128 * 128 : 128 * 128 + 256 * 128;
+    constexpr int math_warps = MODE == 0 ? 12 : 8;
+    fill_stages(stages, STAGES, stage_bytes, op_bytes);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mm_mbar_init(&pipe.full[s], 1);
+            mm_mbar_init(&pipe.empty[s], math_warps);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the random bytes before wgmma reads them */
+    __syncthreads();
+    if (threadIdx.x == 0) clock_mark(clk, 0);
+    if (mm_warpgroup() == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MODE == 0 ? 40 : 24));
+        if (threadIdx.x == 0) produce(&pipe, stages, STAGES, stage_bytes, op_bytes, kblocks, src);
+        return;
+    }
+    if (MODE == 0) {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 152;");
+        float acc[MM_TILE_ACC];
+        wide_consume(stages, &pipe, kblocks, acc);
+        store_sum(out, acc, MM_TILE_ACC);
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        float acc[128];
+        rs_consume<STAGES>(stages, &pipe, kblocks, acc);
+        store_sum(out, acc, 128);
+    }
+    if (threadIdx.x == 128) clock_mark(clk, 1);
+}
+
+template <int MODE, int STAGES>
+static int run(const char *name, int ctas, int kblocks, const uint8_t *src, float *out, unsigned long long *clk)
+{
+    const int threads = MODE == 0 ? 512 : 384, rows = MODE == 0 ? 192 : 128, cols = MODE == 0 ? 128 : 256;
+    const int smem = STAGES * (MODE == 0 ? WIDE_STAGE : RS_STAGE) + 1024;
+    CK(cudaFuncSetAttribute(rs_probe_kernel<MODE, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, rs_probe_kernel<MODE, STAGES>));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int rep = 0; rep < 4; rep++) {
+        CK(cudaMemset(clk, 0, (2 + 2 * (size_t)ctas) * sizeof(unsigned long long)));
+        CK(cudaEventRecord(a));
+        rs_probe_kernel<MODE, STAGES><<<ctas, threads, smem>>>(kblocks, src, out, clk);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0.0f;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        unsigned long long h[2];
+        CK(cudaMemcpy(h, clk, sizeof h, cudaMemcpyDeviceToHost));
+        const double flop = 2.0 * ctas * (double)kblocks * rows * cols * 128.0;
+        if (rep > 0)
+            printf("%-6s %-8s stages %d rep %d: %8.3f ms %7.1f TFLOP/s at %5.0f MHz (%5.3f TFLOP/s a MHz) regs %d\n", name,
+                   src ? "loads" : "no-loads", STAGES, rep, ms, flop / (ms * 1e-3) / 1e12, h[1] ? 1e3 * h[0] / h[1] : 0.0,
+                   flop / (ms * 1e-3) / 1e12 / (h[1] ? 1e3 * h[0] / h[1] : 1.0), fa.numRegs);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const int kblocks = argc > 1 ? atoi(argv[1]) : 40000;
+    const int rs_stages = argc > 2 ? atoi(argv[2]) : 4;
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    float *out;
+    uint8_t *src;
+    unsigned long long *clk;
+    CK(cudaMalloc(&out, (size_t)sms * 512 * sizeof(float)));
+    CK(cudaMalloc(&src, SRC_BYTES));
+    CK(cudaMalloc(&clk, (2 + 2 * (size_t)sms) * sizeof(unsigned long long)));
+    fill_source<<<264, 256>>>(src, SRC_BYTES);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    if (kblocks < 1 || (rs_stages != 3 && rs_stages != 4)) return 1;
+    for (int round = 0; round < 2; round++) {
+        if (run<0, 4>("wide", sms, kblocks, NULL, out, clk) || run<0, 4>("wide", sms, kblocks, src, out, clk)) return 1;
+        if (rs_stages == 4 ? (run<1, 4>("rs256", sms, kblocks, NULL, out, clk) || run<1, 4>("rs256", sms, kblocks, src, out, clk))
+                           : (run<1, 3>("rs256", sms, kblocks, NULL, out, clk) || run<1, 3>("rs256", sms, kblocks, src, out, clk)))
+            return 1;
+    }
+    printf("rs_tile_probe: %d CTAs, %d K blocks each\n", sms, kblocks);
+    return 0;
+}
