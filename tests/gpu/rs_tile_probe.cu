@@ -200,6 +200,129 @@ __device__ void rs_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float 
     }
 }
 
+/* the same quarter with A from shared memory (ss256: is it the register operand that costs?) */
+__device__ __forceinline__ void ss_issue_quarter(float d[32], uint64_t da, uint64_t db)
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile(MM_WGMMA_64x64x32("0") : MM_WGMMA_D32("+f") : "l"(da), "l"(db));
+#pragma unroll
+    for (int ks = 1; ks < 4; ks++) asm volatile(MM_WGMMA_64x64x32("1") : MM_WGMMA_D32("+f") : "l"(da + 2 * ks), "l"(db + 2 * ks));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+template <int STAGES>
+__device__ void ss_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
+{
+    const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128, w = t / 32, lane = t % 32;
+    const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
+    const uint64_t da0 = mm_wgmma_desc(stages + g * 64 * 128), db0 = mm_wgmma_desc(stages + 128 * 128);
+#pragma unroll
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int kb = 0; kb < kblocks; kb++) {
+        bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+        const float *sc = (const float *)(stages + stage * RS_STAGE + 128 * 128 + 256 * 128);
+        const float sa_lo = sc[r_lo], sa_hi = sc[r_hi], sw0 = sc[128], sw1 = sc[129];
+        const uint64_t db = db0 + (uint64_t)stage * (RS_STAGE >> 4), da = da0 + (uint64_t)stage * (RS_STAGE >> 4);
+        float d0[32], d1[32];
+        ss_issue_quarter(d0, da, db);
+        ss_issue_quarter(d1, da, db + (8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc, d0, sa_lo * sw0, sa_hi * sw0);
+        ss_issue_quarter(d0, da, db + (2 * 8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc + 32, d1, sa_lo * sw0, sa_hi * sw0);
+        ss_issue_quarter(d1, da, db + (3 * 8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        rs_promote(acc + 64, d0, sa_lo * sw1, sa_hi * sw1);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncwarp();
+        if (lane == 0) mm_mbar_arrive(&p->empty[stage]);
+        rs_promote(acc + 96, d1, sa_lo * sw1, sa_hi * sw1);
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+
+/* rs256 with A double-buffered in registers, so a warpgroup never drains at a K block's end: the
+ * next block's first quarter is issued before the last one of this block is promoted (rspipe) */
+typedef struct {
+    float lo0, hi0, lo1, hi1; /* a_scale * w_scale: rows lo / hi, weight blocks 0 / 1 */
+} rs_scales;
+
+__device__ __forceinline__ rs_scales rs_block_start(uint8_t *stages, mm_tile_pipe *p, int stage, uint32_t phase,
+                                                    unsigned a_at, int r_lo, int r_hi, uint32_t a[16])
+{
+    bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a[4 * ks]), "=r"(a[4 * ks + 1]), "=r"(a[4 * ks + 2]), "=r"(a[4 * ks + 3])
+                     : "r"(a_at + stage * RS_STAGE + ((ks * 32) ^ 0)) /* ks chunk offset folded below */
+                     : "memory");
+    const float *sc = (const float *)(stages + stage * RS_STAGE + 128 * 128 + 256 * 128);
+    const float sa_lo = sc[r_lo], sa_hi = sc[r_hi], sw0 = sc[128], sw1 = sc[129];
+    rs_scales s = {sa_lo * sw0, sa_hi * sw0, sa_lo * sw1, sa_hi * sw1};
+    return s;
+}
+
+template <int STAGES>
+__device__ void rspipe_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
+{
+    const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128, w = t / 32, lane = t % 32;
+    const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
+    const int a_row = 64 * g + 16 * w + (lane % 8) + 8 * ((lane / 8) % 2), a_half = lane / 16;
+    /* timing only: the swizzled chunk of k32 step ks would be ((2 ks + a_half) ^ (a_row % 8)); the
+     * probe reads chunk (a_half ^ (a_row % 8)) + 2 ks, the same banks a step (no conflicts) */
+    const unsigned a_at = (unsigned)__cvta_generic_to_shared(stages) + a_row * 128 + ((a_half ^ (a_row % 8)) * 16) % 128;
+    const uint64_t db0 = mm_wgmma_desc(stages + 128 * 128);
+#pragma unroll
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    uint32_t a0[16], a1[16];
+    float d0[32], d1[32];
+    rs_scales s = rs_block_start(stages, p, stage, phase, a_at, r_lo, r_hi, a0);
+    uint64_t db = db0;
+    rs_issue_quarter(d0, a0, db);
+    for (int kb = 0; kb < kblocks; kb += 2) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            uint32_t *a = half ? a1 : a0, *an = half ? a0 : a1;
+            rs_issue_quarter(d1, a, db + (8192 >> 4));
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            rs_promote(acc, d0, s.lo0, s.hi0);
+            rs_issue_quarter(d0, a, db + (2 * 8192 >> 4));
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            rs_promote(acc + 32, d1, s.lo0, s.hi0);
+            rs_issue_quarter(d1, a, db + (3 * 8192 >> 4));
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            rs_promote(acc + 64, d0, s.lo1, s.hi1);
+            const int done = stage;
+            if (++stage == STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+            rs_scales next = s;
+            if (kb + half + 1 < kblocks) {
+                next = rs_block_start(stages, p, stage, phase, a_at, r_lo, r_hi, an);
+                db = db0 + (uint64_t)stage * (RS_STAGE >> 4);
+                rs_issue_quarter(d0, an, db);
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            } else {
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            }
+            __syncwarp();
+            if (lane == 0) mm_mbar_arrive(&p->empty[done]);
+            rs_promote(acc + 96, d1, s.lo1, s.hi1);
+            s = next;
+        }
+    }
+}
+
 __device__ void store_sum(float *out, const float *acc, int n)
 {
     float s = 0.0f;
@@ -222,7 +345,7 @@ __device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
     }
 }
 
-/* MODE 0: wide (512 threads), 1: rs256 (384) */
+/* MODE 0: wide (512 threads), 1: rs256, 2: ss256, 3: rspipe (384) */
 template <int MODE, int STAGES>
 __global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
     rs_probe_kernel(int kblocks, const uint8_t *src, float *out, unsigned long long *clk)
@@ -257,7 +380,9 @@ __global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         float acc[128];
-        rs_consume<STAGES>(stages, &pipe, kblocks, acc);
+        if (MODE == 1) rs_consume<STAGES>(stages, &pipe, kblocks, acc);
+        else if (MODE == 2) ss_consume<STAGES>(stages, &pipe, kblocks, acc);
+        else rspipe_consume<STAGES>(stages, &pipe, kblocks, acc);
         store_sum(out, acc, 128);
     }
     if (threadIdx.x == 128) clock_mark(clk, 1);
@@ -309,11 +434,14 @@ int main(int argc, char **argv)
     fill_source<<<264, 256>>>(src, SRC_BYTES);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    if (kblocks < 1 || (rs_stages != 3 && rs_stages != 4)) return 1;
+    if (kblocks < 2 || kblocks % 2 || (rs_stages != 3 && rs_stages != 4)) return 1;
     for (int round = 0; round < 2; round++) {
         if (run<0, 4>("wide", sms, kblocks, NULL, out, clk) || run<0, 4>("wide", sms, kblocks, src, out, clk)) return 1;
-        if (rs_stages == 4 ? (run<1, 4>("rs256", sms, kblocks, NULL, out, clk) || run<1, 4>("rs256", sms, kblocks, src, out, clk))
-                           : (run<1, 3>("rs256", sms, kblocks, NULL, out, clk) || run<1, 3>("rs256", sms, kblocks, src, out, clk)))
+        if (rs_stages == 4 ? (run<1, 4>("rs256", sms, kblocks, NULL, out, clk) || run<1, 4>("rs256", sms, kblocks, src, out, clk) ||
+                              run<2, 4>("ss256", sms, kblocks, NULL, out, clk) || run<3, 4>("rspipe", sms, kblocks, NULL, out, clk) ||
+                              run<3, 4>("rspipe", sms, kblocks, src, out, clk))
+                           : (run<1, 3>("rs256", sms, kblocks, NULL, out, clk) || run<1, 3>("rs256", sms, kblocks, src, out, clk) ||
+                              run<3, 3>("rspipe", sms, kblocks, src, out, clk)))
             return 1;
     }
     printf("rs_tile_probe: %d CTAs, %d K blocks each\n", sms, kblocks);
