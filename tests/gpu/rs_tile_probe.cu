@@ -323,6 +323,42 @@ __device__ void rspipe_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, fl
     }
 }
 
+/* ---- quad: 256 x 128, four math warpgroups (0-3) and a producer warpgroup (4), 640 threads: 96
+ * registers at launch (registers go to warps in fours: a lone producer warp costs a warpgroup's),
+ * the producer down to 24 and the math up to 120; a warpgroup's block sum in two 64-column halves,
+ * each retired before the next is issued (64 accumulators + 32 of block sum fit 120) ---- */
+#define QUAD_STAGE 50176 /* 256 x 128 A + 128 x 128 B + 1 KB of scales */
+template <int STAGES>
+__device__ void quad_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[MM_TILE_ACC])
+{
+    const int g = threadIdx.x / 128, t = threadIdx.x % 128, w = t / 32, lane = t % 32;
+    const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
+    const uint64_t da0 = mm_wgmma_desc(stages + g * 64 * 128), db0 = mm_wgmma_desc(stages + 256 * 128);
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int kb = 0; kb < kblocks; kb++) {
+        bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+        const float *sc = (const float *)(stages + stage * QUAD_STAGE + 256 * 128 + 128 * 128);
+        const float sw = sc[256], s_lo = sc[r_lo] * sw, s_hi = sc[r_hi] * sw;
+        const uint64_t step = (uint64_t)stage * (QUAD_STAGE >> 4);
+        float d[32];
+        ss_issue_quarter(d, da0 + step, db0 + step);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        rs_promote(acc, d, s_lo, s_hi);
+        ss_issue_quarter(d, da0 + step, db0 + step + (8192 >> 4));
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncwarp();
+        if (lane == 0) mm_mbar_arrive(&p->empty[stage]);
+        rs_promote(acc + 32, d, s_lo, s_hi);
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+
 __device__ void store_sum(float *out, const float *acc, int n)
 {
     float s = 0.0f;
@@ -345,17 +381,18 @@ __device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
     }
 }
 
-/* MODE 0: wide (512 threads), 1: rs256, 2: ss256, 3: rspipe (384) */
+/* MODE 0: wide (512 threads), 1: rs256, 2: ss256, 3: rspipe (384), 4: quad (640) */
+#define PROBE_THREADS(mode) ((mode) == 0 ? 512 : (mode) == 4 ? 640 : 384)
 template <int MODE, int STAGES>
-__global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
+__global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
     rs_probe_kernel(int kblocks, const uint8_t *src, float *out, unsigned long long *clk)
 {
     extern __shared__ __align__(1024) uint8_t smem[];
     __shared__ __align__(8) mm_tile_pipe pipe;
     uint8_t *stages = mm_tile_stages(smem);
-    constexpr int stage_bytes = MODE == 0 ? WIDE_STAGE : RS_STAGE;
-    constexpr int op_bytes = MODE == 0 ? 192 * 128 + 128 * 128 : 128 * 128 + 256 * 128;
-    constexpr int math_warps = MODE == 0 ? 12 : 8;
+    constexpr int stage_bytes = MODE == 0 ? WIDE_STAGE : MODE == 4 ? QUAD_STAGE : RS_STAGE;
+    constexpr int op_bytes = MODE == 0 ? 192 * 128 + 128 * 128 : 128 * 128 + 256 * 128; /* quad: 256 x 128 + 128 x 128, the same */
+    constexpr int math_warps = MODE == 0 ? 12 : MODE == 4 ? 16 : 8;
     fill_stages(stages, STAGES, stage_bytes, op_bytes);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -367,6 +404,19 @@ __global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the random bytes before wgmma reads them */
     __syncthreads();
     if (threadIdx.x == 0) clock_mark(clk, 0);
+    if (MODE == 4) {
+        if (threadIdx.x >= 512) {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+            if (threadIdx.x == 512) produce(&pipe, stages, STAGES, stage_bytes, op_bytes, kblocks, src);
+        } else {
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 120;");
+            float acc[MM_TILE_ACC];
+            quad_consume<STAGES>(stages, &pipe, kblocks, acc);
+            store_sum(out, acc, MM_TILE_ACC);
+        }
+        if (threadIdx.x == 0) clock_mark(clk, 1);
+        return;
+    }
     if (mm_warpgroup() == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MODE == 0 ? 40 : 24));
         if (threadIdx.x == 0) produce(&pipe, stages, STAGES, stage_bytes, op_bytes, kblocks, src);
@@ -391,8 +441,8 @@ __global__ void __launch_bounds__(MODE == 0 ? 512 : 384, 1)
 template <int MODE, int STAGES>
 static int run(const char *name, int ctas, int kblocks, const uint8_t *src, float *out, unsigned long long *clk)
 {
-    const int threads = MODE == 0 ? 512 : 384, rows = MODE == 0 ? 192 : 128, cols = MODE == 0 ? 128 : 256;
-    const int smem = STAGES * (MODE == 0 ? WIDE_STAGE : RS_STAGE) + 1024;
+    const int threads = PROBE_THREADS(MODE), rows = MODE == 0 ? 192 : MODE == 4 ? 256 : 128, cols = MODE == 0 || MODE == 4 ? 128 : 256;
+    const int smem = STAGES * (MODE == 0 ? WIDE_STAGE : MODE == 4 ? QUAD_STAGE : RS_STAGE) + 1024;
     CK(cudaFuncSetAttribute(rs_probe_kernel<MODE, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, rs_probe_kernel<MODE, STAGES>));
@@ -435,8 +485,13 @@ int main(int argc, char **argv)
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     if (kblocks < 2 || kblocks % 2 || (rs_stages != 3 && rs_stages != 4)) return 1;
+    const int only_quad = argc > 3 && atoi(argv[3]) == 1;
     for (int round = 0; round < 2; round++) {
         if (run<0, 4>("wide", sms, kblocks, NULL, out, clk) || run<0, 4>("wide", sms, kblocks, src, out, clk)) return 1;
+        if (run<4, 3>("quad", sms, kblocks, NULL, out, clk) || run<4, 3>("quad", sms, kblocks, src, out, clk) ||
+            run<4, 4>("quad", sms, kblocks, src, out, clk))
+            return 1;
+        if (only_quad) continue;
         if (rs_stages == 4 ? (run<1, 4>("rs256", sms, kblocks, NULL, out, clk) || run<1, 4>("rs256", sms, kblocks, src, out, clk) ||
                               run<2, 4>("ss256", sms, kblocks, NULL, out, clk) || run<3, 4>("rspipe", sms, kblocks, NULL, out, clk) ||
                               run<3, 4>("rspipe", sms, kblocks, src, out, clk))
