@@ -325,8 +325,9 @@ __device__ void rspipe_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, fl
 
 /* ---- quad: 256 x 128, four math warpgroups (0-3) and a producer warpgroup (4), 640 threads: 96
  * registers at launch (registers go to warps in fours: a lone producer warp costs a warpgroup's),
- * the producer down to 24 and the math up to 120; a warpgroup's block sum in two 64-column halves,
- * each retired before the next is issued (64 accumulators + 32 of block sum fit 120) ---- */
+ * the producer down to 24 and the math up to 112 (an increase only takes what the CTA's own
+ * decreases freed: 120 waited forever); a warpgroup's block sum in two 64-column halves, each
+ * retired before the next is issued (64 accumulators + 32 of block sum) ---- */
 #define QUAD_STAGE 50176 /* 256 x 128 A + 128 x 128 B + 1 KB of scales */
 template <int STAGES>
 __device__ void quad_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[MM_TILE_ACC])
@@ -409,7 +410,7 @@ __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
             if (threadIdx.x == 512) produce(&pipe, stages, STAGES, stage_bytes, op_bytes, kblocks, src);
         } else {
-            asm volatile("setmaxnreg.inc.sync.aligned.u32 120;");
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 112;");
             float acc[MM_TILE_ACC];
             quad_consume<STAGES>(stages, &pipe, kblocks, acc);
             store_sum(out, acc, MM_TILE_ACC);
@@ -471,6 +472,7 @@ static int run(const char *name, int ctas, int kblocks, const uint8_t *src, floa
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed by its time limit keeps its lines */
     const int kblocks = argc > 1 ? atoi(argv[1]) : 40000;
     const int rs_stages = argc > 2 ? atoi(argv[2]) : 4;
     int sms = 0;
