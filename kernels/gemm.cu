@@ -547,6 +547,11 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
     return p;
 }
 
+#ifndef MM_WIDE_SOLO /* experiments: 1 has each CTA of a pair load its own A (no multicast) and free its stages alone (no lockstep) */
+#define MM_WIDE_SOLO 0
+#endif
+#define WIDE_PAIR_RELEASE (!MM_WIDE_SOLO) /* a stage's release also arrives on the peer's `empty` */
+
 #ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
 #define MM_WIDE_NARROW 1
 #endif
@@ -609,7 +614,7 @@ __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pip
         float blk[MM_TILE_ACC / 2];
         mm_tile_issue_n64(da + at, db + at, blk);
         MM_WGMMA_WAIT(0, 13);
-        mm_tile_release_branch(pipe, st, true);
+        mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
 #pragma unroll
         for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t.t_hi : t.t_lo, blk[i], acc[i]);
         mm_ring_advance(ring);
@@ -637,7 +642,7 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
         float blk[MM_TILE_ACC];
         mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
         MM_WGMMA_WAIT(0, 14);
-        mm_tile_release_branch(pipe, st, true);
+        mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
         mm_tile_promote(sc.t_lo, sc.t_hi, blk, acc);
         mm_ring_advance(ring);
     }
@@ -687,7 +692,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                          ((uintptr_t)g.w_scale & 15u) == 0;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
-        mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
+        mm_tile_pipe_init(&pipe, MM_WIDE_SOLO ? 1 : 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
         mm_item_ring_init(&items, WIDE_MATH_WARPS);
         for (int j = 0; j < 2; j++) {
             mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
@@ -781,7 +786,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  ::"r"(full), "r"(a_bytes + (two ? 2 : 1) * MM_TILE_B_STAGE) : "memory");
-                    if (!narrow)
+                    if (MM_WIDE_SOLO) /* the 192-row box, or the 64-row one, into this CTA alone */
+                        mm_tile_tma_b(sa, mm_tile_b{narrow ? rows64_map : (const uint8_t *)g.a_map + 2 * 128, a_row0, NULL}, kb, full);
+                    else if (!narrow)
                         mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
                                                 a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
                     else if (rank == 0)
@@ -831,7 +838,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 for (int kb = 0; kb < kblocks; kb++) {
                     mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(ring.stage);
-                    mm_tile_release_branch(&pipe, ring.stage, true);
+                    mm_tile_release_branch(&pipe, ring.stage, WIDE_PAIR_RELEASE);
                     mm_ring_advance(ring);
                 }
             } else if (two) {
@@ -860,7 +867,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release_branch(&pipe, st, true);
+                    mm_tile_release_branch(&pipe, st, WIDE_PAIR_RELEASE);
 #pragma unroll
                     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
@@ -873,7 +880,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release_branch(&pipe, st, true);
+                    mm_tile_release_branch(&pipe, st, WIDE_PAIR_RELEASE);
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
                     mm_ring_advance(ring);
                 }
