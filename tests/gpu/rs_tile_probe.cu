@@ -23,7 +23,8 @@
  *
  * Build and run on a GPU machine:
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/rs_tile_probe tests/gpu/rs_tile_probe.cu
- *   build/rs_tile_probe [K blocks per CTA, default 40000] [rs256 stages, default 4] */
+ *   build/rs_tile_probe [K blocks per CTA, default 40000] [rs256 stages, default 4]
+ *                       [1: only wide and quad, 2: only wide] [operand bytes: 0 modest, 1 any e4m3, 2 zeros] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,12 +36,18 @@
 #define RS_STAGE 50176   /* 128 x 128 A + 256 x 128 B + 1 KB of scales */
 #define SRC_BYTES (24u << 20)
 
+/* the operand bytes: 0 (default) random e4m3 with exponent field 5..9 (finite, modest), 1 any
+ * e4m3 but NaN (every exponent: how quantized activations and weights spread), 2 zeros */
+__constant__ int fill_mode;
+
 __device__ __forceinline__ uint8_t random_e4m3(uint32_t i)
 {
     i ^= i >> 16;
     i *= 0x7feb352du;
     i ^= i >> 15;
-    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3)); /* exponent field 5..9: finite, modest */
+    if (fill_mode == 2) return 0;
+    if (fill_mode == 1) return (i & 0x7fu) == 0x7fu ? (uint8_t)(i & 0xfeu) : (uint8_t)i;
+    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3));
 }
 
 __global__ void fill_source(uint8_t *src, unsigned n)
@@ -483,13 +490,16 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&out, (size_t)sms * 512 * sizeof(float)));
     CK(cudaMalloc(&src, SRC_BYTES));
     CK(cudaMalloc(&clk, (2 + 2 * (size_t)sms) * sizeof(unsigned long long)));
+    if (kblocks < 2 || kblocks % 2 || (rs_stages != 3 && rs_stages != 4)) return 1;
+    const int only_quad = argc > 3 && atoi(argv[3]) == 1, only_wide = argc > 3 && atoi(argv[3]) == 2;
+    const int fill = argc > 4 ? atoi(argv[4]) : 0;
+    CK(cudaMemcpyToSymbol(fill_mode, &fill, sizeof fill));
     fill_source<<<264, 256>>>(src, SRC_BYTES);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    if (kblocks < 2 || kblocks % 2 || (rs_stages != 3 && rs_stages != 4)) return 1;
-    const int only_quad = argc > 3 && atoi(argv[3]) == 1;
     for (int round = 0; round < 2; round++) {
         if (run<0, 4>("wide", sms, kblocks, NULL, out, clk) || run<0, 4>("wide", sms, kblocks, src, out, clk)) return 1;
+        if (only_wide) continue;
         if (run<4, 3>("quad", sms, kblocks, NULL, out, clk) || run<4, 3>("quad", sms, kblocks, src, out, clk) ||
             run<4, 4>("quad", sms, kblocks, src, out, clk))
             return 1;
