@@ -547,6 +547,17 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
     return p;
 }
 
+/* Timing-only ablations of the wide form (outputs wrong; lab experiments): 1 the loads alone, no
+ * MMAs; 2 nothing stored; 3 no loads (the stages only signalled); 4 = 3 + 2; 5 = 4 and no scale
+ * copies either */
+#ifndef MM_WIDE_ABLATE
+#define MM_WIDE_ABLATE 0
+#endif
+#define WIDE_ABLATE_LOADS_ONLY (MM_WIDE_ABLATE == 1)
+#define WIDE_ABLATE_NO_STORE (MM_WIDE_ABLATE == 2 || MM_WIDE_ABLATE == 4 || MM_WIDE_ABLATE == 5)
+#define WIDE_ABLATE_NO_LOAD (MM_WIDE_ABLATE >= 3 && MM_WIDE_ABLATE <= 5)
+#define WIDE_ABLATE_NO_SCALES (MM_WIDE_ABLATE == 5)
+
 #ifndef MM_WIDE_SOLO /* experiments: 1 has each CTA of a pair load its own A (no multicast) and free its stages alone (no lockstep) */
 #define MM_WIDE_SOLO 0
 #endif
@@ -776,7 +787,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     continue;
                 }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
-#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 3 /* timing only: no loads, the stages only signalled (outputs wrong) */
+#if WIDE_ABLATE_NO_LOAD
                 if (pt == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
                 if (pt == 0 && false) {
 #else
@@ -798,10 +809,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 if (group_start) {
                     float *slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
-                    if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
-                    if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
-                    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
-                    if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async16(slot_f + WIDE_B1_SCALE_ROW * WIDE_GROUP, s_w1 + kb);
+                    if (!WIDE_ABLATE_NO_SCALES) {
+                        if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
+                        if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
+                        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
+                        if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async16(slot_f + WIDE_B1_SCALE_ROW * WIDE_GROUP, s_w1 + kb);
+                    }
                     const unsigned sf = (unsigned)__cvta_generic_to_shared(&scales_full[group & 1u]);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
                     group++;
@@ -827,7 +840,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC]; /* zeroed at the first K block's promotion */
             const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
-#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 1 /* timing only: the loads alone, no MMAs (outputs wrong) */
+#if WIDE_ABLATE_LOADS_ONLY
             if (true) {
 #else
             if (narrow ? wg == 2 : rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
@@ -886,7 +899,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
             }
             mm_item_release(&items, n);
-#if defined(MM_WIDE_ABLATE) && MM_WIDE_ABLATE == 2 /* timing only: nothing stored (outputs wrong) */
+#if WIDE_ABLATE_NO_STORE
             if (a_row0 >= 0) continue;
 #endif
             if (!wide_half_by_tma(g, rows, wg)) {
