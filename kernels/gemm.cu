@@ -562,6 +562,19 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
 #define MM_WIDE_SOLO 0
 #endif
 #define WIDE_PAIR_RELEASE (!MM_WIDE_SOLO) /* a stage's release also arrives on the peer's `empty` */
+#ifndef MM_WIDE_LEAN /* experiments: 1 has the full tiles' K loop wait and release on barrier addresses computed once */
+#define MM_WIDE_LEAN 0
+#endif
+/* A full tile's stage release: on the addresses of `empty` in this CTA and the peer's computed
+ * once (lean), else from the barrier's pointer (a branch around lane 0's arrivals). */
+__device__ __forceinline__ void wide_release(mm_tile_pipe *pipe, int st, unsigned empty0, unsigned empty_peer0)
+{
+#if MM_WIDE_LEAN && !defined(MM_RING_AUDIT)
+    mm_tile_release_at(empty0 + 8u * st, empty_peer0 + 8u * st, WIDE_PAIR_RELEASE);
+#else
+    mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
+#endif
+}
 
 #ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
 #define MM_WIDE_NARROW 1
@@ -586,15 +599,20 @@ typedef struct {
 __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm_tile_pipe *pipe, const mm_ring &ring,
                                                        uint64_t *scales_full, const float *scale_slots,
                                                        const float *&slot_f, uint32_t &group, bool grouped, int kb,
-                                                       int rows, int r_lo, int r_hi, int w_row = MM_WIDE_BM)
+                                                       int rows, int r_lo, int r_hi, int w_row = MM_WIDE_BM,
+                                                       unsigned full0 = 0, unsigned scales_full0 = 0)
 {
     const int st = ring.stage;
     if (grouped && kb % WIDE_GROUP == 0) {
-        mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        if (scales_full0) /* the barriers' addresses computed once by the caller (MM_WIDE_LEAN) */
+            mm_mbar_wait_at(scales_full0 + 8u * (group & 1u), (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+        else
+            mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
         group++;
     }
-    mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    if (full0) mm_mbar_wait_at(full0 + 8u * st, ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    else mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     MM_AUDIT_ENTER(st);
     const float *sc = grouped ? slot_f + kb % WIDE_GROUP
                               : (const float *)(stages + st * WIDE_STAGE_BYTES + WIDE_A_STAGE + MM_TILE_B_STAGE);
@@ -833,6 +851,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
         const int wg = mm_warpgroup() - 1;
         const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
+        /* lean: the barriers' shared-window addresses, once (0: each wait and release from the pointer) */
+        const unsigned full0 = MM_WIDE_LEAN ? (unsigned)__cvta_generic_to_shared(&pipe.full[0]) : 0u;
+        const unsigned scales_full0 = MM_WIDE_LEAN ? (unsigned)__cvta_generic_to_shared(&scales_full[0]) : 0u;
+        const unsigned empty0 = (unsigned)__cvta_generic_to_shared(&pipe.empty[0]);
+        unsigned empty_peer0 = empty0;
+        if (MM_WIDE_LEAN && WIDE_PAIR_RELEASE)
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(empty_peer0) : "r"(empty0), "r"(mm_cluster_rank() ^ 1u));
         for (uint32_t n = 0;; n++) {
             const wide_item *it = &slot[n & 1];
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
@@ -876,11 +901,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 {
                     const int st = ring.stage;
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
-                                                          grouped, 0, rows, r_lo, r_hi);
+                                                          grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release_branch(&pipe, st, WIDE_PAIR_RELEASE);
+                    wide_release(&pipe, st, empty0, empty_peer0);
 #pragma unroll
                     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
@@ -889,11 +914,11 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 for (int kb = 1; kb < kblocks; kb++) {
                     const int st = ring.stage;
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
-                                                          grouped, kb, rows, r_lo, r_hi);
+                                                          grouped, kb, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
-                    mm_tile_release_branch(&pipe, st, WIDE_PAIR_RELEASE);
+                    wide_release(&pipe, st, empty0, empty_peer0);
                     mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
                     mm_ring_advance(ring);
                 }

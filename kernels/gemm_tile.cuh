@@ -410,10 +410,9 @@ __device__ __forceinline__ bool mm_wait_gives_up(uint32_t &start, uint32_t limit
  * (mm_named_barrier_and), or those that go on hang at the next barrier of the ones that left.
  * cluster: acquire at cluster scope, for a barrier another CTA of the cluster arrives on after
  * writing shared memory this thread then reads (gemm.cu's pair claims). */
-__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what,
-                                             bool cluster = false)
+__device__ __forceinline__ bool mm_mbar_wait_at(unsigned a, uint32_t parity, uint64_t limit_ns, uint32_t what,
+                                                bool cluster = false)
 {
-    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     const uint32_t limit = (uint32_t)(limit_ns >> 10); /* mm_wait_gives_up's units */
     uint32_t start = 0;
     MM_STEP(0x0300u | what);
@@ -436,6 +435,15 @@ __device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uin
             return false;
         }
     }
+}
+
+/* The same on the barrier's shared-window address (mm_mbar_wait_at: a loop that computed it once
+ * keeps it in a register; from a generic pointer, each wait of a cluster launch reads the CTA's
+ * cluster id again, S2UR SR_CgaCtaId, on the path from one K block to the next). */
+__device__ __forceinline__ bool mm_mbar_wait(uint64_t *bar, uint32_t parity, uint64_t limit_ns, uint32_t what,
+                                             bool cluster = false)
+{
+    return mm_mbar_wait_at((unsigned)__cvta_generic_to_shared(bar), parity, limit_ns, what, cluster);
 }
 
 /* A stage barrier that never completes is a kernel bug (the roles of one CTA wait for nothing
@@ -848,21 +856,27 @@ __device__ __forceinline__ void mm_tile_release_branch(mm_tile_pipe *p, int stag
  * computes the addresses: uniform and cheap). Measured against the branch on one H200 (perf-notes,
  * thirty-first session): decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 /
  * GEMM2 64 rows 508 -> 503 / 274 -> 270), bench's modes equal. */
-__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
+/* The arrivals alone, on `empty`'s addresses in this CTA and (pair) in the peer's window. */
+__device__ __forceinline__ void mm_tile_release_at(unsigned local, unsigned remote, bool pair)
 {
-#ifdef MM_RING_AUDIT
-    mm_tile_release_branch(p, stage, pair);
-#else
     __syncwarp();
-    const unsigned local = (unsigned)__cvta_generic_to_shared(&p->empty[stage]);
-    unsigned remote = local;
-    if (pair) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(mm_cluster_rank() ^ 1u));
     asm volatile("{\n\t.reg .pred lane0, peer;\n\t"
                  "setp.eq.u32 lane0, %0, 0;\n\t"
                  "setp.ne.and.u32 peer, %1, 0, lane0;\n\t"
                  "@lane0 mbarrier.arrive.shared::cta.b64 _, [%2];\n\t"
                  "@peer mbarrier.arrive.shared::cluster.b64 _, [%3];\n\t}"
                  ::"r"(threadIdx.x % 32), "r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
+}
+
+__device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
+{
+#ifdef MM_RING_AUDIT
+    mm_tile_release_branch(p, stage, pair);
+#else
+    const unsigned local = (unsigned)__cvta_generic_to_shared(&p->empty[stage]);
+    unsigned remote = local;
+    if (pair) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(mm_cluster_rank() ^ 1u));
+    mm_tile_release_at(local, remote, pair);
 #endif
 }
 
