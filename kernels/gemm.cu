@@ -562,8 +562,16 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
 #define MM_WIDE_SOLO 0
 #endif
 #define WIDE_PAIR_RELEASE (!MM_WIDE_SOLO) /* a stage's release also arrives on the peer's `empty` */
-#ifndef MM_WIDE_LEAN /* experiments: 1 has the full tiles' K loop wait and release on barrier addresses computed once */
-#define MM_WIDE_LEAN 0
+/* Lean: a full tile's K loop waits and releases on the barriers' shared-window addresses, computed
+ * once per CTA. From a pointer, each wait and release of a cluster launch read the CTA's cluster id
+ * again (S2UR SR_CgaCtaId) on the path from one block's MMAs to the next block's, and ptxas had
+ * turned the release back into a branch with a reconvergence (BSSY/BSYNC): the peeled block 0
+ * below no longer got it predicated. Lean, the release is predicated and its address arithmetic
+ * sits before the wgmma wait. Measured against -DMM_WIDE_LEAN=0, x 3 rounds in one call (perf-notes,
+ * thirty-seventh session): Flash GEMM1 / GEMM2 at 12288 rows 361 / 202.6 -> 353.5 / 198.9 us, Pro
+ * GEMM1 / GEMM2 at 12288 1052 / 547.7 -> 1037.8 / 542.3; 49152 rows within their spread. */
+#ifndef MM_WIDE_LEAN /* experiments: 0 waits and releases from the barriers' pointers */
+#define MM_WIDE_LEAN 1
 #endif
 /* A full tile's stage release: on the addresses of `empty` in this CTA and the peer's computed
  * once (lean), else from the barrier's pointer (a branch around lane 0's arrivals). */
@@ -893,11 +901,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             } else {
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
                 const float *slot_f = scale_slots;
-                /* K block 0 apart (acc zeroed once its MMAs are issued). With it ptxas predicates
-                 * the loop's stage release (lane 0's arrivals) instead of branching around it with
-                 * a reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion:
-                 * 2-4% faster at 12288-49152 rows, most where K is longest (Pro GEMM1; perf-notes,
-                 * thirtieth session). Check the SASS after touching this loop. */
+                /* K block 0 apart (acc zeroed once its MMAs are issued): when it was peeled ptxas
+                 * predicated the loop's stage release instead of branching around it with a
+                 * reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion,
+                 * 2-4% faster at 12288-49152 rows (perf-notes, thirtieth session); by the
+                 * thirty-seventh session the branch was back, and the lean release (above) is what
+                 * keeps it predicated now. Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
