@@ -12,7 +12,7 @@ mpi="mpirun --bind-to none -np 1"
 grep -E '^expect_rc 0 gemm-(tiny|k512|h640|prefix|n2048|flash-skewed)' scripts/gpu-check.sh | sed 's/^expect_rc 0 //' |
 while read -r name cmd; do
     cmd=${cmd//\$mpi/mpirun --bind-to none}
-    lab_run 0 $name bash -c "$cmd" > /dev/null
+    lab_run 0 $name bash -c "$cmd" > /dev/null < /dev/null
     echo "$name rc=$? $(grep -cE '^gemm[12] .* OK ' $LAB_LOGS/$name.log) of $(grep -cE '^gemm[12] ' $LAB_LOGS/$name.log) rows OK"
 done | tee $L/gemm-rows.txt
 lab_run 0 check-np1 $mpi build/megamoe check --json $L/check-ep1.json; tail -2 $LAB_LOGS/check-np1.log
