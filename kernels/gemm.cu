@@ -424,8 +424,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * block arrives in each CTA; with per-block scales also the 128 threads' cp.async arrivals);
  * scales_full[j] the 128 threads' cp.async arrivals for slot j, waited by the math at a group's
  * first block. A slot is rewritten two groups later, after `empty` of a stage that followed the
- * group's last block (static_assert). With claims, claim_full / claim_empty hand the pair's
- * claimed items from CTA 0 to both (pair_claim_post). Nothing across pairs. */
+ * group's last block (static_assert). A full tile's math waits and releases on the barriers'
+ * shared-window addresses, computed once per CTA (MM_WIDE_LEAN, below). With claims, claim_full /
+ * claim_empty hand the pair's claimed items from CTA 0 to both (pair_claim_post). Nothing across
+ * pairs. Experiments: -DMM_WIDE_SOLO=1 (each CTA loads its own A, frees its stages alone), and the
+ * timing-only ablations -DMM_WIDE_ABLATE=1..5 (perf-notes, thirty-third and thirty-seventh
+ * sessions). */
 #define WIDE_THREADS 512
 #define WIDE_MATH_WARPS 12
 #ifndef MM_WIDE_STAGES /* experiments: -DMM_WIDE_STAGES=3 / 5 (5 only with -DMM_WIDE_STAGING=0) */
