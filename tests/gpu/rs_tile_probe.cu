@@ -157,57 +157,7 @@ __device__ __forceinline__ void rs_promote(float *acc, const float d[32], float 
     for (int i = 0; i < 32; i++) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-template <int STAGES>
-__device__ void rs_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
-{
-    const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128, w = t / 32, lane = t % 32;
-    const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
-    /* ldmatrix x4, k32 step ks: matrices (rows +0..7, bytes 0..15), (+8..15, 0..15), (+0..7, 16..31),
-     * (+8..15, 16..31) of this warp's 16 rows; lane l gives a row of matrix l / 8; 128-byte swizzle */
-    const int a_row = 64 * g + 16 * w + (lane % 8) + 8 * ((lane / 8) % 2), a_half = lane / 16;
-    const unsigned a_base = (unsigned)__cvta_generic_to_shared(stages) + a_row * 128;
-    const uint64_t db0 = mm_wgmma_desc(stages + 128 * 128);
-#pragma unroll
-    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int kb = 0; kb < kblocks; kb++) {
-        bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
-        uint32_t a[16];
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const unsigned at = a_base + stage * RS_STAGE + (((2 * ks + a_half) ^ (a_row % 8)) * 16);
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(a[4 * ks]), "=r"(a[4 * ks + 1]), "=r"(a[4 * ks + 2]), "=r"(a[4 * ks + 3])
-                         : "r"(at)
-                         : "memory");
-        }
-        const float *sc = (const float *)(stages + stage * RS_STAGE + 128 * 128 + 256 * 128);
-        const float sa_lo = sc[r_lo], sa_hi = sc[r_hi], sw0 = sc[128], sw1 = sc[129];
-        const uint64_t db = db0 + (uint64_t)stage * (RS_STAGE >> 4);
-        float d0[32], d1[32];
-        rs_issue_quarter(d0, a, db);
-        rs_issue_quarter(d1, a, db + (8192 >> 4));
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        rs_promote(acc, d0, sa_lo * sw0, sa_hi * sw0);
-        rs_issue_quarter(d0, a, db + (2 * 8192 >> 4));
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        rs_promote(acc + 32, d1, sa_lo * sw0, sa_hi * sw0);
-        rs_issue_quarter(d1, a, db + (3 * 8192 >> 4));
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        rs_promote(acc + 64, d0, sa_lo * sw1, sa_hi * sw1);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        __syncwarp();
-        if (lane == 0) mm_mbar_arrive(&p->empty[stage]);
-        rs_promote(acc + 96, d1, sa_lo * sw1, sa_hi * sw1);
-        if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1u;
-        }
-    }
-}
-
-/* the same quarter with A from shared memory (ss256: is it the register operand that costs?) */
+/* the same quarter with A from shared memory */
 __device__ __forceinline__ void ss_issue_quarter(float d[32], uint64_t da, uint64_t db)
 {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -217,11 +167,24 @@ __device__ __forceinline__ void ss_issue_quarter(float d[32], uint64_t da, uint6
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
-template <int STAGES>
-__device__ void ss_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
+/* rs256 (A_REGS: A by ldmatrix into registers) and ss256 (A from shared memory: is it the register
+ * operand that costs?): each K block's four 64-column quarters, two block sums in flight */
+template <bool A_REGS>
+__device__ __forceinline__ void issue_quarter(float d[32], const uint32_t a[16], uint64_t da, uint64_t db)
+{
+    if (A_REGS) rs_issue_quarter(d, a, db);
+    else ss_issue_quarter(d, da, db);
+}
+
+template <int STAGES, bool A_REGS>
+__device__ void quarters_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float acc[128])
 {
     const int g = mm_warpgroup() - 1, t = (threadIdx.x - 128) % 128, w = t / 32, lane = t % 32;
     const int r_lo = 64 * g + mm_frag_row(w, lane, 0), r_hi = 64 * g + mm_frag_row(w, lane, 2);
+    /* ldmatrix x4, k32 step ks: matrices (rows +0..7, bytes 0..15), (+8..15, 0..15), (+0..7, 16..31),
+     * (+8..15, 16..31) of this warp's 16 rows; lane l gives a row of matrix l / 8; 128-byte swizzle */
+    const int a_row = 64 * g + 16 * w + (lane % 8) + 8 * ((lane / 8) % 2), a_half = lane / 16;
+    const unsigned a_base = (unsigned)__cvta_generic_to_shared(stages) + a_row * 128;
     const uint64_t da0 = mm_wgmma_desc(stages + g * 64 * 128), db0 = mm_wgmma_desc(stages + 128 * 128);
 #pragma unroll
     for (int i = 0; i < 128; i++) acc[i] = 0.0f;
@@ -229,18 +192,29 @@ __device__ void ss_consume(uint8_t *stages, mm_tile_pipe *p, int kblocks, float 
     uint32_t phase = 0;
     for (int kb = 0; kb < kblocks; kb++) {
         bar_wait((unsigned)__cvta_generic_to_shared(&p->full[stage]), phase);
+        uint32_t a[16];
+        if (A_REGS) {
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                const unsigned at = a_base + stage * RS_STAGE + (((2 * ks + a_half) ^ (a_row % 8)) * 16);
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(a[4 * ks]), "=r"(a[4 * ks + 1]), "=r"(a[4 * ks + 2]), "=r"(a[4 * ks + 3])
+                             : "r"(at)
+                             : "memory");
+            }
+        }
         const float *sc = (const float *)(stages + stage * RS_STAGE + 128 * 128 + 256 * 128);
         const float sa_lo = sc[r_lo], sa_hi = sc[r_hi], sw0 = sc[128], sw1 = sc[129];
         const uint64_t db = db0 + (uint64_t)stage * (RS_STAGE >> 4), da = da0 + (uint64_t)stage * (RS_STAGE >> 4);
         float d0[32], d1[32];
-        ss_issue_quarter(d0, da, db);
-        ss_issue_quarter(d1, da, db + (8192 >> 4));
+        issue_quarter<A_REGS>(d0, a, da, db);
+        issue_quarter<A_REGS>(d1, a, da, db + (8192 >> 4));
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         rs_promote(acc, d0, sa_lo * sw0, sa_hi * sw0);
-        ss_issue_quarter(d0, da, db + (2 * 8192 >> 4));
+        issue_quarter<A_REGS>(d0, a, da, db + (2 * 8192 >> 4));
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         rs_promote(acc + 32, d1, sa_lo * sw0, sa_hi * sw0);
-        ss_issue_quarter(d1, da, db + (3 * 8192 >> 4));
+        issue_quarter<A_REGS>(d1, a, da, db + (3 * 8192 >> 4));
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         rs_promote(acc + 64, d0, sa_lo * sw1, sa_hi * sw1);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -440,8 +414,8 @@ __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         float acc[128];
-        if (MODE == 1) rs_consume<STAGES>(stages, &pipe, kblocks, acc);
-        else if (MODE == 2) ss_consume<STAGES>(stages, &pipe, kblocks, acc);
+        if (MODE == 1) quarters_consume<STAGES, true>(stages, &pipe, kblocks, acc);
+        else if (MODE == 2) quarters_consume<STAGES, false>(stages, &pipe, kblocks, acc);
         else rspipe_consume<STAGES>(stages, &pipe, kblocks, acc);
         store_sum(out, acc, 128);
     }
