@@ -8,7 +8,7 @@
 #   lab_variant NAME "FLAGS"   after build/megamoe is built: build/NAME/megamoe with NVEXTRA=FLAGS,
 #                              from a copy of build/'s objects (the kernels rebuilt), in the
 #                              background; lab_wait_variants waits and fails on a missing binary
-#   lab_run WANT NAME CMD...   CMD with a 150 s limit (LAB_TIMEOUT), output in $LAB_LOGS/NAME.log;
+#   lab_run WANT NAME CMD...   CMD with a 150 s limit (LAB_TIMEOUT), output in $LAB_LOGS/NAME.log, no input;
 #                              prints one line: the name, its exit status and WANT; returns 0
 #                              when they match
 #   lab_ok_rows                `gemm` rows OK / not OK over every log so far
@@ -44,7 +44,7 @@ lab_wait_variants() {
 lab_run() { # expected status, name, command...
     local want=$1 name=$2 t=$SECONDS rc
     shift 2
-    timeout "$LAB_TIMEOUT" "$@" >"$LAB_LOGS/$name.log" 2>&1
+    timeout "$LAB_TIMEOUT" "$@" >"$LAB_LOGS/$name.log" 2>&1 </dev/null # mpirun would read a calling loop's input
     rc=$?
     printf '%-30s rc=%-3d want %d %4ds\n' "$name" "$rc" "$want" $((SECONDS - t))
     [ "$rc" -eq "$want" ]
