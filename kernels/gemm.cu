@@ -817,12 +817,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     continue;
                 }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
-#if WIDE_ABLATE_NO_LOAD
-                if (pt == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
-                if (pt == 0 && false) {
-#else
-                if (pt == 0) {
-#endif
+                if (WIDE_ABLATE_NO_LOAD && pt == 0) /* timing only: the stage only signalled */
+                    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
+                if (!WIDE_ABLATE_NO_LOAD && pt == 0) {
                     /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"

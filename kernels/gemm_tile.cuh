@@ -852,11 +852,8 @@ __device__ __forceinline__ void mm_tile_release_branch(mm_tile_pipe *p, int stag
     }
 }
 
-/* The same, lane 0's arrivals as predicated instructions in one asm statement (every lane
- * computes the addresses: uniform and cheap). Measured against the branch on one H200 (perf-notes,
- * thirty-first session): decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 /
- * GEMM2 64 rows 508 -> 503 / 274 -> 270), bench's modes equal. */
-/* The arrivals alone, on `empty`'s addresses in this CTA and (pair) in the peer's window. */
+/* Lane 0's arrivals on `empty`'s addresses in this CTA and (pair) in the peer's window, as
+ * predicated instructions in one asm statement. */
 __device__ __forceinline__ void mm_tile_release_at(unsigned local, unsigned remote, bool pair)
 {
     __syncwarp();
@@ -868,6 +865,10 @@ __device__ __forceinline__ void mm_tile_release_at(unsigned local, unsigned remo
                  ::"r"(threadIdx.x % 32), "r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
 }
 
+/* The same as mm_tile_release_branch, the arrivals predicated (every lane computes the addresses:
+ * uniform and cheap). Measured against the branch on one H200 (perf-notes, thirty-first session):
+ * decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 / GEMM2 64 rows 508 -> 503 /
+ * 274 -> 270), bench's modes equal. */
 __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
 {
 #ifdef MM_RING_AUDIT
