@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
-# mismatch, a command past its limit), lab_ok_rows over gemm logs, lab_pack's archive.
+# mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_pack's archive.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d)
@@ -14,6 +14,8 @@ expect "$(echo "$line" | awk '{print $1, $2, $4}')" "ok rc=0 0" "lab_run's line"
 lab_run 0 three sh -c 'echo out; exit 3' >/dev/null; rc=$?
 expect "$rc" 1 "lab_run of a status other than the wanted one"
 expect "$(cat "$LAB_LOGS/three.log")" "out" "lab_run's log"
+echo "the loop's next line" | { lab_run 0 reads cat >/dev/null; read -r rest; expect "$rest" "the loop's next line" "lab_run leaves its caller's input alone"; }
+expect "$(cat "$LAB_LOGS/reads.log")" "" "lab_run's command reads no input"
 line=$(lab_run 124 slow sleep 5); rc=$?
 expect "$rc" 0 "lab_run of a command past LAB_TIMEOUT, wanted 124"
 printf 'gemm1   64 x 4096 x 4096  2.0 128 146.3 14.7 3670.5 1e-06 1e-08 OK 487.3 3.33x 0\ngemm2   64 x 4096 x 2048  2.0 128  93.7 11.5 2865.2 1e-06 1e-08 BAD 387.0 4.13x 0\n# gemm1 a comment\n' >"$LAB_LOGS/rows.log"
