@@ -14,6 +14,11 @@
  *          before the next (the wide form's step; 152 registers a math thread)
  *   rs256  2 math warpgroups, 128 x 256, A by ldmatrix, B from shared memory in four 64-column
  *          quarters, two block sums in flight, each promoted as soon as it is done
+ *   ss256  the same with A from shared memory
+ *   rspipe rs256 with A double-buffered, the next block's first quarter issued before this block's
+ *          last is promoted (ptxas serializes its wgmmas, C7514: its figure is not the design's)
+ *   quad   4 math warpgroups, 256 x 128 (112 registers a math thread), each warpgroup's two
+ *          64-column halves retired in turn
  *
  * Each runs with no loads (the producer only signals its stages, filled once with random e4m3)
  * and with loads (thread 0 bulk-copies each stage's operand bytes from an L2-resident buffer of
