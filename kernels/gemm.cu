@@ -104,39 +104,6 @@ __device__ __forceinline__ void store_half_tma(const mm_grouped_gemm_args &g, ui
     }
 }
 
-/* store_half_tma from the FP32 accumulators, each pair converted and stored by one asm (the wide
- * form's deferred store runs while a block sum is in flight: no room for 32 packed registers
- * beside the accumulators and the block sum). */
-__device__ __forceinline__ void store_half_tma_acc(const mm_grouped_gemm_args &g, uint8_t *staging,
-                                                   const float acc[MM_TILE_ACC], int a_row0, int n0)
-{
-    /* the thread index read here, not hoisted: the box addresses held through the K loop beside
-     * the accumulators and the block sum spilled */
-    unsigned tid;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-    const int t = (int)tid - MM_PRODUCER_THREADS, wg = t / 128, lt = t % 128;
-    uint8_t *boxes = staging + wg * 2 * MM_OUT_BOX_BYTES;
-    if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    const int lane = lt % 32;
-    const unsigned base = (unsigned)__cvta_generic_to_shared(boxes) + mm_out_box_base((lt / 32) % 4, lane);
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2)
-        asm volatile("{\n\t.reg .b32 p;\n\tcvt.rn.bf16x2.f32 p, %2, %1;\n\tst.shared.b32 [%0], p;\n\t}"
-                     ::"r"(base + mm_out_box_step(lane, i)), "f"(acc[i]), "f"(acc[i + 1]) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    mm_named_barrier(GEMM_BAR_WARPGROUP + wg, 128);
-    if (lt == 0) {
-#pragma unroll
-        for (int bx = 0; bx < 2; bx++)
-            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
-                         ::"l"(g.out_map), "r"(n0 + 64 * bx), "r"(a_row0 + 64 * wg),
-                         "r"((unsigned)__cvta_generic_to_shared(boxes + bx * MM_OUT_BOX_BYTES))
-                         : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    }
-}
-
 /* A tile's valid rows of this math thread straight from its accumulators (BF16 or FP32). */
 __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp32, int n, const float acc[MM_TILE_ACC],
                                                           int rows, int a_row0, int n0)
@@ -610,17 +577,11 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
 #ifndef MM_WIDE_LEAN /* experiments: 0 waits and releases from the barriers' pointers */
 #define MM_WIDE_LEAN 1
 #endif
-#ifndef MM_WIDE_ELECT /* experiments: 0 picks the arriving lane by its index (a branch in the K loop) */
-#define MM_WIDE_ELECT 1
-#endif
 /* A full tile's stage release: on the addresses of `empty` in this CTA and the peer's computed
- * once (lean; the arriving lane elected, mm_tile_release_elect), else from the barrier's pointer
- * (a branch around lane 0's arrivals). */
+ * once (lean), else from the barrier's pointer (a branch around lane 0's arrivals). */
 __device__ __forceinline__ void wide_release(mm_tile_pipe *pipe, int st, unsigned empty0, unsigned empty_peer0)
 {
-#if MM_WIDE_LEAN && MM_WIDE_ELECT && !defined(MM_RING_AUDIT)
-    mm_tile_release_elect(empty0 + 8u * st, empty_peer0 + 8u * st, WIDE_PAIR_RELEASE);
-#elif MM_WIDE_LEAN && !defined(MM_RING_AUDIT)
+#if MM_WIDE_LEAN && !defined(MM_RING_AUDIT)
     mm_tile_release_at(empty0 + 8u * st, empty_peer0 + 8u * st, WIDE_PAIR_RELEASE);
 #else
     mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
@@ -726,37 +687,6 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
         mm_tile_promote(sc.t_lo, sc.t_hi, blk, acc);
         mm_ring_advance(ring);
     }
-}
-
-/* Deferred stores: a full tile's half that goes out by the tensor copies is written to its boxes
- * only once the next full tile's first K block is issued, so its conversion, box writes, proxy
- * fence and barriers run beside that block's MMAs (the three warpgroups end their items together,
- * and the tensor cores idled through all three epilogues). The accumulators stay live across the
- * issue: the K loop's own peak (accumulator and block sum), no more. A run of full tiles ends
- * with its store before any other path. Off (-DMM_WIDE_DEFER_STORE=0, experiments): each half
- * stored at its item's end. */
-#ifndef MM_WIDE_DEFER_STORE
-#define MM_WIDE_DEFER_STORE 1
-#endif
-typedef struct {
-    bool held;
-    int a_row0, n0;
-} wide_deferred;
-
-__device__ __forceinline__ void wide_store_deferred(const mm_grouped_gemm_args &g, uint8_t *staging,
-                                                   const float acc[MM_TILE_ACC], wide_deferred &d)
-{
-    if (!d.held) return;
-    store_half_tma_acc(g, staging, acc, d.a_row0, d.n0);
-    d.held = false;
-}
-
-/* Whether item `it` is a full tile with rows for math warpgroup wg (its 64 rows from 64 wg on):
- * one wgmma chain of 64 x 128 per K block, and the deferred stores. */
-__device__ __forceinline__ bool wide_full_for(const wide_item *it, int wg)
-{
-    const int rows = it->rows;
-    return !WIDE_ABLATE_LOADS_ONLY && it->cols != 2 && !wide_tile_narrow(rows) && rows > 64 * wg;
 }
 
 /* Whether warpgroup wg's half of a wide tile goes out by the tensor copies: all its 64 rows
@@ -942,10 +872,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
             float acc[MM_TILE_ACC]; /* zeroed at the first K block's promotion */
-            if (WIDE_ABLATE_LOADS_ONLY || (narrow ? wg == 2 : rows <= 64 * wg)) {
-                /* no rows for this warpgroup: only free the stages */
+            const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
+#if WIDE_ABLATE_LOADS_ONLY
+            if (true) {
+#else
+            if (narrow ? wg == 2 : rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
+#endif
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
                 if (grouped) group += kblocks / WIDE_GROUP; /* its scales are not read */
@@ -955,80 +888,62 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     mm_tile_release_branch(&pipe, ring.stage, WIDE_PAIR_RELEASE);
                     mm_ring_advance(ring);
                 }
-                mm_item_release(&items, n);
-                if (!WIDE_ABLATE_LOADS_ONLY || WIDE_ABLATE_NO_STORE) continue; /* none of its rows are the tile's */
-                wide_deferred now = {true, a_row0, n0}; /* timing only: the loads alone, then a tile's store */
-                if (wide_half_by_tma(g, rows, wg)) wide_store_deferred(g, staging, acc, now);
-                else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
             } else if (two) {
                 wide_two_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc);
                 mm_item_release(&items, n);
                 store_narrow_from_registers(g.out, g.out_fp32, g.n, acc, MM_TILE_ACC, rows, a_row0, n0 + MM_GEMM_BN * wg);
+                continue;
             } else if (narrow) {
                 float acc_n[MM_TILE_ACC / 2];
                 wide_narrow_consume(stages, &pipe, ring, scales_full, scale_slots, group, grouped, kblocks, rows, wg, acc_n);
                 mm_item_release(&items, n);
                 store_narrow_from_registers(g.out, g.out_fp32, g.n, acc_n, MM_TILE_ACC / 2, rows, a_row0, n0 + 64 * wg);
+                continue;
             } else {
-                /* a run of full tiles: while the next item is one too, its first K block carries
-                 * this one's store (wide_deferred). The run is its own loop so that the held
-                 * accumulators never meet the other paths (held across them, they spilled). */
-                wide_deferred held = {false, 0, 0};
-                int t_rows = rows, t_row0 = a_row0, t_n0 = n0;
                 const uint64_t da = mm_wgmma_desc(stages + wg * 64 * 128), db = mm_wgmma_desc(stages + WIDE_A_STAGE);
-                for (;;) {
-                    const float *slot_f = scale_slots;
-                    /* K block 0 apart (acc zeroed once its MMAs are issued): when it was peeled
-                     * ptxas predicated the loop's stage release instead of branching around it
-                     * with a reconvergence (BSSY/BSYNC) between each block's wgmma wait and its
-                     * promotion, 2-4% faster at 12288-49152 rows (perf-notes, thirtieth session);
-                     * by the thirty-seventh session the branch was back, and the lean release
-                     * (above) is what keeps it predicated now. Check the SASS after touching this
-                     * loop. */
-                    {
-                        const int st = ring.stage;
-                        const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
-                                                              grouped, 0, t_rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
-                        float blk[MM_TILE_ACC];
-                        mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
-                        wide_store_deferred(g, staging, acc, held); /* the previous tile's, beside these MMAs */
-                        MM_WGMMA_WAIT(0, 12);
-                        wide_release(&pipe, st, empty0, empty_peer0);
+                const float *slot_f = scale_slots;
+                /* K block 0 apart (acc zeroed once its MMAs are issued): when it was peeled ptxas
+                 * predicated the loop's stage release instead of branching around it with a
+                 * reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion,
+                 * 2-4% faster at 12288-49152 rows (perf-notes, thirtieth session); by the
+                 * thirty-seventh session the branch was back, and the lean release (above) is what
+                 * keeps it predicated now. Check the SASS after touching this loop. */
+                {
+                    const int st = ring.stage;
+                    const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
+                                                          grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
+                    float blk[MM_TILE_ACC];
+                    mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
+                    MM_WGMMA_WAIT(0, 12);
+                    wide_release(&pipe, st, empty0, empty_peer0);
 #pragma unroll
-                        for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-                        mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
-                        mm_ring_advance(ring);
-                    }
-                    for (int kb = 1; kb < kblocks; kb++) {
-                        const int st = ring.stage;
-                        const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
-                                                              grouped, kb, t_rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
-                        float blk[MM_TILE_ACC];
-                        mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
-                        MM_WGMMA_WAIT(0, 12);
-                        wide_release(&pipe, st, empty0, empty_peer0);
-                        mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
-                        mm_ring_advance(ring);
-                    }
-                    mm_item_release(&items, n);
-                    if (!WIDE_ABLATE_NO_STORE) {
-                        if (wide_half_by_tma(g, t_rows, wg)) held = {true, t_row0, t_n0};
-                        else store_rows_from_registers(g.out, g.out_fp32, g.n, acc, t_rows, t_row0, t_n0);
-                        if (!MM_WIDE_DEFER_STORE) wide_store_deferred(g, staging, acc, held);
-                    }
-                    /* the run goes on while the next item is a full tile for this warpgroup
-                     * (else the outer loop takes it, after this run's last store) */
-                    const wide_item *nx = &slot[(n + 1) & 1];
-                    const bool next_ready = mm_item_wait_ready(&items, n + 1, MM_STAGE_WAIT_NS);
-                    if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, next_ready && !nx->last && wide_full_for(nx, wg)))
-                        break;
-                    n++;
-                    t_rows = nx->rows;
-                    t_row0 = nx->a_row0;
-                    t_n0 = nx->n0;
+                    for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+                    mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
+                    mm_ring_advance(ring);
                 }
-                wide_store_deferred(g, staging, acc, held);
+                for (int kb = 1; kb < kblocks; kb++) {
+                    const int st = ring.stage;
+                    const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
+                                                          grouped, kb, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
+                    float blk[MM_TILE_ACC];
+                    mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
+                    MM_WGMMA_WAIT(0, 12);
+                    wide_release(&pipe, st, empty0, empty_peer0);
+                    mm_tile_promote(t.t_lo, t.t_hi, blk, acc);
+                    mm_ring_advance(ring);
+                }
             }
+            mm_item_release(&items, n);
+#if WIDE_ABLATE_NO_STORE
+            if (a_row0 >= 0) continue;
+#endif
+            if (!wide_half_by_tma(g, rows, wg)) {
+                store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
+                continue;
+            }
+            uint32_t packed[MM_TILE_ACC / 2];
+            pack_bf16(acc, packed);
+            store_half_tma(g, staging, packed, a_row0, n0);
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");

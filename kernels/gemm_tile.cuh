@@ -865,21 +865,6 @@ __device__ __forceinline__ void mm_tile_release_at(unsigned local, unsigned remo
                  ::"r"(threadIdx.x % 32), "r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
 }
 
-/* mm_tile_release_at with the arriving lane chosen by elect.sync: in the wide form's K loop
- * ptxas turned the lane-0 test back into a branch around the arrivals (BSSY/BSYNC between each
- * block's wgmma wait and its promotion); on elect's predicate it keeps them predicated. Call it
- * where the whole warp is converged (after a .sync.aligned wgmma wait): the elected lane is then
- * lane 0. */
-__device__ __forceinline__ void mm_tile_release_elect(unsigned local, unsigned remote, bool pair)
-{
-    asm volatile("{\n\t.reg .pred one, peer;\n\t"
-                 "elect.sync _|one, 0xffffffff;\n\t"
-                 "setp.ne.and.u32 peer, %0, 0, one;\n\t"
-                 "@one mbarrier.arrive.shared::cta.b64 _, [%1];\n\t"
-                 "@peer mbarrier.arrive.shared::cluster.b64 _, [%2];\n\t}"
-                 ::"r"((unsigned)pair), "r"(local), "r"(remote) : "memory");
-}
-
 /* The same as mm_tile_release_branch, the arrivals predicated (every lane computes the addresses:
  * uniform and cheap). Measured against the branch on one H200 (perf-notes, thirty-first session):
  * decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 / GEMM2 64 rows 508 -> 503 /
