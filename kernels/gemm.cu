@@ -729,8 +729,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     /* grouped: the scales by 16-byte copies every 4 K blocks (the copies' sources aligned), and
      * `full` waits for thread 0's TMAs alone; else each block's scales in its stage, copied by
      * the producer's 128 threads, which all arrive on `full` */
-    const bool grouped = MM_WIDE_GROUP_SCALES && kblocks % WIDE_GROUP == 0 && ((uintptr_t)g.a_scale & 15u) == 0 &&
-                         ((uintptr_t)g.w_scale & 15u) == 0;
+    const bool grouped = MM_WIDE_GROUP_SCALES && !g.wide_block_scales && kblocks % WIDE_GROUP == 0 &&
+                         ((uintptr_t)g.a_scale & 15u) == 0 && ((uintptr_t)g.w_scale & 15u) == 0;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
         mm_tile_pipe_init(&pipe, MM_WIDE_SOLO ? 1 : 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
@@ -1130,6 +1130,10 @@ static cudaLaunchConfig_t gemm_launch(int pairs, int ctas, cudaStream_t stream, 
 static int pairs_resident = 0, wide_pairs_resident = 0;
 /* the tile height asked for (mm_grouped_gemm_set_tile): MM_GEMM_TILE_AUTO or a form's */
 static int tile_asked = MM_GEMM_TILE_AUTO;
+/* the wide form's scale copies asked for (mm_grouped_gemm_set_wide_scales) */
+static int wide_scales_asked = MM_WIDE_SCALES_AUTO;
+/* 128 bytes of kernel parameters: a larger block changed ptxas's schedule of the whole kernel */
+static_assert(sizeof(mm_grouped_gemm_args) == 128, "the GEMM's arguments stay 128 bytes");
 
 /* Raises the kernel's shared-memory limit and measures how many CTA pairs fit; call once before
  * the first launch (and before any graph capture). */
@@ -1157,6 +1161,11 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 extern "C" void mm_grouped_gemm_set_tile(int rows)
 {
     tile_asked = rows;
+}
+
+extern "C" void mm_grouped_gemm_set_wide_scales(int mode)
+{
+    wide_scales_asked = mode;
 }
 
 extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, const int32_t *host_counts)
@@ -1187,6 +1196,7 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     if (wide) {
+        g.wide_block_scales = mm_wide_block_scales(wide_scales_asked, g.n, g.k);
         int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
 #ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
         pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;

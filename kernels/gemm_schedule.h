@@ -86,6 +86,22 @@ MM_HD void mm_prefix_chunk(int experts, int threads, int t, int *e0, int *e1)
 /* gemm --tile and the modes: 0 auto, or the tile height asked for */
 #define MM_GEMM_TILE_AUTO 0
 
+/* How the wide form copies its scales (gemm --wide-scales): four K blocks at a time into two slots
+ * beside the ring (group: a 16-byte copy a row, `full` counts the TMAs alone) or each block's into
+ * its stage (block: a 4-byte copy a row, 129 arrivals on `full`). Group needs K / 128 a multiple
+ * of 4 (every model shape); elsewhere it is block whatever is asked. */
+#define MM_WIDE_SCALES_AUTO 0
+#define MM_WIDE_SCALES_GROUP 1
+#define MM_WIDE_SCALES_BLOCK 2
+
+/* Whether a wide launch of N x K takes the per-block scales: `asked` forces one; auto is group. */
+MM_HD int mm_wide_block_scales(int asked, int n, int k)
+{
+    (void)n;
+    if ((k / MM_GEMM_BK) % 4 != 0) return 1;
+    return asked == MM_WIDE_SCALES_BLOCK;
+}
+
 /* The rows the wide form computes for an expert of c rows: its full 192-row tiles, and a last
  * tile of 64 (narrow, at most 64 rows) or 192. */
 MM_HD long long mm_wide_padded_rows(int c)

@@ -182,6 +182,8 @@ typedef struct {
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;
+    int wide_block_scales;     /* the wide form's scales a K block at a time (1) or 4 at a time (0): set by
+                                * mm_launch_grouped_gemm (mm_grouped_gemm_set_wide_scales); in rank's padding */
     const void *out_map;       /* mm_out_map_create(out, rows, N) for BF16 out, or NULL: rows stored from the registers */
 } mm_grouped_gemm_args;
 
@@ -207,6 +209,9 @@ cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_
 /* The tile height the next launches take: MM_GEMM_TILE_AUTO (0, the default), MM_GEMM_BM or
  * MM_WIDE_BM (gemm --tile; the wide form only where it can run). */
 void mm_grouped_gemm_set_tile(int rows);
+/* How the wide form's launches copy their scales: MM_WIDE_SCALES_AUTO (0, the default),
+ * MM_WIDE_SCALES_GROUP or MM_WIDE_SCALES_BLOCK (gemm --wide-scales; gemm_schedule.h). */
+void mm_grouped_gemm_set_wide_scales(int mode);
 /* The tile height a launch of these arguments takes (after mm_grouped_gemm_prepare). */
 int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *args, const int32_t *host_counts);
 /* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one

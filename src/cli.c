@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "gate.h"
 #include "report.h"
+#include "../kernels/gemm_schedule.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -28,7 +29,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY,
+    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY,
 };
 
 #define B (1u << CMD_BENCH)
@@ -99,6 +100,9 @@ static const struct {
     {"tile", 1, OPT_TILE, M, "auto|128|192",
      "tile height of our grouped GEMM: 128 x 128, the wide 192 x 128, or auto (192 where the experts average "
      ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
+    {"wide-scales", 1, OPT_WIDE_SCALES, M, "auto|group|block",
+     "how the wide form copies the scales: 4 K blocks at a time into slots beside the ring, or each K "
+     "block's into its stage (K / 128 not a multiple of 4: always block); auto: group (default auto)"},
     {"energy-ms", 1, OPT_ENERGY, B | M, "MS",
      "once everything is timed, run each timed row's calls back to back (gemm: ours, then cuBLASLt's loop; "
      "bench: each mode, ranks lined up) for MS ms between two steps of the GPU's NVML energy counter and "
@@ -323,6 +327,15 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         else if (strcmp(v, "192") == 0) o->tile = 192;
         else {
             mm_fmt(sub, sizeof sub, "expected auto, 128 or 192, got '%s'", v);
+            s = MM_USAGE;
+        }
+        break;
+    case OPT_WIDE_SCALES:
+        if (strcmp(v, "auto") == 0) o->wide_scales = MM_WIDE_SCALES_AUTO;
+        else if (strcmp(v, "group") == 0) o->wide_scales = MM_WIDE_SCALES_GROUP;
+        else if (strcmp(v, "block") == 0) o->wide_scales = MM_WIDE_SCALES_BLOCK;
+        else {
+            mm_fmt(sub, sizeof sub, "expected auto, group or block, got '%s'", v);
             s = MM_USAGE;
         }
         break;

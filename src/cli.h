@@ -63,6 +63,7 @@ typedef struct {
     int n_rows;
     int spread; /* mm_gemm_spread */
     int tile;   /* --tile: 0 auto, or 128 / 192 rows */
+    int wide_scales; /* --wide-scales: MM_WIDE_SCALES_AUTO / GROUP / BLOCK (gemm_schedule.h) */
     int energy_ms; /* --energy-ms: each kernel's back-to-back window for its joules (0: not measured) */
 } mm_options;
 

@@ -247,7 +247,7 @@ static mm_grouped_gemm_args case_args(const gemm_buffers *b, gemm_shape sh, int 
     mm_grouped_gemm_args g = {b->qa, b->sa, sh.gemm == 1 ? b->w1 : b->w2, sh.gemm == 1 ? b->w1_map : b->w2_map,
                               sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
-                              b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
+                              b->error_dev, b->abort_flag, 0, 0, b->out_map[sh.gemm - 1]};
     return g;
 }
 
@@ -453,6 +453,8 @@ static void gemm_fill_meta(mm_gemm_results *res, const mm_options *o, const stru
     mm_fmt(res->spread, sizeof res->spread, "%s",
            o->spread == MM_SPREAD_ROUTING ? "routing" : o->spread == MM_SPREAD_SKEWED ? "skewed" : "uniform");
     mm_fmt(res->tile, sizeof res->tile, "%s", o->tile == MM_WIDE_BM ? "192" : o->tile == MM_GEMM_BM ? "128" : "auto");
+    mm_fmt(res->wide_scales, sizeof res->wide_scales, "%s",
+           o->wide_scales == MM_WIDE_SCALES_BLOCK ? "block" : o->wide_scales == MM_WIDE_SCALES_GROUP ? "group" : "auto");
 }
 
 mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
@@ -469,6 +471,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     CUDA_TRY(cudaSetDevice(0));
     CUDA_TRY(mm_grouped_gemm_prepare());
     mm_grouped_gemm_set_tile(o->tile);
+    mm_grouped_gemm_set_wide_scales(o->wide_scales);
     struct cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
     int el = cfg->experts / o->ep, max_rows = 0;
@@ -557,6 +560,9 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
            mm_grouped_gemm_wide_claims() ? "each pair claiming its next items from a counter" : "in a fixed order",
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
+    printf("# wide scales: the wide form's scale copies, 4 K blocks at a time into slots beside the ring (group) or "
+           "each K block's into its stage (block; always where K / 128 is not a multiple of 4); --wide-scales %s "
+           "(auto: group)\n", res.wide_scales);
     printf("# MHz: the SM clock our kernel ran at over its calls in the timing loop (its CTAs' cycles over their "
            "time); a long GEMM runs power-capped below the boost clock, and its time follows the clock from run to run\n");
     /* NVML only when asked: without it the tool runs as before (no driver library needed) */

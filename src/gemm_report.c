@@ -87,6 +87,7 @@ mm_status gemm_report_json_write(const char *path, const mm_gemm_results *r)
     cJSON_AddStringToObject(meta, "tool", "gemm");
     cJSON_AddStringToObject(meta, "spread", r->spread);
     cJSON_AddStringToObject(meta, "tile", r->tile);
+    cJSON_AddStringToObject(meta, "wide_scales", r->wide_scales);
     cJSON_AddItemToObject(root, "meta", meta);
     cJSON *rows = cJSON_AddArrayToObject(root, "results");
     for (int i = 0; i < r->n; i++) cJSON_AddItemToArray(rows, row_json(&r->rows[i]));

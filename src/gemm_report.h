@@ -28,7 +28,7 @@ typedef struct {
 
 typedef struct {
     mm_meta meta;
-    char spread[32], tile[8]; /* --spread and --tile as asked */
+    char spread[32], tile[8], wide_scales[8]; /* --spread, --tile and --wide-scales as asked */
     int n, cap;
     mm_gemm_result *rows;
 } mm_gemm_results;

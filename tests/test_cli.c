@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../kernels/gemm_schedule.h"
 #include "test_util.h"
 
 static mm_status run(mm_options *o, char *err, int argc, const char *const *argv)
@@ -50,6 +51,18 @@ static void parses(void **state)
     assert_non_null(strstr(err, "auto, 128 or 192"));
     const char *gt3[] = {"megamoe", "bench", "--tile", "128"};
     assert_int_equal(run(&o, err, 4, gt3), MM_USAGE); /* a gemm option */
+    assert_int_equal(o.wide_scales, MM_WIDE_SCALES_AUTO); /* auto unless asked */
+    const char *ws[] = {"megamoe", "gemm", "--wide-scales", "block"};
+    assert_int_equal(run(&o, err, 4, ws), MM_OK);
+    assert_int_equal(o.wide_scales, MM_WIDE_SCALES_BLOCK);
+    const char *ws2[] = {"megamoe", "gemm", "--wide-scales", "group"};
+    assert_int_equal(run(&o, err, 4, ws2), MM_OK);
+    assert_int_equal(o.wide_scales, MM_WIDE_SCALES_GROUP);
+    const char *ws3[] = {"megamoe", "gemm", "--wide-scales", "stage"};
+    assert_int_equal(run(&o, err, 4, ws3), MM_USAGE);
+    assert_non_null(strstr(err, "auto, group or block"));
+    const char *ws4[] = {"megamoe", "check", "--wide-scales", "block"};
+    assert_int_equal(run(&o, err, 4, ws4), MM_USAGE); /* a gemm option */
     assert_int_equal(o.energy_ms, 0); /* no NVML readings unless asked */
     const char *en[] = {"megamoe", "gemm", "--energy-ms", "1000"};
     assert_int_equal(run(&o, err, 4, en), MM_OK);

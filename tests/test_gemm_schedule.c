@@ -236,6 +236,13 @@ static void tile_form_choice(void **state)
     assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 1, 32, n, small, 66), MM_WIDE_BM);  /* forced */
     assert_int_equal(mm_gemm_tile_rows(MM_WIDE_BM, 0, 32, n, even, 66), MM_GEMM_BM);   /* forced, cannot run */
     assert_int_equal(mm_gemm_tile_rows(MM_GEMM_BM, 1, 32, n, even, 66), MM_GEMM_BM);
+    /* the wide form's scale copies: forced either way where K / 128 is a multiple of 4, always
+     * per block elsewhere */
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_BLOCK, 4096, 4096), 1);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_GROUP, 4096, 2048), 0);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_GROUP, 4096, 640), 1);  /* 5 K blocks */
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 384), 1);   /* 3 K blocks */
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 4096), 0);
 }
 
 /* The banded order: every tile once, each expert's items still contiguous, every band's items on
