@@ -90,6 +90,6 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     MM_MARK(1);
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
                                f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out, f->act_map,
-                               comm->error, comm->abort_flag, comm->peers.rank, 0, f->out2_map};
+                               comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
     return mm_launch_grouped_gemm(g2, sm_count, max_rows, NULL, stream);
 }

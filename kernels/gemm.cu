@@ -712,6 +712,7 @@ __device__ __forceinline__ void store_narrow_from_registers(void *out, int out_f
     }
 }
 
+template <bool GROUPED>
 __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -726,11 +727,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
     const int col_tiles = g.n / MM_GEMM_BN, kblocks = g.k / MM_GEMM_BK;
-    /* grouped: the scales by 16-byte copies every 4 K blocks (the copies' sources aligned), and
-     * `full` waits for thread 0's TMAs alone; else each block's scales in its stage, copied by
-     * the producer's 128 threads, which all arrive on `full` */
-    const bool grouped = MM_WIDE_GROUP_SCALES && !g.wide_block_scales && kblocks % WIDE_GROUP == 0 &&
-                         ((uintptr_t)g.a_scale & 15u) == 0 && ((uintptr_t)g.w_scale & 15u) == 0;
+    /* grouped: the scales by 16-byte copies every 4 K blocks, and `full` waits for thread 0's
+     * TMAs alone; else each block's scales in its stage, copied by the producer's 128 threads,
+     * which all arrive on `full`. A template argument (the launcher checked K / 128 a multiple of
+     * 4 and the copies' sources aligned, mm_launch_grouped_gemm): compiled beside each other in one
+     * kernel, the two paths cost the per-block one 5-7% and the grouped one some too (perf-notes,
+     * thirty-eighth session). */
+    constexpr bool grouped = GROUPED && MM_WIDE_GROUP_SCALES;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
         mm_tile_pipe_init(&pipe, MM_WIDE_SOLO ? 1 : 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
@@ -1132,8 +1135,6 @@ static int pairs_resident = 0, wide_pairs_resident = 0;
 static int tile_asked = MM_GEMM_TILE_AUTO;
 /* the wide form's scale copies asked for (mm_grouped_gemm_set_wide_scales) */
 static int wide_scales_asked = MM_WIDE_SCALES_AUTO;
-/* 128 bytes of kernel parameters: a larger block changed ptxas's schedule of the whole kernel */
-static_assert(sizeof(mm_grouped_gemm_args) == 128, "the GEMM's arguments stay 128 bytes");
 
 /* Raises the kernel's shared-memory limit and measures how many CTA pairs fit; call once before
  * the first launch (and before any graph capture). */
@@ -1141,10 +1142,13 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
+    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel<true>, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
+    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel<false>, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
     e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
+    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
     if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
@@ -1155,7 +1159,8 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     if (e != cudaSuccess) return e;
     cfg.blockDim = dim3(WIDE_THREADS);
     cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
-    return cudaOccupancyMaxActiveClusters(&wide_pairs_resident, (const void *)grouped_gemm_wide_kernel, &cfg);
+    /* both forms: the same threads, registers and shared memory */
+    return cudaOccupancyMaxActiveClusters(&wide_pairs_resident, (const void *)grouped_gemm_wide_kernel<true>, &cfg);
 }
 
 extern "C" void mm_grouped_gemm_set_tile(int rows)
@@ -1196,7 +1201,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     if (wide) {
-        g.wide_block_scales = mm_wide_block_scales(wide_scales_asked, g.n, g.k);
         int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
 #ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
         pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;
@@ -1204,7 +1208,10 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
         cudaLaunchConfig_t cfg = gemm_launch(pairs, 0, stream, attr);
         cfg.blockDim = dim3(WIDE_THREADS);
         cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
-        return cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel, g);
+        const bool grouped = !mm_wide_block_scales(wide_scales_asked, g.n, g.k) && ((uintptr_t)g.a_scale & 15u) == 0 &&
+                             ((uintptr_t)g.w_scale & 15u) == 0;
+        return grouped ? cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<true>, g)
+                       : cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<false>, g);
     }
     cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);

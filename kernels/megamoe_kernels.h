@@ -182,8 +182,6 @@ typedef struct {
     mm_wait_error *error;
     uint32_t *abort_flag;
     int rank;
-    int wide_block_scales;     /* the wide form's scales a K block at a time (1) or 4 at a time (0): set by
-                                * mm_launch_grouped_gemm (mm_grouped_gemm_set_wide_scales); in rank's padding */
     const void *out_map;       /* mm_out_map_create(out, rows, N) for BF16 out, or NULL: rows stored from the registers */
 } mm_grouped_gemm_args;
 

@@ -33,7 +33,7 @@ END {
         for (i = 1; i <= len[q]; i++) {
             if (site[q, i] ~ /nvjet_/) lt++
             else if (site[q, i] ~ /Write access at mm_cp_async(4|16)\(/) cp++
-            else if (site[q, i] ~ /Read access at (mm_tile_wait_full|grouped_gemm_wide_kernel|wide_narrow_consume|wide_wait_block)\(/) rd++
+            else if (site[q, i] ~ /Read access at (void )?(mm_tile_wait_full|grouped_gemm_wide_kernel(<[^>]*>)?|wide_narrow_consume|wide_wait_block)\(/) rd++
             else if (site_unnamed(site[q, i])) unnamed++
         }
         if (lt == len[q]) continue

@@ -247,7 +247,7 @@ static mm_grouped_gemm_args case_args(const gemm_buffers *b, gemm_shape sh, int 
     mm_grouped_gemm_args g = {b->qa, b->sa, sh.gemm == 1 ? b->w1 : b->w2, sh.gemm == 1 ? b->w1_map : b->w2_map,
                               sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
-                              b->error_dev, b->abort_flag, 0, 0, b->out_map[sh.gemm - 1]};
+                              b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     return g;
 }
 
