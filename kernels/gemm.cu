@@ -570,8 +570,10 @@ __device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, 
  * once per CTA. From a pointer, each wait and release of a cluster launch read the CTA's cluster id
  * again (S2UR SR_CgaCtaId) on the path from one block's MMAs to the next block's, and ptxas had
  * turned the release back into a branch with a reconvergence (BSSY/BSYNC): the peeled block 0
- * below no longer got it predicated. Lean, the release is predicated and its address arithmetic
- * sits before the wgmma wait. Measured against -DMM_WIDE_LEAN=0, x 3 rounds in one call (perf-notes,
+ * below no longer got it predicated. Lean, the release's address arithmetic sits before the wgmma
+ * wait; the peeled block's release is predicated, the loop's (this nvcc) a branch around lane 0's
+ * arrivals again: elect.sync kept it predicated and measured even (thirty-eighth session), so
+ * the branch stays. Measured against -DMM_WIDE_LEAN=0, x 3 rounds in one call (perf-notes,
  * thirty-seventh session): Flash GEMM1 / GEMM2 at 12288 rows 361 / 202.6 -> 353.5 / 198.9 us, Pro
  * GEMM1 / GEMM2 at 12288 1052 / 547.7 -> 1037.8 / 542.3; 49152 rows within their spread. */
 #ifndef MM_WIDE_LEAN /* experiments: 0 waits and releases from the barriers' pointers */
@@ -730,9 +732,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     /* grouped: the scales by 16-byte copies every 4 K blocks, and `full` waits for thread 0's
      * TMAs alone; else each block's scales in its stage, copied by the producer's 128 threads,
      * which all arrive on `full`. A template argument (the launcher checked K / 128 a multiple of
-     * 4 and the copies' sources aligned, mm_launch_grouped_gemm): compiled beside each other in one
-     * kernel, the two paths cost the per-block one 5-7% and the grouped one some too (perf-notes,
-     * thirty-eighth session). */
+     * 4 and the copies' sources aligned, mm_launch_grouped_gemm; which one: gemm_schedule.h
+     * mm_wide_block_scales). Compiled beside each other in one kernel, the per-block path ran 5-7%
+     * slower than compiled alone (perf-notes, thirty-eighth session). */
     constexpr bool grouped = GROUPED && MM_WIDE_GROUP_SCALES;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
@@ -909,8 +911,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                  * predicated the loop's stage release instead of branching around it with a
                  * reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion,
                  * 2-4% faster at 12288-49152 rows (perf-notes, thirtieth session); by the
-                 * thirty-seventh session the branch was back, and the lean release (above) is what
-                 * keeps it predicated now. Check the SASS after touching this loop. */
+                 * thirty-seventh session the branch was back; lean (above) keeps block 0's release
+                 * predicated, the loop's is a branch again and elect.sync removing it measured even
+                 * (thirty-eighth session). Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,

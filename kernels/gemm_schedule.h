@@ -86,19 +86,26 @@ MM_HD void mm_prefix_chunk(int experts, int threads, int t, int *e0, int *e1)
 /* gemm --tile and the modes: 0 auto, or the tile height asked for */
 #define MM_GEMM_TILE_AUTO 0
 
-/* How the wide form copies its scales (gemm --wide-scales): four K blocks at a time into two slots
- * beside the ring (group: a 16-byte copy a row, `full` counts the TMAs alone) or each block's into
- * its stage (block: a 4-byte copy a row, 129 arrivals on `full`). Group needs K / 128 a multiple
- * of 4 (every model shape); elsewhere it is block whatever is asked. */
+/* How the wide form copies its scales (gemm --wide-scales; the kernel is compiled once for each):
+ * four K blocks at a time into two slots beside the ring (group: a 16-byte copy a row, `full`
+ * counts the TMAs alone) or each block's into its stage (block: a 4-byte copy a row, 129 arrivals
+ * on `full`). Group needs K / 128 a multiple of 4 (every model shape); elsewhere it is block
+ * whatever is asked. Auto is a measured choice, not a model: one H200, both forms in one call x 2
+ * (perf-notes, thirty-eighth session), block was 1-7% faster at Flash GEMM2, Pro GEMM1 and GEMM2
+ * (9216 and 49152 rows) and V3 GEMM2, group 3-4% faster at Flash GEMM1 (N 4096, K 4096; 12288 and
+ * 49152 rows) and even at V3 GEMM1 (N 4096, K 7168): group where N <= MM_WIDE_GROUP_MAX_N and
+ * K >= MM_WIDE_GROUP_MIN_K. */
 #define MM_WIDE_SCALES_AUTO 0
 #define MM_WIDE_SCALES_GROUP 1
 #define MM_WIDE_SCALES_BLOCK 2
+#define MM_WIDE_GROUP_MAX_N 4096
+#define MM_WIDE_GROUP_MIN_K 4096
 
-/* Whether a wide launch of N x K takes the per-block scales: `asked` forces one; auto is group. */
+/* Whether a wide launch of N x K takes the per-block scales: `asked` forces one, auto as above. */
 MM_HD int mm_wide_block_scales(int asked, int n, int k)
 {
-    (void)n;
     if ((k / MM_GEMM_BK) % 4 != 0) return 1;
+    if (asked == MM_WIDE_SCALES_AUTO) return !(n <= MM_WIDE_GROUP_MAX_N && k >= MM_WIDE_GROUP_MIN_K);
     return asked == MM_WIDE_SCALES_BLOCK;
 }
 

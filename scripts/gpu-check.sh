@@ -8,8 +8,8 @@
 #      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
-#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 and
-#      small-h640 on the wide form (narrow2 items, both scale paths), small-n2048 and Flash skewed
+#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 (both
+#      scale kernels) and small-h640 on the wide form (narrow2 items), small-n2048 and Flash skewed
 #      (the banded item order), Flash and Pro EP8 vs cuBLASLt, Flash's joules a call by NVML) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
 #      the GPUs' clocks, power and throttle reasons sampled while the benches run (gpu-clocks.csv)
@@ -100,13 +100,17 @@ if [ "$tools" != 0 ]; then
         # ordered by an mbarrier wait, not the kernel (docs/perf-notes.md, twenty-second and
         # twenty-third sessions).
         # the GEMM core's wide form (192 x 128 tiles in pairs), forced onto ragged small experts
-        # whose K / 128 is a multiple of 4 (its scales then come 4 K blocks at a time, as at every
-        # model shape; tiny's K takes the per-block path, run unsanitized below)
-        for tool in memcheck racecheck; do
-            expect_rc 0 sanitizer-$tool-gemm-wide $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
-                --report-api-errors no build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,37,300 --spread skewed --tile 192 --iters 1 --warmup 0
-            grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/sanitizer-$tool-gemm-wide.log" ||
-                { echo "  sanitizer-$tool-gemm-wide: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+        # whose K / 128 is a multiple of 4, in both of its kernels: the scales 4 K blocks at a
+        # time (group) and each block's in its stage (block; `auto` takes either by shape)
+        for scales in group block; do
+            for tool in memcheck racecheck; do
+                name=sanitizer-$tool-gemm-wide-$scales
+                expect_rc 0 $name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no \
+                    build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,37,300 --spread skewed --tile 192 \
+                    --wide-scales $scales --iters 1 --warmup 0
+                grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$logs/$name.log" ||
+                    { echo "  $name: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+            done
         done
         # the banded item order (bands of 8 column tiles inside an expert) over ragged experts with
         # more column tiles than a band: small-n2048's GEMM2 has 16, in both tile forms. memcheck
@@ -210,7 +214,9 @@ expect_rc 0 gemm-tiny-routing $mpi -np 1 build/megamoe gemm --config configs/tin
 # large, evenly padded counts: the Flash rows below from 12288)
 expect_rc 0 gemm-tiny-skewed-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
 expect_rc 0 gemm-tiny-routing-wide $mpi -np 1 build/megamoe gemm --config configs/tiny.json --ep 2 --rows 1,37,300,2000 --spread routing --routing rank-skew:0.9 --tile 192 --iters 3
-expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --iters 3
+# K / 128 = 4: both of the wide form's kernels (scales 4 K blocks at a time, or each block's)
+expect_rc 0 gemm-k512-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --wide-scales group --iters 3
+expect_rc 0 gemm-k512-skewed-wide-block $mpi -np 1 build/megamoe gemm --config tests/configs/small-k512.json --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --tile 192 --wide-scales block --iters 3
 # narrow2 items (a last tile of <= 64 rows on two column tiles) with each K block's scales in its
 # stage (K 640: 5 blocks, not a multiple of the 4-block groups); tiny above has the 64-column split
 expect_rc 0 gemm-h640-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-h640.json --ep 2 --rows 1,37,300,2000 --spread skewed --tile 192 --iters 3

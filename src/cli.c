@@ -102,7 +102,8 @@ static const struct {
      ">= 384 rows and 192-row tiles pad them at most 2% more) (default auto)"},
     {"wide-scales", 1, OPT_WIDE_SCALES, M, "auto|group|block",
      "how the wide form copies the scales: 4 K blocks at a time into slots beside the ring, or each K "
-     "block's into its stage (K / 128 not a multiple of 4: always block); auto: group (default auto)"},
+     "block's into its stage (K / 128 not a multiple of 4: always block); auto: group where N <= 4096 and "
+     "K >= 4096 (measured faster there), else block (default auto)"},
     {"energy-ms", 1, OPT_ENERGY, B | M, "MS",
      "once everything is timed, run each timed row's calls back to back (gemm: ours, then cuBLASLt's loop; "
      "bench: each mode, ranks lined up) for MS ms between two steps of the GPU's NVML energy counter and "

@@ -388,7 +388,8 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
                            .stats = s, .flops = flops, .weight_bytes = wbytes, .calc_diff = calc, .calc_diff_f32 = calc32,
                            .sm_mhz = mhz};
     mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
-    mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles", (double)rows / local_experts, tile);
+    mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles%s", (double)rows / local_experts, tile,
+           tile != MM_WIDE_BM ? "" : mm_wide_block_scales(o->wide_scales, sh.n, sh.k) ? ", block scales" : ", group scales");
     mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
 
     if (lt) {
@@ -562,7 +563,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
     printf("# wide scales: the wide form's scale copies, 4 K blocks at a time into slots beside the ring (group) or "
            "each K block's into its stage (block; always where K / 128 is not a multiple of 4); --wide-scales %s "
-           "(auto: group)\n", res.wide_scales);
+           "(auto: group where N <= %d and K >= %d, else block)\n", res.wide_scales, MM_WIDE_GROUP_MAX_N, MM_WIDE_GROUP_MIN_K);
     printf("# MHz: the SM clock our kernel ran at over its calls in the timing loop (its CTAs' cycles over their "
            "time); a long GEMM runs power-capped below the boost clock, and its time follows the clock from run to run\n");
     /* NVML only when asked: without it the tool runs as before (no driver library needed) */

@@ -242,7 +242,14 @@ static void tile_form_choice(void **state)
     assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_GROUP, 4096, 2048), 0);
     assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_GROUP, 4096, 640), 1);  /* 5 K blocks */
     assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 384), 1);   /* 3 K blocks */
+    /* auto at the model shapes: group for Flash GEMM1 and V3 GEMM1 (N 4096, K >= 4096), block
+     * for Flash GEMM2, Pro GEMM1 and GEMM2, V3 GEMM2 */
     assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 4096), 0);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 7168), 0);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 4096, 2048), 1);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 6144, 7168), 1);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 7168, 3072), 1);
+    assert_int_equal(mm_wide_block_scales(MM_WIDE_SCALES_AUTO, 7168, 2048), 1);
 }
 
 /* The banded order: every tile once, each expert's items still contiguous, every band's items on
