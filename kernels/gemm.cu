@@ -405,9 +405,10 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * claimed by the pair, -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
  * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
  * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
- * (TMA), issued by thread 0; every 4 K blocks the rows' and the weight block's scales for those
- * 4 (one 16-byte cp.async a row, all 128 threads) into one of two scale slots (where K / 128 is
- * not a multiple of 4: each block's scales into its stage, 4 bytes a row). Warpgroups 1-3 (math, 152
+ * (TMA), issued by thread 0; in grouped_gemm_wide_kernel<true> every 4 K blocks the rows' and the
+ * weight block's scales for those 4 (one 16-byte cp.async a row, all 128 threads) into one of two
+ * scale slots, in <false> each block's scales into its stage, 4 bytes a row (gemm_schedule.h
+ * mm_wide_block_scales picks; always <false> where K / 128 is not a multiple of 4). Warpgroups 1-3 (math, 152
  * registers) compute rows 64g..64g+63 of the tile for all 128 columns, each K block's four k32
  * wgmmas into a fresh block sum retired (stage freed, sum promoted) before the next block: the
  * registers hold one accumulator and one block sum, and three warpgroups keep the tensor cores
