@@ -29,7 +29,11 @@
  * Build and run on a GPU machine:
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/rs_tile_probe tests/gpu/rs_tile_probe.cu
  *   build/rs_tile_probe [K blocks per CTA, default 40000] [rs256 stages, default 4]
- *                       [1: only wide and quad, 2: only wide] [operand bytes: 0 modest, 1 any e4m3, 2 zeros] */
+ *                       [1: only wide and quad, 2: only wide] [operand bytes: 0 modest, 1 any e4m3, 2 zeros]
+ *                       [1: launched as 2-CTA clusters, as the wide GEMM is (each CTA still alone)]
+ * The last asks whether the cluster launch itself costs the wide GEMM some of its ~18% a clock
+ * below this step (perf-notes, thirty-eighth session: its skeleton without loads, stores or pair
+ * lockstep still runs as 2-CTA clusters). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@
 /* the operand bytes: 0 (default) random e4m3 with exponent field 5..9 (finite, modest), 1 any
  * e4m3 but NaN (every exponent: how quantized activations and weights spread), 2 zeros */
 __constant__ int fill_mode;
+static int launch_clusters = 0; /* host: launch as 2-CTA clusters (argv[5]) */
 
 __device__ __forceinline__ uint8_t random_e4m3(uint32_t i)
 {
@@ -441,7 +446,22 @@ static int run(const char *name, int ctas, int kblocks, const uint8_t *src, floa
     for (int rep = 0; rep < 4; rep++) {
         CK(cudaMemset(clk, 0, (2 + 2 * (size_t)ctas) * sizeof(unsigned long long)));
         CK(cudaEventRecord(a));
-        rs_probe_kernel<MODE, STAGES><<<ctas, threads, smem>>>(kblocks, src, out, clk);
+        if (launch_clusters) {
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            cfg.gridDim = dim3(ctas);
+            cfg.blockDim = dim3(threads);
+            cfg.dynamicSmemBytes = smem;
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = 2;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            CK(cudaLaunchKernelEx(&cfg, rs_probe_kernel<MODE, STAGES>, kblocks, src, out, clk));
+        } else {
+            rs_probe_kernel<MODE, STAGES><<<ctas, threads, smem>>>(kblocks, src, out, clk);
+        }
         CK(cudaGetLastError());
         CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
@@ -474,6 +494,8 @@ int main(int argc, char **argv)
     if (kblocks < 2 || kblocks % 2 || (rs_stages != 3 && rs_stages != 4)) return 1;
     const int only_quad = argc > 3 && atoi(argv[3]) == 1, only_wide = argc > 3 && atoi(argv[3]) == 2;
     const int fill = argc > 4 ? atoi(argv[4]) : 0;
+    launch_clusters = argc > 5 && atoi(argv[5]) == 1;
+    if (launch_clusters && sms % 2) return 1;
     CK(cudaMemcpyToSymbol(fill_mode, &fill, sizeof fill));
     fill_source<<<264, 256>>>(src, SRC_BYTES);
     CK(cudaGetLastError());
@@ -492,6 +514,6 @@ int main(int argc, char **argv)
                               run<3, 3>("rspipe", sms, kblocks, src, out, clk)))
             return 1;
     }
-    printf("rs_tile_probe: %d CTAs, %d K blocks each\n", sms, kblocks);
+    printf("rs_tile_probe: %d CTAs%s, %d K blocks each\n", sms, launch_clusters ? " in 2-CTA clusters" : "", kblocks);
     return 0;
 }
