@@ -1177,6 +1177,13 @@ extern "C" void mm_grouped_gemm_set_wide_scales(int mode)
     wide_scales_asked = mode;
 }
 
+extern "C" int mm_grouped_gemm_wide_block_scales(const mm_grouped_gemm_args *g)
+{
+    /* the grouped form's 16-byte copies need their sources aligned */
+    return mm_wide_block_scales(wide_scales_asked, g->n, g->k) || ((uintptr_t)g->a_scale & 15u) != 0 ||
+           ((uintptr_t)g->w_scale & 15u) != 0;
+}
+
 extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, const int32_t *host_counts)
 {
     return mm_gemm_tile_rows(tile_asked, g->a_map != NULL, g->experts, g->n, host_counts,
@@ -1212,10 +1219,8 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
         cudaLaunchConfig_t cfg = gemm_launch(pairs, 0, stream, attr);
         cfg.blockDim = dim3(WIDE_THREADS);
         cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
-        const bool grouped = !mm_wide_block_scales(wide_scales_asked, g.n, g.k) && ((uintptr_t)g.a_scale & 15u) == 0 &&
-                             ((uintptr_t)g.w_scale & 15u) == 0;
-        return grouped ? cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<true>, g)
-                       : cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<false>, g);
+        return mm_grouped_gemm_wide_block_scales(&g) ? cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<false>, g)
+                                                     : cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<true>, g);
     }
     cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
     return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);

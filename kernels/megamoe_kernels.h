@@ -210,6 +210,8 @@ void mm_grouped_gemm_set_tile(int rows);
 /* How the wide form's launches copy their scales: MM_WIDE_SCALES_AUTO (0, the default),
  * MM_WIDE_SCALES_GROUP or MM_WIDE_SCALES_BLOCK (gemm --wide-scales; gemm_schedule.h). */
 void mm_grouped_gemm_set_wide_scales(int mode);
+/* Whether a wide launch of these arguments copies each K block's scales (1) or 4 at a time (0). */
+int mm_grouped_gemm_wide_block_scales(const mm_grouped_gemm_args *args);
 /* The tile height a launch of these arguments takes (after mm_grouped_gemm_prepare). */
 int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *args, const int32_t *host_counts);
 /* How many 2-CTA clusters (sharing A blocks) a launch with N columns and `ctas` CTAs runs; 0: one

@@ -389,7 +389,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
                            .sm_mhz = mhz};
     mm_fmt(ours.mode, sizeof ours.mode, "gemm%d", sh.gemm);
     mm_fmt(ours.note, sizeof ours.note, "%.1f rows an expert, %d-row tiles%s", (double)rows / local_experts, tile,
-           tile != MM_WIDE_BM ? "" : mm_wide_block_scales(o->wide_scales, sh.n, sh.k) ? ", block scales" : ", group scales");
+           tile != MM_WIDE_BM ? "" : mm_grouped_gemm_wide_block_scales(&g) ? ", block scales" : ", group scales");
     mm_status rs = gemm_results_add(res, &ours, samples, o->iters);
 
     if (lt) {
