@@ -12,6 +12,8 @@
 #                              prints one line: the name, its exit status and WANT; returns 0
 #                              when they match
 #   lab_ok_rows                `gemm` rows OK / not OK over every log so far
+#   lab_show NAME SIDE [TAG]   each `gemm` row of NAME's log on one line: tag, side, the GEMM,
+#                              rows, us, TFLOP/s, MHz, TFLOP/s a MHz, status (A/B tables)
 #   lab_pack OUT               the logs into OUT/logs.tgz (few files come back from the device)
 LAB_LOGS=${LAB_LOGS:-/tmp/lab-logs}
 LAB_TIMEOUT=${LAB_TIMEOUT:-150}
@@ -54,6 +56,10 @@ lab_ok_rows() {
     local rows
     rows=$(cat "$LAB_LOGS"/*.log 2>/dev/null | grep -E '^gemm[12] ')
     echo "gemm rows OK: $(printf '%s\n' "$rows" | grep -c ' OK ')  not OK: $(printf '%s\n' "$rows" | grep -E '^gemm' | grep -vc ' OK ')"
+}
+
+lab_show() { # log name, side, [tag]
+    grep -E '^gemm[12] ' "$LAB_LOGS/$1.log" | awk -v v="$2" -v c="${3:-}" '{printf "%-5s %-5s %s %6s %8s us %7s TF/s %s MHz  %.3f TF/s a MHz %s\n", c, v, $1, $2, $9, $10, $15, ($15 > 0 ? $10 / $15 : 0), $14}'
 }
 
 lab_pack() { # out folder

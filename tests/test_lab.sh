@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
-# mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_pack's archive.
+# mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_show's
+# line, lab_pack's archive.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d)
@@ -20,8 +21,10 @@ line=$(lab_run 124 slow sleep 5); rc=$?
 expect "$rc" 0 "lab_run of a command past LAB_TIMEOUT, wanted 124"
 printf 'gemm1   64 x 4096 x 4096  2.0 128 146.3 14.7 3670.5 1e-06 1e-08 OK 487.3 3.33x 0\ngemm2   64 x 4096 x 2048  2.0 128  93.7 11.5 2865.2 1e-06 1e-08 BAD 387.0 4.13x 0\n# gemm1 a comment\n' >"$LAB_LOGS/rows.log"
 expect "$(lab_ok_rows)" "gemm rows OK: 1  not OK: 1" "lab_ok_rows"
+printf 'gemm2  49152 x  4096 x  2048   1536.0  192     702.2   1174.3    1528.1   0.00e+00  0.00e+00  OK    1637  866.0  1.23x  0.00e+00\n' >"$LAB_LOGS/ab.log"
+expect "$(lab_show ab block flash | tr -s ' ')" "flash block gemm2 49152 702.2 us 1174.3 TF/s 1637 MHz 0.717 TF/s a MHz OK" "lab_show"
 mkdir -p "$tmp/out" && lab_pack "$tmp/out"
 expect "$(tar tzf "$tmp/out/logs.tgz" | grep -c 'rows.log')" 1 "lab_pack's archive"
 rm -rf "$tmp"
-[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows and lab_pack as documented"
+[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show and lab_pack as documented"
 exit $fail
