@@ -449,7 +449,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
 /* The scales of 4 K blocks at a time (where K / 128 is a multiple of 4): per row 16 contiguous
  * bytes of its [K/128] scales, one cp.async each, into one of two slots beside the ring
  * ([193][4] floats: the tile's rows, then the weight block's 4 scales). */
-#define WIDE_GROUP 4
+#define WIDE_GROUP MM_WIDE_SCALE_GROUP /* the launcher's test of K (mm_wide_block_scales) reads the same */
 #define WIDE_SLOT_FLOATS ((MM_WIDE_BM + 1) * WIDE_GROUP)
 /* A narrow2 item (mm_wide_units: a narrow tile's <= 64 rows over two column tiles): its second
  * weight block in the A area after the 64 rows of A (a stage then as full as a 192-row tile's),

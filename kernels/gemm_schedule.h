@@ -95,6 +95,7 @@ MM_HD void mm_prefix_chunk(int experts, int threads, int t, int *e0, int *e1)
  * (9216 and 49152 rows) and V3 GEMM2, group 3-4% faster at Flash GEMM1 (N 4096, K 4096; 12288 and
  * 49152 rows) and even at V3 GEMM1 (N 4096, K 7168): group where N <= MM_WIDE_GROUP_MAX_N and
  * K >= MM_WIDE_GROUP_MIN_K. */
+#define MM_WIDE_SCALE_GROUP 4 /* K blocks a group's copies cover (gemm.cu WIDE_GROUP) */
 #define MM_WIDE_SCALES_AUTO 0
 #define MM_WIDE_SCALES_GROUP 1
 #define MM_WIDE_SCALES_BLOCK 2
@@ -104,7 +105,7 @@ MM_HD void mm_prefix_chunk(int experts, int threads, int t, int *e0, int *e1)
 /* Whether a wide launch of N x K takes the per-block scales: `asked` forces one, auto as above. */
 MM_HD int mm_wide_block_scales(int asked, int n, int k)
 {
-    if ((k / MM_GEMM_BK) % 4 != 0) return 1;
+    if ((k / MM_GEMM_BK) % MM_WIDE_SCALE_GROUP != 0) return 1;
     if (asked == MM_WIDE_SCALES_AUTO) return !(n <= MM_WIDE_GROUP_MAX_N && k >= MM_WIDE_GROUP_MIN_K);
     return asked == MM_WIDE_SCALES_BLOCK;
 }
