@@ -43,7 +43,7 @@ profile() { # name, kernel regex, command...
     head -14 $LAB_LOGS/stalls-$name.txt
 }
 profile probe rs_probe build/rs_tile_probe 4000 4 2 0 0
-profile a5solo grouped_gemm_wide mpirun --bind-to none -np 1 build/a5solo/megamoe gemm --config $cfg --ep 8 --rows 50688 --iters 1 --warmup 0 --tile 192
-profile main grouped_gemm_wide mpirun --bind-to none -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 12288 --iters 1 --warmup 0 --tile 192
+profile a5solo grouped_gemm_wide build/a5solo/megamoe gemm --config $cfg --ep 8 --rows 50688 --iters 1 --warmup 0 --tile 192
+profile main grouped_gemm_wide build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 12288 --iters 1 --warmup 0 --tile 192
 lab_pack $OUT
 echo "total $((SECONDS - t0)) s"
