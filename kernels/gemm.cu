@@ -604,49 +604,6 @@ __device__ __forceinline__ bool wide_tile_narrow(int rows)
     return MM_WIDE_NARROW && rows <= 64;
 }
 
-/* Experiment (off by default; thirty-ninth session): the math waits at every item's first block
- * for its scale slot and its stage (ncu: ~5% of the samples from 1 block in 32, every item, caches
- * flushed or not), as if an item's first touch of its rows and weight columns (L2, page tables)
- * costs more than the ring's lead. With -DMM_WIDE_PREFETCH=1 the producer, MM_WIDE_PREFETCH_AHEAD
- * blocks before its item's end, locates its next item and has L2 fetch that item's first
- * MM_WIDE_PREFETCH_BLOCKS K blocks of A and of the weights (TMA prefetch, thread 0) and its first
- * scale group's rows (every thread its rows). Nothing in shared memory, no barrier: only timing
- * can change. The fixed walk only (claims know the next item late). */
-#ifndef MM_WIDE_PREFETCH
-#define MM_WIDE_PREFETCH 0
-#endif
-#ifndef MM_WIDE_PREFETCH_AHEAD
-#define MM_WIDE_PREFETCH_AHEAD 8
-#endif
-#ifndef MM_WIDE_PREFETCH_BLOCKS
-#define MM_WIDE_PREFETCH_BLOCKS 2
-#endif
-#define WIDE_PREFETCH (MM_WIDE_PREFETCH && !MM_WIDE_CLAIMS && !MM_WIDE_SOLO)
-
-/* The producer's prefetch of item `item` (WIDE_PREFETCH): this CTA's share of what its loads of
- * the item's first blocks will read. */
-__device__ __forceinline__ void wide_prefetch_item(const mm_grouped_gemm_args &g, int item, int col_tiles, int kblocks,
-                                                   unsigned rank, const void *half_map, const void *rows64_map)
-{
-    const mm_wide_tile t = mm_wide_locate(wide_tile_start, g.experts, col_tiles, MM_GEMM_BAND, item);
-    const int a_row0 = g.row_offset[t.expert] + t.row_tile * MM_WIDE_BM;
-    int rows = g.row_count[t.expert] - t.row_tile * MM_WIDE_BM;
-    rows = rows < MM_WIDE_BM ? rows : MM_WIDE_BM;
-    const bool two = t.cols == 2, narrow = two || wide_tile_narrow(rows);
-    const int pt = mm_tid(), w_row0 = t.expert * g.n + t.col_tile * MM_GEMM_BN;
-    if (pt == 0) {
-        for (int kb = 0; kb < MM_WIDE_PREFETCH_BLOCKS && kb < kblocks; kb++) {
-            if (!narrow) mm_tile_tma_prefetch(half_map, kb, a_row0 + (MM_WIDE_BM / 2) * (int)rank);
-            else if (rank == 0) mm_tile_tma_prefetch(rows64_map, kb, a_row0);
-            mm_tile_tma_prefetch(g.w_map, kb, w_row0);
-            if (two) mm_tile_tma_prefetch(g.w_map, kb, w_row0 + MM_GEMM_BN);
-        }
-    }
-    /* the A scales' rows (each row's first group is one 16-byte piece of a line) */
-    if (pt < rows) asm volatile("prefetch.global.L2 [%0];" ::"l"(g.a_scale + (size_t)(a_row0 + pt) * kblocks));
-    if (pt + 128 < rows) asm volatile("prefetch.global.L2 [%0];" ::"l"(g.a_scale + (size_t)(a_row0 + pt + 128) * kblocks));
-}
-
 /* A math warpgroup's wait for K block kb of a wide tile (at a scale group's first block also for
  * the group's slot) and this thread's two rows' scales of it, a_scale * w_scale (0 past the
  * tile's rows): in the group's slot at [r][kb % 4], else in the stage. */
@@ -900,10 +857,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                     if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_WIDE_BM, s_w + kb);
                     if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + WIDE_B1_SCALE_ROW, s_w1 + kb);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-                }
-                if (WIDE_PREFETCH && kb == (kblocks > MM_WIDE_PREFETCH_AHEAD ? kblocks - MM_WIDE_PREFETCH_AHEAD : 0)) {
-                    const int next = 2 * mm_pair_walk_item(pair_index, (int)n + 1, pairs, MM_WIDE_ROTATE) + (int)rank;
-                    if (next < total) wide_prefetch_item(g, next, col_tiles, kblocks, rank, half_map, rows64_map);
                 }
                 mm_ring_advance(ring);
             }

@@ -596,15 +596,6 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
                  : "memory");
 }
 
-/* K block kb of a map's box at `row` fetched into L2 ahead of its load (no shared memory, no
- * barrier; the wide form's -DMM_WIDE_PREFETCH experiment: the next item's first blocks). */
-__device__ __forceinline__ void mm_tile_tma_prefetch(const void *map, int kb, int row)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(map), "r"(kb * MM_GEMM_BK),
-                 "r"(row)
-                 : "memory");
-}
-
 /* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)
  * into both CTAs' stages at the same offset `dst` (TMA multicast), counted on each CTA's `full`. */
 __device__ __forceinline__ void mm_tile_tma_a_multicast(uint8_t *dst, const void *map, int kb, int row, unsigned full)
