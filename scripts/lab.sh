@@ -14,6 +14,14 @@
 #   lab_ok_rows                `gemm` rows OK / not OK over every log so far
 #   lab_show NAME SIDE [TAG]   each `gemm` row of NAME's log on one line: tag, side, the GEMM,
 #                              rows, us, TFLOP/s, MHz, TFLOP/s a MHz, status (A/B tables)
+#   lab_ncu NAME KERNEL CACHE CMD...
+#                              Nsight Compute ($NCU, default /usr/local/cuda/bin/ncu) on CMD's first
+#                              launch of a kernel whose name matches the regex KERNEL, the caches
+#                              flushed before each pass (CACHE all) or not (none): into $LAB_LOGS,
+#                              NAME-sass.csv.gz (the SASS source table), NAME-stalls.txt
+#                              (scripts/ncu-stalls.py: offsets as cuobjdump prints them),
+#                              NAME-details.txt and NAME-raw.txt; prints the tensor pipe's active
+#                              share and the top stalls; 1 when no report came
 #   lab_pack OUT               the logs into OUT/logs.tgz (few files come back from the device)
 LAB_LOGS=${LAB_LOGS:-/tmp/lab-logs}
 LAB_TIMEOUT=${LAB_TIMEOUT:-150}
@@ -60,6 +68,25 @@ lab_ok_rows() {
 
 lab_show() { # log name, side, [tag]
     grep -E '^gemm[12] ' "$LAB_LOGS/$1.log" | awk -v v="$2" -v c="${3:-}" '{printf "%-5s %-5s %s %6s %8s us %7s TF/s %s MHz  %.3f TF/s a MHz %s\n", c, v, $1, $2, $9, $10, $15, ($15 > 0 ? $10 / $15 : 0), $14}'
+}
+
+lab_ncu() { # name, kernel regex, cache control, command...
+    local name=$1 kernel=$2 cache=$3 t=$SECONDS rc ncu=${NCU:-/usr/local/cuda/bin/ncu}
+    local rep=${TMPDIR:-/tmp}/lab-ncu-$1 # the report stays out of the packed logs (megabytes)
+    shift 3
+    timeout "$LAB_TIMEOUT" "$ncu" -k "regex:$kernel" -c 1 --cache-control "$cache" --section SpeedOfLight \
+        --section ComputeWorkloadAnalysis --section WarpStateStats --section SourceCounters -f -o "$rep" "$@" \
+        >"$LAB_LOGS/$name-run.log" 2>&1 </dev/null
+    rc=$?
+    printf '%-30s rc=%-3d ncu %4ds\n' "$name" "$rc" $((SECONDS - t))
+    [ -f "$rep.ncu-rep" ] || { tail -5 "$LAB_LOGS/$name-run.log"; return 1; }
+    "$ncu" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$LAB_LOGS/$name-sass.csv" 2>/dev/null
+    python3 scripts/ncu-stalls.py "$LAB_LOGS/$name-sass.csv" 40 >"$LAB_LOGS/$name-stalls.txt" 2>&1
+    gzip -f "$LAB_LOGS/$name-sass.csv"
+    "$ncu" -i "$rep.ncu-rep" --page details >"$LAB_LOGS/$name-details.txt" 2>&1
+    "$ncu" -i "$rep.ncu-rep" --page raw >"$LAB_LOGS/$name-raw.txt" 2>&1
+    echo "$name tensor pipe active: $(awk '$1 == "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active" {print $3 "%"}' "$LAB_LOGS/$name-raw.txt")"
+    head -8 "$LAB_LOGS/$name-stalls.txt"
 }
 
 lab_pack() { # out folder

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
 # mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_show's
-# line, lab_pack's archive.
+# line, lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d)
@@ -23,8 +23,32 @@ printf 'gemm1   64 x 4096 x 4096  2.0 128 146.3 14.7 3670.5 1e-06 1e-08 OK 487.3
 expect "$(lab_ok_rows)" "gemm rows OK: 1  not OK: 1" "lab_ok_rows"
 printf 'gemm2  49152 x  4096 x  2048   1536.0  192     702.2   1174.3    1528.1   0.00e+00  0.00e+00  OK    1637  866.0  1.23x  0.00e+00\n' >"$LAB_LOGS/ab.log"
 expect "$(lab_show ab block flash | tr -s ' ')" "flash block gemm2 49152 702.2 us 1174.3 TF/s 1637 MHz 0.717 TF/s a MHz OK" "lab_show"
+# lab_ncu against a stand-in for Nsight Compute: a report, its pages, and the lines printed
+cat >"$tmp/ncu" <<'FAKE'
+#!/usr/bin/env bash
+out= page=
+while [ $# -gt 0 ]; do
+    case "$1" in -o) out=$2; shift ;; --page) page=$2; shift ;; esac
+    shift
+done
+[ -n "$out" ] && { [ "${FAKE_NCU_FAIL:-0}" = 1 ] && { echo "==ERROR== no kernel profiled"; exit 9; }; : >"$out.ncu-rep"; exit 0; }
+case "$page" in
+source) cat tests/ncu/sass-sample.csv ;;
+raw) echo "  sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active      %      71.72" ;;
+*) echo "    Duration    us    1.00" ;;
+esac
+FAKE
+chmod +x "$tmp/ncu"
+out=$(NCU=$tmp/ncu TMPDIR=$tmp lab_ncu prof 'some_kernel' all true); rc=$?
+expect "$rc" 0 "lab_ncu with a report"
+expect "$(echo "$out" | grep 'tensor pipe')" "prof tensor pipe active: 71.72%" "lab_ncu's tensor pipe line"
+expect "$(echo "$out" | grep -c '^00020  60.0% ex=')" 1 "lab_ncu's top stall, at cuobjdump's offset"
+expect "$(ls "$LAB_LOGS" | grep -c '^prof-\(sass.csv.gz\|stalls.txt\|details.txt\|raw.txt\|run.log\)$')" 5 "lab_ncu's files"
+out=$(NCU=$tmp/ncu TMPDIR=$tmp FAKE_NCU_FAIL=1 lab_ncu noreport 'x' none true); rc=$?
+expect "$rc" 1 "lab_ncu without a report"
+expect "$(echo "$out" | grep -c 'no kernel profiled')" 1 "lab_ncu shows why"
 mkdir -p "$tmp/out" && lab_pack "$tmp/out"
 expect "$(tar tzf "$tmp/out/logs.tgz" | grep -c 'rows.log')" 1 "lab_pack's archive"
 rm -rf "$tmp"
-[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show and lab_pack as documented"
+[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show, lab_ncu and lab_pack as documented"
 exit $fail
