@@ -34,6 +34,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "comm.cuh"
 #include "gemm_schedule.h"
@@ -146,6 +147,42 @@ __device__ __forceinline__ void gemm_clock_end(const uint64_t start[2])
     atomicAdd(&gemm_clock_sum[0], (unsigned long long)(clock64() - start[0]));
     atomicAdd(&gemm_clock_sum[1], (unsigned long long)(now - start[1]));
 }
+
+/* An experiment build (-DMM_WIDE_TRACE=1, off by default; thirty-ninth session's Next): where an
+ * item's first K block is late in the wide form. Each CTA sums SM cycles (clock64, one SM's clock:
+ * the producer's and the math's stamps compare) over its items into shared memory, one owner
+ * thread a field (the producer's thread 0, math warpgroup 0's thread 0, full tiles only), and adds
+ * them into wide_trace_sum at its end; mm_grouped_gemm_clock_reset zeroes it, `megamoe gemm`
+ * prints each row's per-item means (mm_grouped_gemm_trace_format). The stamps of a block's issue
+ * are taken before the producer's expect_tx arrival, so the math's acquiring wait on `full`
+ * orders them before its read. Timing only: the outputs do not change. */
+#ifndef MM_WIDE_TRACE
+#define MM_WIDE_TRACE 0
+#endif
+enum {
+    WT_P_ITEMS,      /* producer: items */
+    WT_P_FREE,       /* its wait for the item slot (mm_item_wait_free) */
+    WT_P_LOCATE,     /* locate, the slot written, publish */
+    WT_P_EMPTY0,     /* block 0's wait for a free stage */
+    WT_P_EMPTYK,     /* the other blocks' waits for a free stage */
+    WT_M_ITEMS,      /* math warpgroup 0: full tiles */
+    WT_M_READY,      /* its wait for the item (ready flag, the warpgroup's barrier) */
+    WT_M_SLOT0,      /* block 0's wait for its scale slot (grouped; else 0) */
+    WT_M_FULL0,      /* block 0's wait for its stage, after the slot */
+    WT_M_LAT0,       /* block 0: the producer's issue to the math's wait done */
+    WT_M_LEAD0,      /* block 0: the producer's issue to the math's wait begun (negative: math first) */
+    WT_M_LATMID,     /* the same for block kblocks / 2 */
+    WT_M_LEADMID,
+    WT_M_WAITK,      /* the other blocks' waits (slot and stage) */
+    WT_M_EPILOGUE,   /* the item's release to its stores issued */
+    WT_FIELDS
+};
+#if MM_WIDE_TRACE
+static __device__ unsigned long long wide_trace_sum[WT_FIELDS];
+#define WIDE_TRACE(x) x
+#else
+#define WIDE_TRACE(x)
+#endif
 
 /* Thread 0 of a producer: the next claim; the tile is gridDim.x + the claim (each CTA's first
  * tile is blockIdx.x, no claim), added where it is read (gemm_walk), since an add here would wait
@@ -615,7 +652,8 @@ __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm
                                                        uint64_t *scales_full, const float *scale_slots,
                                                        const float *&slot_f, uint32_t &group, bool grouped, int kb,
                                                        int rows, int r_lo, int r_hi, int w_row = MM_WIDE_BM,
-                                                       unsigned full0 = 0, unsigned scales_full0 = 0)
+                                                       unsigned full0 = 0, unsigned scales_full0 = 0,
+                                                       long long *slot_done = NULL)
 {
     const int st = ring.stage;
     if (grouped && kb % WIDE_GROUP == 0) {
@@ -626,6 +664,7 @@ __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm
         slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
         group++;
     }
+    WIDE_TRACE(if (slot_done) *slot_done = clock64());
     if (full0) mm_mbar_wait_at(full0 + 8u * st, ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     else mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     MM_AUDIT_ENTER(st);
@@ -726,6 +765,10 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ __align__(8) uint64_t claim_full[2], claim_empty[2]; /* the pair's claims (pair_claim_post) */
     __shared__ int pair_claim[2], pair_taken;
     __shared__ uint64_t clock_start[2];
+#if MM_WIDE_TRACE
+    __shared__ long long trace[WT_FIELDS], trace_issue[2][2]; /* [item % 2][block 0, block kblocks / 2] */
+    if (threadIdx.x < WT_FIELDS) trace[threadIdx.x] = 0;
+#endif
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
@@ -766,7 +809,9 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         const int pairs = gemm_busy_pairs(total), pair_index = (int)blockIdx.x / 2;
         for (uint32_t n = 0, item;; n++) {
             wide_item *it = &slot[n & 1];
+            WIDE_TRACE(long long t_free = clock64());
             mm_item_wait_free(&items, n);
+            WIDE_TRACE(long long t_item = clock64());
             /* the fixed walk over the pairs kept busy, rotated each wave (gemm_schedule.h
              * mm_pair_walk_item; plain with -DMM_WIDE_ROTATE=0); a pair past them takes none */
             item = pair_index >= pairs ? (uint32_t)total
@@ -796,6 +841,13 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             mm_item_publish(&items, n);
             mm_inject_stall((int)item);
             const int pt = mm_tid();
+#if MM_WIDE_TRACE
+            if (pt == 0) {
+                trace[WT_P_ITEMS]++;
+                trace[WT_P_FREE] += t_item - t_free;
+                trace[WT_P_LOCATE] += clock64() - t_item;
+            }
+#endif
             const bool two = t.cols == 2, narrow = two || wide_tile_narrow(rows); /* two: 64 rows of A too */
             /* this thread's scale copies: row pt, and row pt + 128 for pt < 64 (rows past the
              * tile's are not loaded; the math gives them scale 0) */
@@ -813,10 +865,19 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 const bool group_start = grouped && kb % WIDE_GROUP == 0;
                 /* grouped, warps 1-3 act at a group's first block only (its slot is free once
                  * that block's stage is: the static_assert above) and do not poll the others */
+                WIDE_TRACE(const long long t_empty = clock64());
                 if (!grouped || pt < 32 || group_start) {
                     mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
                     MM_AUDIT_REFILL(st);
                 }
+#if MM_WIDE_TRACE
+                if (pt == 0) {
+                    const long long now = clock64();
+                    trace[kb == 0 ? WT_P_EMPTY0 : WT_P_EMPTYK] += now - t_empty;
+                    if (kb == 0) trace_issue[n & 1][0] = now;
+                    if (kb == kblocks / 2) trace_issue[n & 1][1] = now;
+                }
+#endif
                 /* once a wait of the CTA expired, no more loads (mm_tile_produce's give_up) */
                 if (*(volatile uint32_t *)&mm_stage_wait_expired) {
                     mm_ring_advance(ring);
@@ -873,10 +934,15 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         unsigned empty_peer0 = empty0;
         if (MM_WIDE_LEAN && WIDE_PAIR_RELEASE)
             asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(empty_peer0) : "r"(empty0), "r"(mm_cluster_rank() ^ 1u));
+#if MM_WIDE_TRACE
+        const bool tracer = mm_math_thread() == 0; /* warpgroup 0's thread 0 */
+#endif
         for (uint32_t n = 0;; n++) {
             const wide_item *it = &slot[n & 1];
+            WIDE_TRACE(const long long t_wait_item = clock64());
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last)) break;
+            WIDE_TRACE(const long long t_item = clock64());
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC]; /* zeroed at the first K block's promotion */
             const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
@@ -917,8 +983,29 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                  * (thirty-eighth session). Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
+#if MM_WIDE_TRACE
+                    long long t_slot = 0;
+                    const long long t_b0 = clock64();
+                    const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
+                                                          grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0,
+                                                          &t_slot);
+                    if (tracer) {
+                        const long long now = clock64(), issue = trace_issue[n & 1][0];
+                        trace[WT_M_ITEMS]++;
+                        trace[WT_M_READY] += t_item - t_wait_item;
+                        trace[WT_M_SLOT0] += t_slot - t_b0;
+                        trace[WT_M_FULL0] += now - t_slot;
+                        trace[WT_M_LAT0] += now - issue;
+                        trace[WT_M_LEAD0] += t_b0 - issue;
+                        if (kblocks / 2 == 0) {
+                            trace[WT_M_LATMID] += now - issue;
+                            trace[WT_M_LEADMID] += t_b0 - issue;
+                        }
+                    }
+#else
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
                                                           grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
+#endif
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
@@ -930,8 +1017,19 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 for (int kb = 1; kb < kblocks; kb++) {
                     const int st = ring.stage;
+                    WIDE_TRACE(const long long t_b = clock64());
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
                                                           grouped, kb, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
+#if MM_WIDE_TRACE
+                    if (tracer) {
+                        const long long now = clock64();
+                        trace[WT_M_WAITK] += now - t_b;
+                        if (kb == kblocks / 2) {
+                            trace[WT_M_LATMID] += now - trace_issue[n & 1][1];
+                            trace[WT_M_LEADMID] += t_b - trace_issue[n & 1][1];
+                        }
+                    }
+#endif
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
@@ -941,6 +1039,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
             }
             mm_item_release(&items, n);
+            WIDE_TRACE(const long long t_release = clock64());
 #if WIDE_ABLATE_NO_STORE
             if (a_row0 >= 0) continue;
 #endif
@@ -951,6 +1050,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             uint32_t packed[MM_TILE_ACC / 2];
             pack_bf16(acc, packed);
             store_half_tma(g, staging, packed, a_row0, n0);
+            WIDE_TRACE(if (tracer) trace[WT_M_EPILOGUE] += clock64() - t_release);
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -959,6 +1059,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
     if (threadIdx.x == 0) gemm_clock_end(clock_start);
+    WIDE_TRACE(if (threadIdx.x < WT_FIELDS) atomicAdd(&wide_trace_sum[threadIdx.x], (unsigned long long)trace[threadIdx.x]));
 }
 
 #define PREFIX_THREADS 128
@@ -1083,7 +1184,37 @@ extern "C" cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream)
 {
     void *sum = NULL;
     cudaError_t e = cudaGetSymbolAddress(&sum, gemm_clock_sum);
-    return e != cudaSuccess ? e : cudaMemsetAsync(sum, 0, sizeof gemm_clock_sum, stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(sum, 0, sizeof gemm_clock_sum, stream);
+#if MM_WIDE_TRACE
+    if (e == cudaSuccess) e = cudaGetSymbolAddress(&sum, wide_trace_sum);
+    if (e == cudaSuccess) e = cudaMemsetAsync(sum, 0, sizeof wide_trace_sum, stream);
+#endif
+    return e;
+}
+
+extern "C" cudaError_t mm_grouped_gemm_trace_format(cudaStream_t stream, char *buf, size_t size)
+{
+    if (size) buf[0] = '\0';
+#if MM_WIDE_TRACE
+    unsigned long long sum[WT_FIELDS];
+    cudaError_t e = cudaMemcpyFromSymbolAsync(sum, wide_trace_sum, sizeof sum, 0, cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess || sum[WT_P_ITEMS] == 0) return e; /* no wide launch since the reset */
+    long long v[WT_FIELDS];
+    for (int i = 0; i < WT_FIELDS; i++) v[i] = (long long)sum[i]; /* leads may be negative */
+    const double pi = v[WT_P_ITEMS] ? (double)v[WT_P_ITEMS] : 1.0, mi = v[WT_M_ITEMS] ? (double)v[WT_M_ITEMS] : 1.0;
+    snprintf(buf, size,
+             "SM cycles an item: producer (%lld items) slot %.0f, locate+publish %.0f, block 0's free stage %.0f, "
+             "the other blocks' %.0f; math (%lld full tiles) item %.0f, block 0 slot %.0f then stage %.0f, "
+             "block 0 issue->ready %.0f (issued %.0f before the math asked), mid block issue->ready %.0f (%.0f "
+             "before), the other blocks' waits %.0f, epilogue %.0f",
+             v[WT_P_ITEMS], v[WT_P_FREE] / pi, v[WT_P_LOCATE] / pi, v[WT_P_EMPTY0] / pi, v[WT_P_EMPTYK] / pi,
+             v[WT_M_ITEMS], v[WT_M_READY] / mi, v[WT_M_SLOT0] / mi, v[WT_M_FULL0] / mi, v[WT_M_LAT0] / mi,
+             v[WT_M_LEAD0] / mi, v[WT_M_LATMID] / mi, v[WT_M_LEADMID] / mi, v[WT_M_WAITK] / mi, v[WT_M_EPILOGUE] / mi);
+#else
+    (void)stream;
+#endif
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles,

@@ -222,6 +222,10 @@ int mm_grouped_gemm_pairs(int n, int ctas, int max_rows);
  * last reset (mm_clock_mhz turns them into the clock they ran at). */
 cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream);
 cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles, unsigned long long *ns);
+/* The wide form's item-boundary trace since mm_grouped_gemm_clock_reset, as one line of per-item
+ * means into buf: only in a build with -DMM_WIDE_TRACE=1 (an experiment); otherwise buf is left
+ * empty. */
+cudaError_t mm_grouped_gemm_trace_format(cudaStream_t stream, char *buf, size_t size);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */

@@ -367,6 +367,12 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times, samples);
     if (ls == MM_OK && (ce = mm_grouped_gemm_clock_read(st, &cycles, &ns)) != cudaSuccess) ls = MM_RUNTIME;
     if (ce != cudaSuccess) mm_error("gemm: the kernel's clock counter: %s", cudaGetErrorString(ce));
+    char trace[512];
+    if (ls == MM_OK && (ce = mm_grouped_gemm_trace_format(st, trace, sizeof trace)) != cudaSuccess) {
+        mm_error("gemm: the wide form's trace: %s", cudaGetErrorString(ce));
+        ls = MM_RUNTIME;
+    }
+    if (ls == MM_OK && trace[0]) printf("# wide trace gemm%d %d: %s\n", sh.gemm, rows, trace);
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");

@@ -6,11 +6,12 @@ set -u
 cd "$(dirname "$0")/.."
 NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
 fail=0
-# gemm.cu, fused.cu, and gemm.cu with the wide pairs' claims, both forms' rotated walks, solo pairs or
-# the wide loop from the barriers' pointers (-DMM_WIDE_CLAIMS=1, -DMM_WIDE_ROTATE=0 -DMM_GEMM_ROTATE=1,
-# -DMM_WIDE_SOLO=1, -DMM_WIDE_LEAN=0): experiments kept ready to measure
+# gemm.cu, fused.cu, and gemm.cu with the wide pairs' claims, both forms' rotated walks, solo pairs,
+# the wide loop from the barriers' pointers or the wide form's item trace (-DMM_WIDE_CLAIMS=1,
+# -DMM_WIDE_ROTATE=0 -DMM_GEMM_ROTATE=1, -DMM_WIDE_SOLO=1, -DMM_WIDE_LEAN=0, -DMM_WIDE_TRACE=1):
+# experiments kept ready to measure
 for build in kernels/gemm.cu kernels/fused.cu "kernels/gemm.cu -DMM_WIDE_CLAIMS=1" "kernels/gemm.cu -DMM_WIDE_ROTATE=0 -DMM_GEMM_ROTATE=1" \
-             "kernels/gemm.cu -DMM_WIDE_SOLO=1" "kernels/gemm.cu -DMM_WIDE_LEAN=0"; do
+             "kernels/gemm.cu -DMM_WIDE_SOLO=1" "kernels/gemm.cu -DMM_WIDE_LEAN=0" "kernels/gemm.cu -DMM_WIDE_TRACE=1"; do
     f=${build%% *}
     out=$("$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -I"${NCCL_HOME:-/usr/include}" \
           -Xptxas -v -c $build -o /dev/null 2>&1) || { echo "FAIL: $build does not compile"; echo "$out" | tail -5; fail=1; continue; }
@@ -34,5 +35,5 @@ for probe in tests/gpu/*_probe.cu; do
     out=$("$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -c "$probe" -o /dev/null 2>&1) ||
         { echo "FAIL: $probe does not compile"; echo "$out" | tail -5; fail=1; }
 done
-[ $fail -eq 0 ] && echo "ptxas: wgmma asynchronous and no spills in gemm.cu (default, claims, rotated walk, solo, pointer waits) and fused.cu; the probes compile"
+[ $fail -eq 0 ] && echo "ptxas: wgmma asynchronous and no spills in gemm.cu (default, claims, rotated walk, solo, pointer waits, item trace) and fused.cu; the probes compile"
 exit $fail
