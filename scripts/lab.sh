@@ -14,6 +14,12 @@
 #   lab_ok_rows                `gemm` rows OK / not OK over every log so far
 #   lab_show NAME SIDE [TAG]   each `gemm` row of NAME's log on one line: tag, side, the GEMM,
 #                              rows, us, TFLOP/s, MHz, TFLOP/s a MHz, status (A/B tables)
+#   lab_rounds ROUNDS "V1 V2 .." PREFIX ARGS...
+#                              an A/B: each variant's megamoe (main: build/megamoe, else
+#                              build/V/megamoe) with ARGS under one-rank mpirun, alternately, ROUNDS
+#                              times, each round in the reverse order of the one before: lab_run
+#                              as PREFIX-V-rR (wanting 0, or 1 for a variant named a<digit>.., the
+#                              ablations whose outputs are wrong by design), then lab_show
 #   lab_ncu NAME KERNEL CACHE CMD...
 #                              Nsight Compute ($NCU, default /usr/local/cuda/bin/ncu) on CMD's first
 #                              launch of a kernel whose name matches the regex KERNEL, the caches
@@ -68,6 +74,22 @@ lab_ok_rows() {
 
 lab_show() { # log name, side, [tag]
     grep -E '^gemm[12] ' "$LAB_LOGS/$1.log" | awk -v v="$2" -v c="${3:-}" '{printf "%-5s %-5s %s %6s %8s us %7s TF/s %s MHz  %.3f TF/s a MHz %s\n", c, v, $1, $2, $9, $10, $15, ($15 > 0 ? $10 / $15 : 0), $14}'
+}
+
+lab_rounds() { # rounds, variants, log prefix, megamoe arguments...
+    local rounds=$1 order=$2 prefix=$3 r v bin want
+    shift 3
+    for ((r = 1; r <= rounds; r++)); do
+        for v in $order; do
+            bin=${LAB_BIN_DIR:-build}/megamoe
+            [ "$v" = main ] || bin=${LAB_BIN_DIR:-build}/$v/megamoe
+            want=0
+            [[ $v =~ ^a[0-9] ]] && want=1
+            lab_run $want "$prefix-$v-r$r" ${LAB_LAUNCH-mpirun --bind-to none -np 1} "$bin" "$@"
+            lab_show "$prefix-$v-r$r" "$v" "r$r"
+        done
+        order=$(echo $order | tr ' ' '\n' | tac | tr '\n' ' ')
+    done
 }
 
 lab_ncu() { # name, kernel regex, cache control, command...

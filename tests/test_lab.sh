@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
 # mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_show's
-# line, lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive.
+# line, lab_rounds' order and expectations (against stand-in binaries), lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d)
@@ -23,6 +23,22 @@ printf 'gemm1   64 x 4096 x 4096  2.0 128 146.3 14.7 3670.5 1e-06 1e-08 OK 487.3
 expect "$(lab_ok_rows)" "gemm rows OK: 1  not OK: 1" "lab_ok_rows"
 printf 'gemm2  49152 x  4096 x  2048   1536.0  192     702.2   1174.3    1528.1   0.00e+00  0.00e+00  OK    1637  866.0  1.23x  0.00e+00\n' >"$LAB_LOGS/ab.log"
 expect "$(lab_show ab block flash | tr -s ' ')" "flash block gemm2 49152 702.2 us 1174.3 TF/s 1637 MHz 0.717 TF/s a MHz OK" "lab_show"
+# lab_rounds: variants alternately, reversed each round, each log's rows shown; an ablation (a5)
+# wants exit 1
+mkdir -p "$tmp/bin/pf" "$tmp/bin/a5"
+for b in megamoe pf/megamoe a5/megamoe; do
+    v=${b%/megamoe}; [ "$v" = megamoe ] && v=main
+    rc=0; [ "$v" = a5 ] && rc=1
+    printf '#!/bin/sh\necho "%s $*" >> %s/calls\necho "gemm1  12288 x  4096 x  4096    384.0  192     353.6   1166.1    1494.7   0.00e+00  0.00e+00  OK    1600  522.8  1.48x  0.00e+00"\nexit %s\n' \
+        "$v" "$tmp" "$rc" >"$tmp/bin/$b"
+    chmod +x "$tmp/bin/$b"
+done
+out=$(LAB_BIN_DIR=$tmp/bin LAB_LAUNCH= lab_rounds 2 "main pf a5" ab gemm --rows 12288)
+expect "$(cut -d' ' -f1 "$tmp/calls" | tr '\n' ' ')" "main pf a5 a5 pf main " "lab_rounds' order"
+expect "$(sed -n 1p "$tmp/calls")" "main gemm --rows 12288" "lab_rounds' arguments"
+expect "$(echo "$out" | grep -c 'want 0')" 4 "lab_rounds wants 0 of main and pf"
+expect "$(echo "$out" | grep -c 'a5-r[12] *rc=1 *want 1')" 2 "lab_rounds wants 1 of an ablation"
+expect "$(echo "$out" | grep '^r2 *pf' | tr -s ' ')" "r2 pf gemm1 12288 353.6 us 1166.1 TF/s 1600 MHz 0.729 TF/s a MHz OK" "lab_rounds shows each row"
 # lab_ncu against a stand-in for Nsight Compute: a report, its pages, and the lines printed
 cat >"$tmp/ncu" <<'FAKE'
 #!/usr/bin/env bash
@@ -50,5 +66,5 @@ expect "$(echo "$out" | grep -c 'no kernel profiled')" 1 "lab_ncu shows why"
 mkdir -p "$tmp/out" && lab_pack "$tmp/out"
 expect "$(tar tzf "$tmp/out/logs.tgz" | grep -c 'rows.log')" 1 "lab_pack's archive"
 rm -rf "$tmp"
-[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show, lab_ncu and lab_pack as documented"
+[ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show, lab_rounds, lab_ncu and lab_pack as documented"
 exit $fail

@@ -21,14 +21,7 @@ for m in flash pro; do
     lab_run 0 trace-$m build/trace/megamoe gemm --config configs/deepseek-v4-$m.json --ep 8 --rows 12288,49152 --iters 10 --tile 192
     grep -E "^# wide trace|^gemm[12] " "$LAB_LOGS/trace-$m.log" | cut -c1-400
 done
-for round in 1 2; do
-    if [ $round = 1 ]; then order="main trace"; else order="trace main"; fi
-    for v in $order; do
-        bin=build/megamoe; [ $v = main ] || bin=build/$v/megamoe
-        lab_run 0 flash-$v-r$round mpirun --bind-to none -np 1 $bin gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 12288,49152 --iters 10 --tile 192
-        lab_show flash-$v-r$round $v r$round
-    done
-done
+lab_rounds 2 "main trace" flash gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 12288,49152 --iters 10 --tile 192
 lab_ok_rows
 lab_pack $OUT
 echo "total $((SECONDS - t0)) s"
