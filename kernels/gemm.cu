@@ -983,12 +983,12 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                  * (thirty-eighth session). Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
-#if MM_WIDE_TRACE
-                    long long t_slot = 0;
-                    const long long t_b0 = clock64();
+                    long long t_slot = 0; /* the trace's stamp after block 0's slot wait */
+                    WIDE_TRACE(const long long t_b0 = clock64());
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
                                                           grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0,
-                                                          &t_slot);
+                                                          MM_WIDE_TRACE ? &t_slot : NULL);
+#if MM_WIDE_TRACE
                     if (tracer) {
                         const long long now = clock64(), issue = trace_issue[n & 1][0];
                         trace[WT_M_ITEMS]++;
@@ -1002,9 +1002,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                             trace[WT_M_LEADMID] += t_b0 - issue;
                         }
                     }
-#else
-                    const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
-                                                          grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
 #endif
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
@@ -1202,7 +1199,7 @@ extern "C" cudaError_t mm_grouped_gemm_trace_format(cudaStream_t stream, char *b
     if (e != cudaSuccess || sum[WT_P_ITEMS] == 0) return e; /* no wide launch since the reset */
     long long v[WT_FIELDS];
     for (int i = 0; i < WT_FIELDS; i++) v[i] = (long long)sum[i]; /* leads may be negative */
-    const double pi = v[WT_P_ITEMS] ? (double)v[WT_P_ITEMS] : 1.0, mi = v[WT_M_ITEMS] ? (double)v[WT_M_ITEMS] : 1.0;
+    const double pi = (double)v[WT_P_ITEMS], mi = v[WT_M_ITEMS] ? (double)v[WT_M_ITEMS] : 1.0;
     snprintf(buf, size,
              "SM cycles an item: producer (%lld items) slot %.0f, locate+publish %.0f, block 0's free stage %.0f, "
              "the other blocks' %.0f; math (%lld full tiles) item %.0f, block 0 slot %.0f then stage %.0f, "
@@ -1277,14 +1274,16 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
     if (e != cudaSuccess) return e;
-    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel<true>, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
-    if ((e = mm_regs_split_ok((const void *)grouped_gemm_wide_kernel<false>, WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
     e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
-    if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_wide_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
-    if (e != cudaSuccess || MM_GEMM_CLUSTER < 2) return e;
+    /* the wide form's two kernels (its scale paths): the same threads, registers and shared memory */
+    const void *wide_kernels[2] = {(const void *)grouped_gemm_wide_kernel<true>, (const void *)grouped_gemm_wide_kernel<false>};
+    for (int i = 0; i < 2; i++) {
+        if ((e = mm_regs_split_ok(wide_kernels[i], WIDE_LAUNCH_REGS)) != cudaSuccess) return e;
+        e = cudaFuncSetAttribute(wide_kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
+        if (e != cudaSuccess) return e;
+    }
+    if (MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
@@ -1294,8 +1293,7 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     if (e != cudaSuccess) return e;
     cfg.blockDim = dim3(WIDE_THREADS);
     cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
-    /* both forms: the same threads, registers and shared memory */
-    return cudaOccupancyMaxActiveClusters(&wide_pairs_resident, (const void *)grouped_gemm_wide_kernel<true>, &cfg);
+    return cudaOccupancyMaxActiveClusters(&wide_pairs_resident, wide_kernels[0], &cfg);
 }
 
 extern "C" void mm_grouped_gemm_set_tile(int rows)
