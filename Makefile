@@ -14,7 +14,19 @@ CJSON_HOME ?= /usr
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CC := gcc
 CXX ?= g++
-NP ?= $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)
+# Open MPI refuses root without these; CI and the GPU machines run as root, and a user's
+# `make test` must work exactly as typed. Exported to every recipe (the tests' mpirun lines too).
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+# `make run`: one rank per local GPU. Counted (and refused without one) before anything is built
+# or installed, so a machine without a GPU gets one line instead of mpirun's complaints.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+  NP ?= $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU'; true)
+  ifeq ($(strip $(NP)),0)
+    $(error megamoe: error: make run: no NVIDIA GPU found (nvidia-smi lists none); bench needs one GPU per rank, plan and gate run without one)
+  endif
+endif
 
 ifeq ($(NCCL_HOME),)
   ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
@@ -63,7 +75,7 @@ BUILD := build
 PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
             src/cli.c src/datagen_host.c src/gate.c src/reference.c src/scenarios.c src/lt_layout.c \
             src/gemm_report.c src/power.c
-HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/selftest.c src/main.c
+HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/selftest.c src/version.c src/main.c
 CU_SRC := $(wildcard kernels/*.cu)
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)
@@ -135,8 +147,7 @@ test-deps:
 # The main job: all local GPUs, the default config (deepseek-v4-flash).
 run: deps
 	$(MAKE) --no-print-directory all
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 \
-	  mpirun -np $(NP) --bind-to none $(BUILD)/megamoe bench
+	NCCL_NVLS_ENABLE=0 mpirun -np $(NP) --bind-to none $(BUILD)/megamoe bench
 
 # ---- CPU tests (no GPU needed) --------------------------------------------------------------
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -206,10 +217,14 @@ test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/f
 	  test -s $(BUILD)/plot-test/floor_ratio.png
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
-# Plots of a results file: make plots RESULTS=results/h200-ep2/deepseek-v4-flash.json
+# Plots of a results file: make plots RESULTS=results/h200-ep2/deepseek-v4-flash.json [PLOTS=dir].
+# They go under build/ unless PLOTS names a folder: reading a results file leaves the tree clean
+# (the committed plots are refreshed on purpose, PLOTS=results/.../NAME-plots).
 RESULTS ?= results/h200-ep2/deepseek-v4-flash.json
+PLOTS ?= $(BUILD)/plots/$(basename $(notdir $(RESULTS)))
 plots:
-	/usr/bin/python3 scripts/plot.py $(RESULTS) $(patsubst %.json,%-plots,$(RESULTS))
+	/usr/bin/python3 scripts/plot.py $(RESULTS) $(PLOTS)
+	@echo "plots of $(RESULTS) in $(PLOTS)"
 
 # ---- GPU checks (on a machine with GPUs) -----------------------------------------------------
 test-gpu: all

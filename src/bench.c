@@ -578,7 +578,7 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
         b->mode_sym[m] = MM_SYM_HEAD_BYTES + sym;
         sym += (ops->sym_bytes(cfg, world, b->mode_max[m]) + 4095) / 4096 * 4096;
     }
-    if (s == MM_OK) s = runtime_init(&b->rt, o->timeout_ms, sym);
+    if (s == MM_OK) s = runtime_init(&b->rt, "bench", o->timeout_ms, sym);
     watchdog_disarm();
     mm_runtime *rt = &b->rt;
     char err[512];

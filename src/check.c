@@ -418,6 +418,44 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
     return json_write_atomic(path, root);
 }
 
+/* The scenario table as Markdown: the text table's columns, every note a row of its own. */
+static mm_status write_markdown(const char *path, const mm_meta *meta, const scenario_result *r, int n,
+                                double tol, const char *summary)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        mm_error("markdown %s: cannot write", path);
+        return MM_USAGE;
+    }
+    fprintf(f, "### megamoe check: EP %d, %s, %s, seed %llu, bound calc_diff <= %.1e\n\n", meta->ep, meta->gpu,
+            meta->git_rev, (unsigned long long)meta->seed, tol);
+    fprintf(f, "| scenario | shape | tokens | routing | reference | max_diff | fused | normal | ll | fused=ll |\n"
+               "|---|---|---|---|---|---:|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        char a[32], m0[32], m1[32], m2[32], md[24] = "-", bits[24] = "-";
+        if (r[i].ref.status == ROW_OK || r[i].ref.status == ROW_FAIL) mm_fmt(md, sizeof md, "%.2e", r[i].ref.max_abs);
+        if (r[i].fused_ll_diff == 0) mm_fmt(bits, sizeof bits, "same");
+        else if (r[i].fused_ll_diff > 0) mm_fmt(bits, sizeof bits, "FAIL %lld", r[i].fused_ll_diff);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r[i].sc->name, r[i].shape, r[i].tokens,
+                r[i].sc->routing, cell_text(&r[i].ref, a, sizeof a), md, cell_text(&r[i].mode[MODE_FUSED], m0, sizeof m0),
+                cell_text(&r[i].mode[MODE_NORMAL], m1, sizeof m1), cell_text(&r[i].mode[MODE_LL], m2, sizeof m2), bits);
+    }
+    fprintf(f, "\n%s\n", summary);
+    for (int i = 0; i < n; i++) {
+        const cell *cells[4] = {&r[i].ref, &r[i].mode[0], &r[i].mode[1], &r[i].mode[2]};
+        const char *labels[4] = {"reference", "fused", "normal", "ll"};
+        for (int c = 0; c < 4; c++)
+            if (row_status_exit(cells[c]->status) != MM_OK)
+                fprintf(f, "- %s, %s: %s\n", r[i].sc->name, labels[c],
+                        cells[c]->note[0] ? cells[c]->note : row_status_name(cells[c]->status));
+    }
+    if (fclose(f) != 0) {
+        mm_error("markdown %s: cannot write", path);
+        return MM_USAGE;
+    }
+    return MM_OK;
+}
+
 mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
 {
     (void)cfg; /* the scenarios carry their own shapes, the model ones included */
@@ -427,7 +465,7 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
     watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
     int rank = 0, world = 1;
     mm_status s = mpi_start(&rank, &world);
-    if (s == MM_OK) s = runtime_init(rt, o->timeout_ms, scenarios_sym_bytes(o, world));
+    if (s == MM_OK) s = runtime_init(rt, "check", o->timeout_ms, scenarios_sym_bytes(o, world));
     watchdog_disarm();
     int n = 0, failed = 0, passed = 0, skipped = 0;
     mm_status worst = MM_OK; /* the worst cell, for the exit code */
@@ -486,10 +524,13 @@ mm_status check_main(const mm_options *o, const mm_config *cfg, int argc, char *
         }
     }
     if (s == MM_OK && rt->rank == 0) {
-        printf("check: %d scenarios: %d passed, %d failed, %d skipped (no reference or mode ran)\n",
+        char summary[160];
+        mm_fmt(summary, sizeof summary, "check: %d scenarios: %d passed, %d failed, %d skipped (no reference or mode ran)",
                n, passed, failed, skipped);
+        printf("%s\n", summary);
         if (n == 0) mm_error("check: no scenario matches --filter '%s'", o->filter);
         if (o->json_path[0]) s = write_json(o->json_path, &meta, results, n);
+        if (s == MM_OK && o->markdown_path[0]) s = write_markdown(o->markdown_path, &meta, results, n, o->tol, summary);
     }
     if (s == MM_OK && failed) s = mm_worse(MM_FAIL, worst); /* a TIMEOUT exits 4, as in bench */
     if (s == MM_OK && n == 0) s = MM_USAGE;

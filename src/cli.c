@@ -29,7 +29,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY,
+    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION,
 };
 
 #define B (1u << CMD_BENCH)
@@ -49,17 +49,17 @@ static const struct {
 } flags[] = {
     {"config", 1, OPT_CONFIG, B | C | P | S | M, "FILE", "model config JSON (default " MM_DEFAULT_CONFIG ")"},
     {"batches", 1, OPT_BATCHES, B | P, "LIST",
-     "tokens per rank: 1,8,64 or 1:8192:x2 or 0:64:+16 (default: config's list, else 1:8192:x2)"},
+     "tokens per rank, each >= 1: 1,8,64 or 1:8192:x2 (geometric) or 16:64:+16 (arithmetic) (default: config's list, else 1:8192:x2)"},
     {"modes", 1, OPT_MODES, B | C, "LIST", "fused,normal,ll (default all)"},
-    {"warmup", 1, OPT_WARMUP, B | M, "N", "untimed iterations per (mode, batch) (default 5)"},
-    {"iters", 1, OPT_ITERS, B | M, "N", "timed iterations per (mode, batch) (default 30)"},
+    {"warmup", 1, OPT_WARMUP, B | M, "N", "untimed iterations before each timed row (default 5)"},
+    {"iters", 1, OPT_ITERS, B | M, "N", "timed iterations of each row (default 30)"},
     {"routing", 1, OPT_ROUTING, B | P | M, "NAME[:P]",
      "uniform, balanced, zipf:S, hot, rank-skew:F, masked:F, deepseek (default: config's, else "
      "uniform)"},
     {"seed", 1, OPT_SEED, B | C | S | M | P, "N", "seed of all generated data (default 1)"},
     {"json", 1, OPT_JSON, B | C | M, "FILE",
      "write results as JSON (bench, gemm: " MM_RESULTS_SCHEMA ", which gate reads; check: megamoe.check/1)"},
-    {"markdown", 1, OPT_MARKDOWN, B | G, "FILE", "write the tables as Markdown"},
+    {"markdown", 1, OPT_MARKDOWN, B | C | G, "FILE", "write the tables as Markdown"},
     {"graph", 1, OPT_GRAPH, B, "on|off", "time CUDA-graph replays where a mode allows (default off)"},
     {"l2-flush", 1, OPT_L2FLUSH, B | M, "on|off|clean",
      "flush L2 before each timed iteration: on writes over 2.5x the L2 (as the peers' tests do; the "
@@ -86,8 +86,8 @@ static const struct {
     {"tol", 1, OPT_TOL, C | M, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
     {"baseline", 1, OPT_BASELINE, G, "FILE", "results JSON to compare against (required)"},
     {"current", 1, OPT_CURRENT, G, "FILE", "results JSON of the run under test (required)"},
-    {"max-slowdown", 1, OPT_MAXSLOW, G, "PCT", "fail on a SLOWER row slower by more (default 5%)"},
-    {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME (default 1%)"},
+    {"max-slowdown", 1, OPT_MAXSLOW, G, "PCT", "fail on a SLOWER row slower by more, 0.1%..50% (default 5%)"},
+    {"min-gap", 1, OPT_MINGAP, G, "PCT", "smaller differences are SAME, 0%..20% and at most --max-slowdown (default 1%)"},
     {"ignore-device", 0, OPT_IGNOREDEV, G, NULL, "compare across GPU models and EP sizes"},
     {"relative-to", 1, OPT_RELATIVE, G, "MODE",
      "judge the other modes by their time over MODE's at the same batch (machine drift cancels); "
@@ -110,6 +110,8 @@ static const struct {
      "report joules a call, mean watts and the power cap's share (bench: summed over the ranks) (0 or "
      "200..600000: the counter steps every ~100 ms; default 0: off)"},
     {"help", 0, OPT_HELP, B | C | P | S | G | M, NULL, "this help"},
+    {"version", 0, OPT_VERSION, B | C | P | S | G | M, NULL,
+     "the revision this binary was built from, and its CUDA, NCCL and MPI versions"},
 };
 
 #undef B
@@ -126,7 +128,7 @@ void cli_usage(FILE *f, int cmd)
                    "commands:\n");
         for (int c = 0; c < CMD_COUNT; c++)
             fprintf(f, "  %-6s %s\n", command_names[c], command_help[c]);
-        fprintf(f, "\n'megamoe <command> --help' lists a command's options.\n"
+        fprintf(f, "\n'megamoe <command> --help' lists a command's options; 'megamoe --version' the build's versions.\n"
                    "exit codes: 0 ok, 1 check or gate failed, 2 usage or config error,\n"
                    "            3 CUDA/NCCL/MPI error, 4 timeout\n");
         return;
@@ -170,8 +172,8 @@ static void defaults(mm_options *o)
     memcpy(o->rows, default_rows, sizeof default_rows);
 }
 
-/* "5%", "5" (percent) -> 0.05 */
-static mm_status parse_percent(const char *v, double *out, char *err, size_t errlen)
+/* "5%", "5" (percent, in [lo, hi]) -> 0.05 */
+static mm_status parse_percent(const char *v, double lo, double hi, double *out, char *err, size_t errlen)
 {
     char tmp[64];
     size_t n = strlen(v);
@@ -182,7 +184,7 @@ static mm_status parse_percent(const char *v, double *out, char *err, size_t err
     memcpy(tmp, v, n + 1);
     if (tmp[n - 1] == '%') tmp[n - 1] = '\0';
     double pct;
-    MM_TRY(parse_double(tmp, 0.0, 1000.0, &pct, err, errlen));
+    MM_TRY(parse_double(tmp, lo, hi, &pct, err, errlen));
     *out = pct / 100.0;
     return MM_OK;
 }
@@ -285,8 +287,9 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         s = parse_double(v, 0.0, MM_DEFAULT_TOL, &d, sub, sizeof sub);
         o->tol = d;
         break;
-    case OPT_MAXSLOW: s = parse_percent(v, &o->max_slowdown, sub, sizeof sub); break;
-    case OPT_MINGAP: s = parse_percent(v, &o->min_gap, sub, sizeof sub); break;
+    /* Past these a gate passes what it exists to catch (a 30% slowdown under --min-gap 200%). */
+    case OPT_MAXSLOW: s = parse_percent(v, 0.1, 50.0, &o->max_slowdown, sub, sizeof sub); break;
+    case OPT_MINGAP: s = parse_percent(v, 0.0, 20.0, &o->min_gap, sub, sizeof sub); break;
     case OPT_IGNOREDEV: o->ignore_device = 1; return MM_OK;
     case OPT_RELATIVE: {
         if (strcmp(v, "cublaslt") == 0) {
@@ -295,6 +298,8 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         }
         unsigned mask = 0;
         s = parse_mode_list(v, &mask, sub, sizeof sub);
+        if (s != MM_OK && !strchr(v, ',')) /* gate also judges gemm's rows against cuBLASLt's */
+            mm_fmt(sub, sizeof sub, "unknown reference '%s' (choose from fused, normal, ll, cublaslt)", v);
         if (s == MM_OK && (mask & (mask - 1))) {
             mm_fmt(sub, sizeof sub, "one mode, not a list ('%s')", v);
             s = MM_USAGE;
@@ -374,6 +379,11 @@ mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errl
             o->cmd = CMD_COUNT;
             return MM_OK;
         }
+        if (strcmp(argv[1], "--version") == 0) {
+            o->version = 1;
+            o->cmd = CMD_COUNT;
+            return MM_OK;
+        }
         mm_fmt(err, errlen, "unknown command '%s' (bench, check, plan, gate, gemm, selftest; try --help)",
                argv[1]);
         return MM_USAGE;
@@ -418,6 +428,10 @@ mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errl
             o->help = 1;
             return MM_OK;
         }
+        if (id == OPT_VERSION) {
+            o->version = 1;
+            return MM_OK;
+        }
         if (!(flags[fi].commands & (1u << cmd))) {
             mm_fmt(err, errlen, "%s: option --%s does not apply to this command",
                    command_names[cmd], flags[fi].name);
@@ -431,6 +445,11 @@ mm_status cli_parse(int argc, char **argv, mm_options *o, char *err, size_t errl
     }
     if (cmd == CMD_GATE && (!o->baseline_path[0] || !o->current_path[0])) {
         mm_fmt(err, errlen, "gate: --baseline FILE and --current FILE are both required");
+        return MM_USAGE;
+    }
+    if (cmd == CMD_GATE && o->min_gap > o->max_slowdown) { /* a slowdown between the two would pass as SAME */
+        mm_fmt(err, errlen, "gate: --min-gap %g%% is above --max-slowdown %g%%: lower --min-gap", o->min_gap * 100,
+               o->max_slowdown * 100);
         return MM_USAGE;
     }
     return MM_OK;

@@ -27,6 +27,7 @@ typedef enum {
 typedef struct {
     mm_command cmd;
     int help; /* --help given: print usage, exit 0 */
+    int version; /* --version given: print the build's versions, exit 0 */
     char config_path[512];
     int config_given;
     int batches[MM_MAX_BATCHES];

@@ -63,6 +63,14 @@ void mm_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+void mm_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("note", fmt, ap);
+    va_end(ap);
+}
+
 void mm_fmt(char *buf, size_t len, const char *fmt, ...)
 {
     if (len == 0) return;

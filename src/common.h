@@ -35,6 +35,8 @@ void log_set_rank(int rank, int world);
 /* One-line messages on stderr, prefixed "megamoe: error: " / "megamoe: warning: ". */
 void mm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "megamoe: note: ", for what the user should know but need not act on. */
+void mm_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format into a caller's buffer (truncating, always NUL-terminated). */
 void mm_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

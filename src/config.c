@@ -3,6 +3,8 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +18,25 @@ typedef struct {
     char *err;
     size_t errlen;
     int failed;
+    const char *prefix; /* "text_config." while the layer's keys are read from there */
 } ctx;
 
 static void fail(ctx *c, const char *key, const char *rule)
 {
     if (c->failed) return;
     c->failed = 1;
-    mm_fmt(c->err, c->errlen, "%s: key '%s': %s", c->origin, key, rule);
+    mm_fmt(c->err, c->errlen, "%s: key '%s%s': %s", c->origin, c->prefix, key, rule);
+}
+
+/* Appends one line to out->notes. */
+static void __attribute__((format(printf, 2, 3))) note(mm_config *out, const char *fmt, ...)
+{
+    size_t u = strlen(out->notes);
+    if (u && u + 1 < sizeof out->notes) out->notes[u++] = '\n';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->notes + u, sizeof out->notes - u, fmt, ap);
+    va_end(ap);
 }
 
 /* An integer-valued number; returns 0 (and fails) if missing when required. */
@@ -56,6 +70,76 @@ static double get_double(ctx *c, const cJSON *obj, const char *key, double def, 
     }
     if (present) *present = 1;
     return it->valuedouble;
+}
+
+/* The spellings of one quantity across MoE families' config.json files, preferred first: DeepSeek's,
+ * then Qwen's and Mixtral's (num_experts, num_local_experts; intermediate_size is the experts' width
+ * where no moe_intermediate_size says otherwise, as in Mixtral), then gpt-oss's. */
+static const char *const EXPERTS_KEYS[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
+static const char *const INTER_KEYS[] = {"moe_intermediate_size", "intermediate_size", NULL};
+static const char *const TOPK_KEYS[] = {"num_experts_per_tok", "experts_per_token", NULL};
+static const char *const SHARED_KEYS[] = {"n_shared_experts", "num_shared_experts", NULL};
+
+/* The first spelling present is read; each other one present is noted as passed over (where two
+ * could apply, the user sees which was read). *used: the key read, for later messages. */
+static int get_alias_int(ctx *c, const cJSON *obj, const char *const *keys, int required, mm_config *out,
+                         const char **used)
+{
+    *used = keys[0];
+    int v = 0, found = 0;
+    for (int k = 0; keys[k]; k++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, keys[k]);
+        if (!it || cJSON_IsNull(it)) continue;
+        if (!found) {
+            found = 1;
+            *used = keys[k];
+            v = get_int(c, obj, keys[k], 1, 0);
+            continue;
+        }
+        char other[32];
+        if (cJSON_IsNumber(it)) mm_fmt(other, sizeof other, "%g", it->valuedouble);
+        else mm_fmt(other, sizeof other, "not a number");
+        note(out, "read '%s' (%d), not '%s' (%s)", *used, v, keys[k], other);
+    }
+    if (!found && required) {
+        char rule[160] = "missing (required";
+        for (int k = 1; keys[k]; k++) {
+            size_t u = strlen(rule);
+            mm_fmt(rule + u, sizeof rule - u, "%s'%s'", k == 1 ? "; also read as " : " or ", keys[k]);
+        }
+        size_t u = strlen(rule);
+        mm_fmt(rule + u, sizeof rule - u, ")");
+        fail(c, keys[0], rule);
+    }
+    return v;
+}
+
+/* What our layer does not compute, refused with the key that says so: the routed experts here are
+ * SwiGLU (silu(gate) * up) without biases, weighted by their router scores after the expert. */
+static void refuse_other_layers(ctx *c, const cJSON *layer)
+{
+    static const char *const act_keys[] = {"hidden_act", "hidden_activation", "activation_function"};
+    for (size_t k = 0; k < MM_ARRAY_LEN(act_keys); k++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(layer, act_keys[k]);
+        if (!it || cJSON_IsNull(it)) continue;
+        if (!cJSON_IsString(it) || (strcmp(it->valuestring, "silu") != 0 && strcmp(it->valuestring, "swish") != 0)) {
+            char rule[160];
+            mm_fmt(rule, sizeof rule, "'%s' is not computed here: the experts are SwiGLU (silu)",
+                   cJSON_IsString(it) ? it->valuestring : "?");
+            fail(c, act_keys[k], rule);
+        }
+    }
+    static const char *const bias_keys[] = {"mlp_bias", "moe_bias", "expert_bias"};
+    for (size_t k = 0; k < MM_ARRAY_LEN(bias_keys); k++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(layer, bias_keys[k])))
+            fail(c, bias_keys[k], "true: the experts here have no biases");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(layer, "model_type");
+    if (!cJSON_IsString(type)) return;
+    if (strcmp(type->valuestring, "gpt_oss") == 0)
+        fail(c, "model_type", "gpt_oss experts carry biases and a clamped sigmoid GLU, not computed here");
+    else if (strncmp(type->valuestring, "llama4", 6) == 0)
+        fail(c, "model_type", "Llama 4 scales a token by its router score before the expert; here the "
+                              "scores weight the experts' outputs");
 }
 
 static void positive_multiple(ctx *c, const char *key, int v, int of)
@@ -182,7 +266,7 @@ static void default_name(const char *origin, mm_config *out)
 mm_status config_parse(const char *text, size_t len, const char *origin, mm_config *out,
                        char *err, size_t errlen)
 {
-    ctx c = {origin, err, errlen, 0};
+    ctx c = {origin, err, errlen, 0, ""};
     memset(out, 0, sizeof *out);
     mm_fmt(out->path, sizeof out->path, "%s", origin);
     if (len == 0) {
@@ -205,13 +289,28 @@ mm_status config_parse(const char *text, size_t len, const char *origin, mm_conf
     else
         default_name(origin, out);
 
-    out->hidden = get_int(&c, root, "hidden_size", 1, 0);
-    out->inter = get_int(&c, root, "moe_intermediate_size", 1, 0);
-    out->experts = get_int(&c, root, "n_routed_experts", 1, 0);
-    out->topk = get_int(&c, root, "num_experts_per_tok", 1, 0);
-    out->shared_experts = get_int(&c, root, "n_shared_experts", 0, 0);
-    out->routed_scaling_factor = get_double(&c, root, "routed_scaling_factor", 1.0, NULL);
-    out->swiglu_limit = get_double(&c, root, "swiglu_limit", 0.0, &out->has_swiglu_limit);
+    /* a multimodal model keeps its language model's keys under text_config */
+    const cJSON *layer = root;
+    const cJSON *text_config = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    refuse_other_layers(&c, root);
+    if (!cJSON_GetObjectItemCaseSensitive(root, "hidden_size") && cJSON_IsObject(text_config)) {
+        layer = text_config;
+        c.prefix = "text_config.";
+        refuse_other_layers(&c, layer);
+    }
+    const char *inter_key, *experts_key, *topk_key, *shared_key;
+    out->hidden = get_int(&c, layer, "hidden_size", 1, 0);
+    out->inter = get_alias_int(&c, layer, INTER_KEYS, 1, out, &inter_key);
+    out->experts = get_alias_int(&c, layer, EXPERTS_KEYS, 1, out, &experts_key);
+    out->experts_key = experts_key;
+    out->topk = get_alias_int(&c, layer, TOPK_KEYS, 1, out, &topk_key);
+    out->shared_experts = get_alias_int(&c, layer, SHARED_KEYS, 0, out, &shared_key);
+    /* Qwen2-MoE: one shared expert, given by its width */
+    if (!cJSON_GetObjectItemCaseSensitive(layer, shared_key) &&
+        get_int(&c, layer, "shared_expert_intermediate_size", 0, 0) > 0)
+        out->shared_experts = 1;
+    out->routed_scaling_factor = get_double(&c, layer, "routed_scaling_factor", 1.0, NULL);
+    out->swiglu_limit = get_double(&c, layer, "swiglu_limit", 0.0, &out->has_swiglu_limit);
     const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
     if (quant && !cJSON_IsNull(quant) && !cJSON_IsObject(quant)) {
         fail(&c, "quantization_config", "must be an object");
@@ -219,28 +318,29 @@ mm_status config_parse(const char *text, size_t len, const char *origin, mm_conf
     }
     if (!c.failed) {
         positive_multiple(&c, "hidden_size", out->hidden, MM_QUANT_BLOCK);
-        positive_multiple(&c, "moe_intermediate_size", out->inter, MM_QUANT_BLOCK);
-        if (out->experts <= 0) fail(&c, "n_routed_experts", "must be positive");
-        if (out->topk <= 0) fail(&c, "num_experts_per_tok", "must be positive");
+        positive_multiple(&c, inter_key, out->inter, MM_QUANT_BLOCK);
+        if (out->experts <= 0) fail(&c, experts_key, "must be positive");
+        if (out->topk <= 0) fail(&c, topk_key, "must be positive");
         char rule[128];
         if (out->topk > out->experts) {
-            mm_fmt(rule, sizeof rule, "top-k %d exceeds n_routed_experts %d", out->topk,
-                   out->experts);
-            fail(&c, "num_experts_per_tok", rule);
+            mm_fmt(rule, sizeof rule, "top-k %d exceeds %s %d", out->topk, experts_key, out->experts);
+            fail(&c, topk_key, rule);
         }
         if (out->topk > MM_MAX_TOPK) {
             mm_fmt(rule, sizeof rule, "must be at most %d (got %d)", MM_MAX_TOPK, out->topk);
-            fail(&c, "num_experts_per_tok", rule);
+            fail(&c, topk_key, rule);
         }
         if (out->hidden > 65536) fail(&c, "hidden_size", "must be at most 65536");
-        if (out->inter > 65536) fail(&c, "moe_intermediate_size", "must be at most 65536");
-        if (out->experts > 4096) fail(&c, "n_routed_experts", "must be at most 4096");
-        if (out->shared_experts < 0) fail(&c, "n_shared_experts", "must not be negative");
+        if (out->inter > 65536) fail(&c, inter_key, "must be at most 65536");
+        if (out->experts > 4096) fail(&c, experts_key, "must be at most 4096");
+        if (out->shared_experts < 0) fail(&c, shared_key, "must not be negative");
         if (!(out->routed_scaling_factor > 0) || out->routed_scaling_factor > 1e6)
             fail(&c, "routed_scaling_factor", "must be positive (at most 1e6)");
         if (out->has_swiglu_limit && !(out->swiglu_limit > 0))
             fail(&c, "swiglu_limit", "must be positive, or null for no limit");
     }
+    if (layer != root && !c.failed) note(out, "read the layer's keys from 'text_config'");
+    c.prefix = "";
     parse_scale_fmt(&c, root, quant, out);
     parse_block_size(&c, quant);
     parse_bench(&c, root, out);
@@ -275,6 +375,12 @@ mm_status config_load(const char *path, mm_config *out)
     } else if (config_parse(buf, n, path, out, err, sizeof err) != MM_OK) {
         mm_error("config %s", err);
         s = MM_USAGE;
+    } else {
+        for (const char *line = out->notes; *line;) { /* one note a line */
+            size_t len = strcspn(line, "\n");
+            mm_note("config %s: %.*s", path, (int)len, line);
+            line += len + (line[len] == '\n');
+        }
     }
     free(buf);
     return s;
@@ -283,8 +389,8 @@ mm_status config_load(const char *path, mm_config *out)
 mm_status config_check_ranks(const mm_config *cfg, int ranks, char *err, size_t errlen)
 {
     if (ranks <= 0 || cfg->experts % ranks != 0) {
-        mm_fmt(err, errlen, "%s: key 'n_routed_experts': %d experts are not divisible by %d ranks",
-               cfg->path, cfg->experts, ranks);
+        mm_fmt(err, errlen, "%s: key '%s': %d experts are not divisible by %d ranks",
+               cfg->path, cfg->experts_key, cfg->experts, ranks);
         return MM_USAGE;
     }
     return MM_OK;

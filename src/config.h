@@ -1,7 +1,10 @@
 /* Model configuration: the MoE layer's shape and numerics, read from a model's config.json.
  *
- * Keys follow the models' own config.json so a published file can be passed as it is; unknown keys
- * are ignored. An optional "bench" object holds sweep defaults. */
+ * Keys follow the models' own config.json so a published file can be passed as it is: the Hugging
+ * Face spellings of the other MoE families are read too (num_experts, num_local_experts,
+ * intermediate_size, ...; a multimodal model's text_config), and what our layer does not compute
+ * (another activation, biases, router weights applied to the input) is refused naming its key.
+ * Other keys are ignored. An optional "bench" object holds sweep defaults. */
 #ifndef MEGAMOE_CONFIG_H
 #define MEGAMOE_CONFIG_H
 
@@ -19,10 +22,15 @@ typedef struct {
     char name[96];       /* "name" key, else the file's base name without .json */
     char path[512];      /* where it was read from */
     int hidden;          /* hidden_size */
-    int inter;           /* moe_intermediate_size */
-    int experts;         /* n_routed_experts */
-    int topk;            /* num_experts_per_tok */
-    int shared_experts;  /* n_shared_experts (reported, not computed: the routed layer only) */
+    int inter;           /* moe_intermediate_size (or intermediate_size) */
+    int experts;         /* n_routed_experts (or num_experts, num_local_experts) */
+    int topk;            /* num_experts_per_tok (or experts_per_token) */
+    int shared_experts;  /* n_shared_experts (or num_shared_experts, 1 where
+                          * shared_expert_intermediate_size > 0); reported, not computed */
+    /* where two spellings of a quantity could apply, which key was read (one line each, for the
+     * user: config_load prints them as notes) */
+    char notes[512];
+    const char *experts_key; /* the spelling the expert count was read from, for messages */
     double routed_scaling_factor;
     int has_swiglu_limit; /* swiglu_limit absent or null: no clamp */
     double swiglu_limit;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "report.h"
 #include "stats.h"
 
@@ -109,6 +110,7 @@ typedef struct {
     gate_stage stages[GATE_MAX_STAGES];
     double sm_mhz; /* gemm's gemm.sm_mhz: the SM clock the row ran at (0: not recorded) */
     double joules; /* --energy-ms: joules a call (bench's energy, gemm's gemm.energy; 0: not recorded) */
+    char accuracy[160]; /* an OK row whose recorded accuracy breaks the bound: why ("" when it holds) */
 } gate_row;
 
 typedef struct {
@@ -130,6 +132,79 @@ static double num_item(const cJSON *o, const char *key, double def)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(it) ? it->valuedouble : def;
+}
+
+static const gate_row *find(const gate_file *g, const char *mode, int batch)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->rows[i].batch == batch && strcmp(g->rows[i].mode, mode) == 0) return &g->rows[i];
+    return NULL;
+}
+
+/* A results file's timings: a finite, positive number of microseconds. */
+static int valid_us(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > 0;
+}
+
+/* A row's timing fields, checked before any is used: a gate must not judge what it cannot read.
+ * One line naming the file, the row and the field; MM_USAGE. */
+static mm_status load_time(const char *path, int index, const cJSON *r, gate_row *gr)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
+    gr->has_time = cJSON_IsObject(t) && gr->status == ROW_OK;
+    if (!gr->has_time) return MM_OK;
+    if (!valid_us(cJSON_GetObjectItemCaseSensitive(t, "median_us"))) {
+        mm_error("gate: %s: results[%d] (%s/%d): time.median_us must be a finite positive number", path, index,
+                 gr->mode, gr->batch);
+        return MM_USAGE;
+    }
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(r, "iter_us");
+    if (it && !cJSON_IsNull(it) && (!cJSON_IsArray(it) || cJSON_GetArraySize(it) == 0)) {
+        mm_error("gate: %s: results[%d] (%s/%d): iter_us must be a non-empty list of times", path, index, gr->mode,
+                 gr->batch);
+        return MM_USAGE;
+    }
+    const int ns = cJSON_IsArray(it) ? cJSON_GetArraySize(it) : 0;
+    double *samples = ns > 0 ? malloc(sizeof(double) * (size_t)ns) : NULL;
+    if (ns > 0 && !samples) return MM_RUNTIME;
+    int k = 0;
+    const cJSON *v;
+    if (samples) cJSON_ArrayForEach(v, it)
+    {
+        if (!valid_us(v)) {
+            mm_error("gate: %s: results[%d] (%s/%d): iter_us[%d] must be a finite positive number of microseconds",
+                     path, index, gr->mode, gr->batch, k);
+            free(samples);
+            return MM_USAGE;
+        }
+        samples[k++] = v->valuedouble;
+    }
+    gate_spread(samples, k, num_item(t, "median_us", 0), num_item(t, "stdev_us", 0), &gr->spread);
+    gr->samples = samples; /* kept for --relative-to */
+    gr->n_samples = k;
+    return MM_OK;
+}
+
+/* An OK row's recorded accuracy, judged again against the documented bound: a file whose status
+ * says OK over a calc_diff above it (or non-finite outputs) is wrong, whatever wrote it. */
+static mm_status load_accuracy(const char *path, int index, const cJSON *r, gate_row *gr)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(r, "diff");
+    if (gr->status != ROW_OK || !d || cJSON_IsNull(d)) return MM_OK;
+    const cJSON *calc = cJSON_GetObjectItemCaseSensitive(d, "calc_diff");
+    const cJSON *nonfinite = cJSON_GetObjectItemCaseSensitive(d, "nonfinite");
+    if (!cJSON_IsObject(d) || (calc && !cJSON_IsNumber(calc)) || (nonfinite && !cJSON_IsNumber(nonfinite))) {
+        mm_error("gate: %s: results[%d] (%s/%d): diff.calc_diff and diff.nonfinite must be numbers", path, index,
+                 gr->mode, gr->batch);
+        return MM_USAGE;
+    }
+    if (calc && !(calc->valuedouble <= MM_DEFAULT_TOL)) /* NaN fails too */
+        mm_fmt(gr->accuracy, sizeof gr->accuracy, "status OK but calc_diff %.3g is above the bound %.0e",
+               calc->valuedouble, MM_DEFAULT_TOL);
+    else if (nonfinite && nonfinite->valuedouble != 0)
+        mm_fmt(gr->accuracy, sizeof gr->accuracy, "status OK but %.0f outputs are not finite", nonfinite->valuedouble);
+    return MM_OK;
 }
 
 static mm_status load(const char *path, gate_file *g)
@@ -178,6 +253,10 @@ static mm_status load(const char *path, gate_file *g)
         g->interleave = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "interleave"));
         g->idle_ms = (int)num_item(meta, "idle_ms", 0);
         int count = cJSON_GetArraySize(rows);
+        if (count == 0) {
+            mm_error("gate: %s: 'results' is empty (a gate that compares nothing cannot pass)", path);
+            s = MM_USAGE;
+        }
         g->rows = calloc((size_t)(count > 0 ? count : 1), sizeof(gate_row));
         if (!g->rows) s = MM_RUNTIME;
         const cJSON *r;
@@ -185,28 +264,30 @@ static mm_status load(const char *path, gate_file *g)
         {
             if (s != MM_OK) break;
             gate_row *gr = &g->rows[g->n];
+            const cJSON *batch = cJSON_GetObjectItemCaseSensitive(r, "batch");
             mm_fmt(gr->mode, sizeof gr->mode, "%s", str_item(r, "mode"));
-            gr->batch = (int)num_item(r, "batch", -1);
+            gr->batch = cJSON_IsNumber(batch) && batch->valuedouble >= 0 && batch->valuedouble <= MM_MAX_BATCH_VALUE * 64.0 &&
+                                batch->valuedouble == floor(batch->valuedouble)
+                            ? (int)batch->valuedouble
+                            : -1;
             gr->status = row_status_parse(str_item(r, "status"));
             mm_fmt(gr->note, sizeof gr->note, "%s", str_item(r, "note"));
             if (!gr->mode[0] || gr->batch < 0 || gr->status < 0) {
-                mm_error("gate: %s: a result lacks mode, batch or a known status", path);
+                mm_error("gate: %s: results[%d] lacks a mode, a whole non-negative batch or a known status", path, g->n);
                 s = MM_USAGE;
                 break;
             }
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
-            gr->has_time = cJSON_IsObject(t) && gr->status == ROW_OK;
-            if (gr->has_time) {
-                const cJSON *it = cJSON_GetObjectItemCaseSensitive(r, "iter_us");
-                int ns = cJSON_IsArray(it) ? cJSON_GetArraySize(it) : 0;
-                double *samples = ns > 0 ? malloc(sizeof(double) * (size_t)ns) : NULL;
-                int k = 0;
-                const cJSON *v;
-                if (samples) cJSON_ArrayForEach(v, it) samples[k++] = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-                gate_spread(samples, samples ? k : 0, num_item(t, "median_us", 0),
-                            num_item(t, "stdev_us", 0), &gr->spread);
-                gr->samples = samples; /* kept for --relative-to */
-                gr->n_samples = samples ? k : 0;
+            if (find(g, gr->mode, gr->batch)) {
+                mm_error("gate: %s: results[%d]: a second row for %s/%d", path, g->n, gr->mode, gr->batch);
+                s = MM_USAGE;
+                break;
+            }
+            s = load_time(path, g->n, r, gr);
+            if (s == MM_OK) s = load_accuracy(path, g->n, r, gr);
+            if (s != MM_OK) {
+                free(gr->samples);
+                gr->samples = NULL;
+                break;
             }
             const cJSON *gm = cJSON_GetObjectItemCaseSensitive(r, "gemm");
             gr->sm_mhz = cJSON_IsObject(gm) ? num_item(gm, "sm_mhz", 0) : 0;
@@ -235,12 +316,6 @@ static void release(gate_file *g)
     g->rows = NULL;
 }
 
-static const gate_row *find(const gate_file *g, const char *mode, int batch)
-{
-    for (int i = 0; i < g->n; i++)
-        if (g->rows[i].batch == batch && strcmp(g->rows[i].mode, mode) == 0) return &g->rows[i];
-    return NULL;
-}
 
 typedef struct {
     const gate_row *old_row, *new_row;
@@ -317,7 +392,7 @@ static void print_table(FILE *f, const gate_file *a, const gate_file *b, const g
         if (l->verdict == VERDICT_BROKEN && l->new_row) {
             size_t u = strlen(verdict);
             mm_fmt(verdict + u, sizeof verdict - u, ": %s %s", row_status_name(l->new_row->status),
-                   l->new_row->note);
+                   l->new_row->accuracy[0] ? l->new_row->accuracy : l->new_row->note);
         }
         /* where a changed row's time went, when both runs have its stages */
         char stages[640] = "", clock[64] = "", joules[64] = "";
@@ -417,8 +492,20 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
             return MM_USAGE;
         }
     }
-    if (strcmp(a.config, b.config) != 0)
-        mm_warn("gate: configs differ (%s vs %s): no row can match", a.config, b.config);
+    if (strcmp(a.config, b.config) != 0) {
+        mm_error("gate: baseline is of config '%s', current of '%s': no row can match", a.config, b.config);
+        release(&a);
+        release(&b);
+        return MM_USAGE;
+    }
+    for (int i = 0; i < a.n; i++)
+        if (a.rows[i].accuracy[0]) {
+            mm_error("gate: %s: %s/%d: %s: not a baseline to compare against", baseline, a.rows[i].mode,
+                     a.rows[i].batch, a.rows[i].accuracy);
+            release(&a);
+            release(&b);
+            return MM_USAGE;
+        }
     if (a.interleave != b.interleave)
         mm_warn("gate: the baseline timed its modes %s, the current run %s: at large batches the GPU's "
                 "clock states then differ between the two (README, How a number is taken)",
@@ -434,12 +521,11 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
         return MM_RUNTIME;
     }
     int n = 0, failures = 0, counts[6] = {0};
-    int same_config = strcmp(a.config, b.config) == 0;
     for (int i = 0; i < a.n; i++) {
         gate_line *l = &lines[n++];
         l->old_row = &a.rows[i];
-        l->new_row = same_config ? find(&b, a.rows[i].mode, a.rows[i].batch) : NULL;
-        if (l->new_row && l->new_row->status != ROW_OK && l->new_row->status != ROW_SKIP) {
+        l->new_row = find(&b, a.rows[i].mode, a.rows[i].batch);
+        if (l->new_row && ((l->new_row->status != ROW_OK && l->new_row->status != ROW_SKIP) || l->new_row->accuracy[0])) {
             l->verdict = VERDICT_BROKEN;
             l->fails = 1;
         } else if (!l->old_row->has_time) {
@@ -457,8 +543,8 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
     }
     /* Rows only in the current run still must not be wrong. */
     for (int i = 0; i < b.n; i++) {
-        if (same_config && find(&a, b.rows[i].mode, b.rows[i].batch)) continue;
-        if (b.rows[i].status == ROW_OK || b.rows[i].status == ROW_SKIP) continue;
+        if (find(&a, b.rows[i].mode, b.rows[i].batch)) continue;
+        if ((b.rows[i].status == ROW_OK || b.rows[i].status == ROW_SKIP) && !b.rows[i].accuracy[0]) continue;
         gate_line *l = &lines[n++];
         l->new_row = &b.rows[i];
         l->verdict = VERDICT_BROKEN;

@@ -467,10 +467,9 @@ static void gemm_fill_meta(mm_gemm_results *res, const mm_options *o, const stru
 mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
 {
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        mm_error("gemm: no usable CUDA device");
-        return MM_USAGE;
-    }
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    MM_TRY(runtime_gpu_count(host, "gemm", &count));
     if (cfg->experts % o->ep) {
         mm_error("gemm: %d experts are not divisible by --ep %d", cfg->experts, o->ep);
         return MM_USAGE;

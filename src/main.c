@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "modes.h"
 #include "plan.h"
+#include "version.h"
 
 /* The default config is found from the working directory, else next to the binary
  * (build/megamoe -> ../configs), so `make run` works from anywhere. */
@@ -88,6 +89,10 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         cli_usage(stdout, (int)o.cmd);
+        return MM_OK;
+    }
+    if (o.version) {
+        print_version(stdout);
         return MM_OK;
     }
     if (o.cmd == CMD_GATE) {

@@ -203,6 +203,11 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
             "weights_MB", "GFLOP", "nvlink_MB", "hbm_us", "tc_us", "nvlink_us", "floor_us",
             "bound", "rows/tile", "fused");
     for (int b = 0; b < n_batches; b++) {
+        if (batches[b] > max_tokens) { /* bench sizes its buffers for max_tokens and skips these */
+            fprintf(f, "%7d  SKIP: above the buffers' %d tokens per rank (--max-tokens-per-rank)\n", batches[b],
+                    max_tokens);
+            continue;
+        }
         mm_floor fl;
         plan_floor(cfg, ranks, batches[b], c, &fl);
         const mm_fused_form form = plan_fused_form(&fl);
@@ -221,6 +226,10 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
     fprintf(f, "%7s %8s %6s %11s %9s %16s %6s %5s %8s\n", "batch", "active", "rank", "weights_MB", "hbm_us",
             "hbm_us/expected", "tiles", "rank", "tiles_x");
     for (int b = 0; b < n_batches; b++) {
+        if (batches[b] > max_tokens) {
+            fprintf(f, "%7d  SKIP\n", batches[b]);
+            continue;
+        }
         mm_floor fl;
         mm_seed_floor sf;
         plan_floor(cfg, ranks, batches[b], c, &fl);

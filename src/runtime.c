@@ -72,16 +72,35 @@ mm_status runtime_cuda_version(char *buf, size_t len)
     return MM_OK;
 }
 
+mm_status runtime_gpu_count(const char *host, const char *command, int *count)
+{
+    *count = 0;
+    cudaError_t e = cudaGetDeviceCount(count);
+    if (e == cudaSuccess && *count > 0) return MM_OK;
+    /* CUDA names a missing driver "driver version is insufficient": tell the two cases apart by
+     * the kernel module, so the user looks for the right thing. */
+    char driver[64] = "";
+    runtime_driver_version(driver, sizeof driver);
+    const int module_loaded = access("/proc/driver/nvidia/version", R_OK) == 0;
+    if (e == cudaSuccess || e == cudaErrorNoDevice)
+        mm_error("%s: no NVIDIA GPU on host %s (the driver sees none): it needs one GPU per rank; plan "
+                 "and gate run without one", command, host);
+    else if (!module_loaded)
+        mm_error("%s: no NVIDIA driver on host %s (no GPU, or its kernel module is not loaded): it needs "
+                 "one GPU per rank; plan and gate run without one", command, host);
+    else if (e == cudaErrorInsufficientDriver)
+        mm_error("%s: the NVIDIA driver on host %s (%s) is older than this binary's CUDA runtime: update "
+                 "the driver or build with an older CUDA", command, host, driver);
+    else
+        mm_error("%s: no usable NVIDIA GPU on host %s: %s", command, host, cudaGetErrorString(e));
+    return MM_USAGE;
+}
+
 /* Device selection and the checks that must hold on every rank before NCCL starts. */
 static mm_status pick_device(mm_runtime *rt)
 {
     int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        mm_error("no usable CUDA device on host %s (%s): this command needs one GPU per rank",
-                 rt->host, e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return MM_USAGE;
-    }
+    MM_TRY(runtime_gpu_count(rt->host, rt->command, &count));
     if (rt->local_size > count) {
         mm_error("%d ranks on host %s but it has %d GPU(s): start at most one rank per GPU",
                  rt->local_size, rt->host, count);
@@ -186,9 +205,10 @@ static mm_status init_local(mm_runtime *rt, int timeout_ms, size_t sym_bytes)
     return MM_OK;
 }
 
-mm_status runtime_init(mm_runtime *rt, int timeout_ms, size_t sym_bytes)
+mm_status runtime_init(mm_runtime *rt, const char *command, int timeout_ms, size_t sym_bytes)
 {
     memset(rt, 0, sizeof *rt);
+    rt->command = command;
     MM_TRY(mpi_start(&rt->rank, &rt->world));
     if (gethostname(rt->host, sizeof rt->host) != 0) mm_fmt(rt->host, sizeof rt->host, "?");
     rt->host[sizeof rt->host - 1] = '\0';

@@ -40,6 +40,7 @@
 typedef struct {
     int rank, world, local_rank, local_size;
     int device;
+    const char *command; /* the subcommand, for messages */
     char host[64];
     char gpu_name[96];
     char bus_id[32];
@@ -69,7 +70,7 @@ typedef struct {
 
 /* Brings up MPI (already started), the device, NCCL and a symmetric buffer of `sym_bytes` bytes
  * beyond the head. Ranks agree on the outcome: every rank returns the same status. */
-mm_status runtime_init(mm_runtime *rt, int timeout_ms, size_t sym_bytes);
+mm_status runtime_init(mm_runtime *rt, const char *command, int timeout_ms, size_t sym_bytes);
 void runtime_destroy(mm_runtime *rt);
 
 /* After a synchronised stream: MM_TIMEOUT if a wait on this rank expired (detail into `what`). */
@@ -98,6 +99,9 @@ mm_status runtime_device_barrier(mm_runtime *rt);
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
+/* The local GPUs; none (no GPU, no driver, a driver older than the runtime) is one line naming
+ * which, as `command`'s error, and MM_USAGE. */
+mm_status runtime_gpu_count(const char *host, const char *command, int *count);
 /* The versions a results file names: the NVIDIA driver's (/proc/driver/nvidia/version, else the
  * CUDA driver API's) and the CUDA runtime's ("13.0"). */
 void runtime_driver_version(char *buf, size_t len);

@@ -427,7 +427,7 @@ mm_status selftest_main(const mm_options *o, const mm_config *cfg, int argc, cha
     mm_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return MM_RUNTIME;
     watchdog_arm(MM_WATCHDOG_SECONDS, "selftest");
-    mm_status s = runtime_init(rt, o->timeout_ms, 0);
+    mm_status s = runtime_init(rt, "selftest", o->timeout_ms, 0);
     char err[512];
     if (s == MM_OK && config_check_ranks(cfg, rt->world, err, sizeof err) != MM_OK) {
         if (rt->rank == 0) mm_error("config %s", err);

@@ -15,6 +15,10 @@ mm_status parse_int(const char *text, long min, long max, long *out, char *err, 
     errno = 0;
     char *end = NULL;
     long v = strtol(text, &end, 10);
+    if (errno == ERANGE && *end == '\0') { /* an integer, only too large for a long */
+        mm_fmt(err, errlen, "%s is out of range [%ld, %ld]", text, min, max);
+        return MM_USAGE;
+    }
     if (errno || *end != '\0') {
         mm_fmt(err, errlen, "expected an integer, got '%s'", text);
         return MM_USAGE;
@@ -54,8 +58,13 @@ static mm_status batch_value(const char *p, size_t n, int min_value, long *v, ch
                              size_t errlen)
 {
     char tmp[32];
-    if (n == 0 || n >= sizeof tmp) {
-        mm_fmt(err, errlen, "bad batch list: empty or overlong number");
+    if (n == 0) {
+        mm_fmt(err, errlen, "bad batch list: empty number");
+        return MM_USAGE;
+    }
+    if (n >= sizeof tmp) {
+        mm_fmt(err, errlen, "bad batch list: '%.*s...' is out of range [%d, %d]", 12, p, min_value,
+               MM_MAX_BATCH_VALUE);
         return MM_USAGE;
     }
     memcpy(tmp, p, n);
@@ -68,7 +77,9 @@ static mm_status batch_value(const char *p, size_t n, int min_value, long *v, ch
     }
     char sub[128];
     if (parse_int(tmp, min_value, MM_MAX_BATCH_VALUE, v, sub, sizeof sub) != MM_OK) {
-        mm_fmt(err, errlen, "bad batch list: %s", sub);
+        /* 0 tokens per rank is a check scenario (tokens-0), not a batch a sweep times */
+        mm_fmt(err, errlen, "bad batch list: %s%s", sub,
+               strspn(tmp, "0") == n && min_value > 0 ? " (a batch is tokens per rank: at least 1)" : "");
         return MM_USAGE;
     }
     return MM_OK;
@@ -171,7 +182,7 @@ mm_status parse_mode_list(const char *text, unsigned *mask, char *err, size_t er
         for (int m = 0; m < MODE_COUNT; m++)
             if (strlen(mode_names[m]) == n && strncmp(p, mode_names[m], n) == 0) found = m;
         if (found < 0) {
-            mm_fmt(err, errlen, "unknown mode '%.*s' (choose from fused,normal,ll)", (int)n, p);
+            mm_fmt(err, errlen, "unknown mode '%.*s' (choose from fused, normal, ll)", (int)n, p);
             return MM_USAGE;
         }
         *mask |= 1u << found;

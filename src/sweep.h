@@ -9,7 +9,7 @@
 
 #define MM_MAX_BATCH_VALUE (1 << 20)
 
-/* "1,8,64", "1:8192:x2" (geometric), "0:64:+16" (arithmetic), or a comma list mixing them.
+/* "1,8,64", "1:8192:x2" (geometric), "16:64:+16" (arithmetic), or a comma list mixing them.
  * Values in [min_value, MM_MAX_BATCH_VALUE], at most `cap` of them, no duplicates. */
 mm_status parse_batch_list(const char *text, int min_value, int *out, int cap, int *count,
                            char *err, size_t errlen);

@@ -54,10 +54,54 @@ grep -Eq '^ +1 +5\.53 .* 35\.7 +hbm +1\.0 +pass$' "$tmp/plan.txt" \
 abs_bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 (cd / && "$abs_bin" plan --batches 1 >/dev/null 2>&1) \
     && pass=$((pass + 1)) || { echo "FAIL: default config from /"; fail=$((fail + 1)); }
-# without a GPU, GPU commands say so (exit 2), never crash; with one this is skipped
+# without a GPU, GPU commands say so in one line naming what is missing (exit 2), never crash and
+# never blame the driver's version for a driver that is not there; with one this is skipped
 if ! nvidia-smi -L >/dev/null 2>&1; then
-    expect 2 "no usable CUDA device" 1 -- "$bin" bench --config configs/tiny.json
+    for cmd in bench check selftest gemm; do
+        expect 2 "megamoe: error: $cmd: no NVIDIA \(GPU\|driver\) on host .*: it needs one GPU per rank; plan and gate run without one" 1 \
+            -- "$bin" $cmd --config configs/tiny.json
+    done
 fi
+# `make run` on a machine whose nvidia-smi lists no GPU: one line, exit 2, nothing built or installed
+mkdir -p "$tmp/no-gpu"
+printf '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver." >&2\nexit 9\n' \
+    >"$tmp/no-gpu/nvidia-smi"
+chmod +x "$tmp/no-gpu/nvidia-smi"
+expect 2 "make run: no NVIDIA GPU found (nvidia-smi lists none)" 1 -- env -u MAKEFLAGS -u MAKELEVEL \
+    PATH="$tmp/no-gpu:$PATH" make -s --no-print-directory run
+# batch lists: 0 tokens is not a batch (the docs' examples parse), and a huge number is out of range
+expect 2 "bad batch list: 0 is out of range \[1, 1048576\] (a batch is tokens per rank: at least 1)" 1 -- "$bin" plan --batches 0:64:+16
+expect 2 "bad batch list: 99999999999999999999 is out of range \[1, 1048576\]" 1 -- "$bin" plan --batches 99999999999999999999
+expect 2 "bad batch list: '123456789012...' is out of range" 1 -- "$bin" plan --batches 123456789012345678901234567890123
+expect 0 "" 0 -- "$bin" plan --batches 16:64:+16,1:8:x2
+expect 2 "--max-slowdown: 200 is out of range" 1 -- "$bin" gate --baseline a --current b --max-slowdown 200
+# plan says SKIP for the batches bench skips
+"$bin" plan --batches 64,4096 --max-tokens-per-rank 1024 >"$tmp/plan-skip.txt"
+grep -Eq '^ +4096  SKIP: above the buffers. 1024 tokens per rank \(--max-tokens-per-rank\)$' "$tmp/plan-skip.txt" \
+    && [ "$(grep -c '^ *4096 ' "$tmp/plan-skip.txt")" -eq 2 ] && [ "$(grep -c 'SKIP' "$tmp/plan-skip.txt")" -eq 2 ] \
+    && grep -Eq '^ +64 +[0-9]' "$tmp/plan-skip.txt" \
+    && pass=$((pass + 1)) || { echo "FAIL: plan SKIP rows"; cat "$tmp/plan-skip.txt"; fail=$((fail + 1)); }
+# check --markdown is an option of check (the README documents it)
+expect 0 "" 0 -- "$bin" check --markdown "$tmp/check.md" --help
+# gemm's help speaks of its own rows, not bench's (mode, batch)
+"$bin" gemm --help >"$tmp/gemm-help.txt"
+grep -q "(mode, batch)" "$tmp/gemm-help.txt" && { echo "FAIL: gemm --help speaks of (mode, batch)"; fail=$((fail + 1)); } \
+    || pass=$((pass + 1))
+# `make plots` of a results file writes under build/, not beside the file
+rm -rf build/plots/base
+env -u MAKEFLAGS -u MAKELEVEL make -s --no-print-directory plots RESULTS=tests/gate/base.json >/dev/null 2>&1 \
+    && [ -s build/plots/base/latency.png ] && [ ! -e tests/gate/base-plots ] \
+    && pass=$((pass + 1)) || { echo "FAIL: make plots wrote elsewhere than build/plots/base"; fail=$((fail + 1)); }
+# --version: the revision and the libraries, without a GPU
+for v in "--version" "bench --version"; do
+    # shellcheck disable=SC2086
+    "$bin" $v >"$tmp/version.txt" 2>&1 && grep -Eq '^megamoe [0-9a-f]{7}' "$tmp/version.txt" && grep -q '^CUDA   built ' "$tmp/version.txt" \
+        && grep -q '^NCCL   built ' "$tmp/version.txt" && grep -q '^MPI    ' "$tmp/version.txt" \
+        && pass=$((pass + 1)) || { echo "FAIL: $v"; cat "$tmp/version.txt"; fail=$((fail + 1)); }
+done
+# another family's config.json: read, with a note of the key read where two could apply
+expect 0 "megamoe: note: config tests/configs/qwen3-moe.json: read 'moe_intermediate_size' (768), not 'intermediate_size' (6144)" 1 \
+    -- "$bin" plan --config tests/configs/qwen3-moe.json --batches 1
 # gpu-check's switch: a value it does not know is a usage error (exit 2) before any GPU is looked for
 expect 2 "GPU_CHECK_TOOLS must be 0, 1 or only, not 'some'" 1 -- env GPU_CHECK_TOOLS=some bash scripts/gpu-check.sh "$tmp/gpu-logs"
 # under mpirun, on a machine without GPUs: plan for the world size

@@ -109,12 +109,95 @@ static void bad_inputs(void **state)
     }
 }
 
+/* Other MoE families' config.json files, as published (the keys that matter): the same quantities
+ * under their own names are read, the key read is noted where two could apply, and a layer this
+ * tool does not compute is refused naming the key that says so. */
+static void other_families(void **state)
+{
+    (void)state;
+    mm_config c;
+    char err[512] = "";
+    /* Mixtral: num_local_experts, intermediate_size is the experts' width */
+    assert_int_equal(parse("{\"hidden_act\": \"silu\", \"hidden_size\": 4096, \"intermediate_size\": 14336, "
+                           "\"model_type\": \"mixtral\", \"num_experts_per_tok\": 2, \"num_local_experts\": 8}",
+                           &c, err), MM_OK);
+    assert_int_equal(c.experts, 8);
+    assert_int_equal(c.inter, 14336);
+    assert_int_equal(c.topk, 2);
+    assert_string_equal(c.notes, "");
+    /* Qwen3-MoE: num_experts; intermediate_size is the dense MLP's and moe_intermediate_size wins */
+    assert_int_equal(parse("{\"hidden_act\": \"silu\", \"hidden_size\": 2048, \"intermediate_size\": 6144, "
+                           "\"moe_intermediate_size\": 768, \"num_experts\": 128, \"num_experts_per_tok\": 8, "
+                           "\"model_type\": \"qwen3_moe\"}", &c, err), MM_OK);
+    assert_int_equal(c.experts, 128);
+    assert_int_equal(c.inter, 768);
+    assert_string_equal(c.notes, "read 'moe_intermediate_size' (768), not 'intermediate_size' (6144)");
+    /* Qwen2-MoE: one shared expert given by its width */
+    assert_int_equal(parse("{\"hidden_size\": 3584, \"moe_intermediate_size\": 2560, \"num_experts\": 64, "
+                           "\"num_experts_per_tok\": 8, \"shared_expert_intermediate_size\": 20480}", &c, err), MM_OK);
+    assert_int_equal(c.shared_experts, 1);
+    /* two spellings of the expert count: the first is read, the other named */
+    assert_int_equal(parse("{" BASE ", \"num_experts\": 64}", &c, err), MM_OK);
+    assert_int_equal(c.experts, 256);
+    assert_string_equal(c.notes, "read 'n_routed_experts' (256), not 'num_experts' (64)");
+    /* a multimodal model's language model */
+    assert_int_equal(parse("{\"model_type\": \"qwen3_vl_moe\", \"text_config\": {\"hidden_size\": 2048, "
+                           "\"moe_intermediate_size\": 768, \"num_experts\": 128, \"num_experts_per_tok\": 8}}",
+                           &c, err), MM_OK);
+    assert_int_equal(c.hidden, 2048);
+    assert_string_equal(c.notes, "read the layer's keys from 'text_config'");
+    /* messages name the spelling the file used */
+    assert_int_equal(parse("{\"hidden_size\": 4096, \"intermediate_size\": 100, \"num_local_experts\": 8, "
+                           "\"num_experts_per_tok\": 2}", &c, err), MM_USAGE);
+    assert_non_null(strstr(err, "key 'intermediate_size': must be a positive multiple of 128"));
+    assert_int_equal(parse("{\"hidden_size\": 4096, \"intermediate_size\": 1024, \"num_local_experts\": 8, "
+                           "\"num_experts_per_tok\": 9}", &c, err), MM_USAGE);
+    assert_non_null(strstr(err, "key 'num_experts_per_tok': top-k 9 exceeds num_local_experts 8"));
+    assert_int_equal(parse("{\"text_config\": {\"hidden_size\": 2048, \"moe_intermediate_size\": 768, "
+                           "\"num_experts_per_tok\": 8}}", &c, err), MM_USAGE);
+    assert_non_null(strstr(err, "key 'text_config.n_routed_experts': missing (required; also read as "
+                                "'num_experts' or 'num_local_experts')"));
+    char ranks_err[512];
+    assert_int_equal(parse("{\"hidden_size\": 4096, \"intermediate_size\": 1024, \"num_local_experts\": 8, "
+                           "\"num_experts_per_tok\": 2}", &c, err), MM_OK);
+    assert_int_equal(config_check_ranks(&c, 3, ranks_err, sizeof ranks_err), MM_USAGE);
+    assert_non_null(strstr(ranks_err, "key 'num_local_experts': 8 experts are not divisible by 3 ranks"));
+    /* refused: what the layer here does not compute */
+    static const struct {
+        const char *json, *expect;
+    } refused[] = {
+        {"{" BASE ", \"hidden_act\": \"gelu\"}", "key 'hidden_act': 'gelu' is not computed here"},
+        {"{" BASE ", \"hidden_activation\": \"gelu_pytorch_tanh\"}", "key 'hidden_activation': 'gelu_pytorch_tanh'"},
+        {"{" BASE ", \"mlp_bias\": true}", "key 'mlp_bias': true: the experts here have no biases"},
+        {"{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"intermediate_size\": 2880, "
+         "\"num_local_experts\": 32, \"experts_per_token\": 4, \"swiglu_limit\": 7.0}",
+         "key 'model_type': gpt_oss experts carry biases"},
+        {"{\"model_type\": \"llama4\", \"text_config\": {\"model_type\": \"llama4_text\", \"hidden_size\": 5120, "
+         "\"intermediate_size\": 8192, \"num_local_experts\": 16, \"num_experts_per_tok\": 1}}",
+         "key 'model_type': Llama 4 scales a token by its router score"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        mm_status s = parse(refused[i].json, &c, err);
+        if (s != MM_USAGE || !strstr(err, refused[i].expect))
+            fail_msg("refused %zu: status %d, message '%s', expected '%s'", i, s, err, refused[i].expect);
+    }
+    /* config_load prints each note once, as a note */
+    test_stderr_begin();
+    assert_int_equal(config_load("tests/configs/qwen3-moe.json", &c), MM_OK);
+    assert_string_equal(test_stderr_end(), "megamoe: note: config tests/configs/qwen3-moe.json: read "
+                                           "'moe_intermediate_size' (768), not 'intermediate_size' (6144)\n");
+}
+
 static void files_and_ranks(void **state)
 {
     (void)state;
     mm_config c;
+    test_stderr_begin();
     assert_int_equal(config_load("tests/configs/does-not-exist.json", &c), MM_USAGE);
     assert_int_equal(config_load("tests", &c), MM_USAGE); /* a directory */
+    const char *said = test_stderr_end();
+    assert_non_null(strstr(said, "megamoe: error: config tests/configs/does-not-exist.json: cannot read"));
+    assert_non_null(strstr(said, "megamoe: error: config tests: cannot read (is it a directory?)"));
     assert_int_equal(config_load("configs/deepseek-v4-flash.json", &c), MM_OK);
     char err[512];
     assert_int_equal(config_check_ranks(&c, 8, err, sizeof err), MM_OK);
@@ -128,6 +211,7 @@ int run_config_tests(void)
         cmocka_unit_test(shipped_configs_parse),
         cmocka_unit_test(defaults_and_unknown_keys),
         cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(other_families),
         cmocka_unit_test(files_and_ranks),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <string.h>
 
 #include "gate.h"
 #include "sweep.h"
@@ -83,7 +84,9 @@ static void files_relative(void **state)
     o.relative_to = -1;
     assert_int_equal(gate_files("tests/gate/rounds-base.json", "tests/gate/rounds-drift4.json", &o, out, NULL), MM_FAIL);
     o.relative_to = MODE_LL; /* the baseline has no timed ll row */
+    test_stderr_begin();
     assert_int_equal(gate_files("tests/gate/base.json", "tests/gate/base.json", &o, out, NULL), MM_USAGE);
+    assert_non_null(strstr(test_stderr_end(), "--relative-to ll: the baseline has no timed ll row"));
     fclose(out);
 }
 

@@ -36,7 +36,7 @@ check drift-reference 0 "normal/64 .* SLOWER \(reference\)" -- --baseline $g/rou
 check fused8-relative 1 "fused/4096 .* \+8\.0%  SLOWER \(fails\)" -- --baseline $g/rounds-base.json --current $g/rounds-fused8.json --relative-to normal
 check relative-unpaired 0 "gate: PASS: 7 rows: 4 same, 0 faster, 3 slower.*relative to normal" -- --baseline $g/base.json --current $g/slower10.json --relative-to normal
 check relative-no-ref 2 "has no timed ll row" -- --baseline $g/base.json --current $g/base.json --relative-to ll
-check relative-bad-mode 2 "unknown mode 'turbo'" -- --baseline $g/base.json --current $g/base.json --relative-to turbo
+check relative-bad-mode 2 "unknown reference 'turbo' \(choose from fused, normal, ll, cublaslt\)" -- --baseline $g/base.json --current $g/base.json --relative-to turbo
 check relative-list 2 "one mode, not a list" -- --baseline $g/base.json --current $g/base.json --relative-to fused,normal
 # gemm --json files: the whole machine 6% off fails absolutely and passes against the cuBLASLt loop
 # timed beside each row; ours 8% slower fails both; bench's files have no cuBLASLt rows
@@ -58,5 +58,43 @@ grep -q "| fused/1 | " "$tmp/gate.md" && grep -q "SLOWER (fails)" "$tmp/gate.md"
 "$bin" gate --baseline $g/stages-base.json --current $g/stages-slower.json --markdown "$tmp/stages.md" >/dev/null 2>&1
 grep -q "SLOWER (fails)<br>stages: dispatch 40.0 -> 40.0" "$tmp/stages.md" \
     && pass=$((pass + 1)) || { echo "FAIL: markdown stages"; fail=$((fail + 1)); }
+# A gate must not pass what it cannot read: each file below is base.json or slower10.json with one
+# thing wrong, written by mutate FILE OUT PYTHON (the statement edits `d`, the parsed file; an
+# infinity is written as 1e999, which C's parsers read as one).
+mutate() {
+    python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+$3
+open(sys.argv[2], 'w').write(json.dumps(d).replace('Infinity', '1e999'))" "$1" "$2"
+}
+mutate $g/base.json "$tmp/iter-strings.json" "d['results'][0]['iter_us'][3] = 'fast'"
+check iter-strings 2 "iter-strings.json: results\[0\] \(fused/1\): iter_us\[3\] must be a finite positive number" -- --baseline $g/base.json --current "$tmp/iter-strings.json"
+mutate $g/base.json "$tmp/iter-negative.json" "d['results'][1]['iter_us'][0] = -4.0"
+check iter-negative 2 "results\[1\] .*iter_us\[0\] must be a finite positive" -- --baseline $g/base.json --current "$tmp/iter-negative.json"
+mutate $g/base.json "$tmp/iter-inf.json" "d['results'][2]['iter_us'][1] = 1e999"
+check iter-inf 2 "results\[2\] .*iter_us\[1\] must be a finite positive" -- --baseline $g/base.json --current "$tmp/iter-inf.json"
+mutate $g/base.json "$tmp/iter-empty.json" "d['results'][0]['iter_us'] = []"
+check iter-empty 2 "iter_us must be a non-empty list" -- --baseline $g/base.json --current "$tmp/iter-empty.json"
+mutate $g/base.json "$tmp/median-bad.json" "d['results'][0]['time']['median_us'] = 'x'"
+check median-bad 2 "time.median_us must be a finite positive number" -- --baseline "$tmp/median-bad.json" --current $g/base.json
+mutate $g/base.json "$tmp/no-rows.json" "d['results'] = []"
+check baseline-no-rows 2 "no-rows.json: 'results' is empty" -- --baseline "$tmp/no-rows.json" --current $g/base.json
+check current-no-rows 2 "no-rows.json: 'results' is empty" -- --baseline $g/base.json --current "$tmp/no-rows.json"
+mutate $g/base.json "$tmp/duplicate.json" "d['results'].append(dict(d['results'][2]))"
+check duplicate 2 "duplicate.json: results\[7\]: a second row for" -- --baseline $g/base.json --current "$tmp/duplicate.json"
+mutate $g/base.json "$tmp/batch-text.json" "d['results'][0]['batch'] = '64'"
+check batch-text 2 "results\[0\] lacks a mode, a whole non-negative batch" -- --baseline $g/base.json --current "$tmp/batch-text.json"
+mutate $g/base.json "$tmp/pro.json" "d['meta']['config'] = 'deepseek-v4-pro'"
+check other-config 2 "baseline is of config 'deepseek-v4-flash', current of 'deepseek-v4-pro'" -- --baseline $g/base.json --current "$tmp/pro.json"
+check other-config-ignored 2 "no row can match" -- --baseline $g/base.json --current "$tmp/pro.json" --ignore-device
+check min-gap-200 2 "--min-gap: 200 is out of range" -- --baseline $g/base.json --current $g/slower10.json --min-gap 200
+check max-slowdown-80 2 "--max-slowdown: 80 is out of range" -- --baseline $g/base.json --current $g/slower10.json --max-slowdown 80%
+check min-gap-above 2 "--min-gap 8% is above --max-slowdown 5%" -- --baseline $g/base.json --current $g/slower10.json --min-gap 8%
+# an OK row whose recorded accuracy breaks the bound fails, whatever its status says
+mutate $g/base.json "$tmp/ok-bad-diff.json" "r = d['results'][3]; r['diff'] = dict(r.get('diff') or {}, calc_diff=3e-4)"
+check ok-bad-diff 1 "BROKEN \(fails\): OK status OK but calc_diff 0.0003 is above the bound 1e-04" -- --baseline $g/base.json --current "$tmp/ok-bad-diff.json"
+check baseline-bad-diff 2 "calc_diff 0.0003 is above the bound 1e-04: not a baseline" -- --baseline "$tmp/ok-bad-diff.json" --current $g/base.json
+mutate $g/base.json "$tmp/ok-nonfinite.json" "r = d['results'][0]; r['diff'] = dict(r.get('diff') or {}, calc_diff=1e-6, nonfinite=3)"
+check ok-nonfinite 1 "BROKEN \(fails\): OK status OK but 3 outputs are not finite" -- --baseline $g/base.json --current "$tmp/ok-nonfinite.json"
 echo "test_gate.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -181,7 +181,9 @@ static void gated(void **state)
     fclose(joules);
     o.relative_to = MM_GATE_RELATIVE_CUBLASLT;
     assert_int_equal(gate_files(base, slower, &o, out, NULL), MM_FAIL);
+    test_stderr_begin();
     assert_int_equal(gate_files(no_lt, no_lt, &o, out, NULL), MM_USAGE); /* nothing to be relative to */
+    assert_non_null(strstr(test_stderr_end(), "has no timed *-cublaslt (gemm --json) row"));
     fclose(out);
     const char *all[] = {base, same, drift, slower, broken, no_lt, clocked, ebase, eslower};
     for (int i = 0; i < 9; i++) remove(all[i]);

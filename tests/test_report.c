@@ -60,6 +60,34 @@ static char *render(void (*fn)(FILE *, const mm_results *), const mm_results *r)
     return buf;
 }
 
+static int saved_stderr = -1;
+static FILE *captured;
+
+void test_stderr_begin(void)
+{
+    assert_true(saved_stderr < 0);
+    fflush(stderr);
+    captured = tmpfile();
+    assert_non_null(captured);
+    saved_stderr = dup(fileno(stderr));
+    assert_true(saved_stderr >= 0);
+    assert_true(dup2(fileno(captured), fileno(stderr)) >= 0);
+}
+
+const char *test_stderr_end(void)
+{
+    static char text[4096];
+    fflush(stderr);
+    assert_true(dup2(saved_stderr, fileno(stderr)) >= 0);
+    close(saved_stderr);
+    saved_stderr = -1;
+    rewind(captured);
+    size_t n = fread(text, 1, sizeof text - 1, captured);
+    text[n] = '\0';
+    fclose(captured);
+    return text;
+}
+
 void test_temp_path(char *buf, size_t len)
 {
     mm_fmt(buf, len, "/tmp/megamoe-test-XXXXXX");
@@ -154,7 +182,9 @@ static void json_round_trip(void **state)
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "time"))); /* no time, never a zero */
     cJSON_Delete(root);
     /* an unwritable place is an error, not a crash */
+    test_stderr_begin();
     assert_int_not_equal(report_json_write("/nonexistent-dir/x.json", &r), MM_OK);
+    assert_non_null(strstr(test_stderr_end(), "megamoe: error: json /nonexistent-dir/x.json: cannot write"));
     results_free(&r);
 }
 

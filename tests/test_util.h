@@ -31,5 +31,11 @@ void test_temp_path(char *buf, size_t len);
  * the tree. */
 struct cJSON *test_take_json(const char *path);
 
+/* A test that expects an error message: stderr goes to a temporary file from test_stderr_begin
+ * until test_stderr_end, which returns what was written (a static buffer). The test asserts on it,
+ * and a passing run's log shows no "megamoe: error:" line. */
+void test_stderr_begin(void);
+const char *test_stderr_end(void);
+
 /* Relative paths in tests are from the repository root (make test runs there). */
 #endif
