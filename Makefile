@@ -205,13 +205,9 @@ test-run: $(BUILD)/megamoe $(BUILD)/test_host $(BUILD)/test_host_asan $(BUILD)/f
 	tests/test_cli.sh $(BUILD)/megamoe
 	tests/test_gate.sh $(BUILD)/megamoe
 	tests/test_ep_invariance.sh
-	tests/test_ab.sh
-	tests/test_lab.sh
 	tests/test_racecheck_unknown.sh
-	python3 scripts/ncu-stalls.py tests/ncu/sass-sample.csv 2 > $(BUILD)/ncu-stalls.txt && \
-	  grep -q "by reason: long_sb=58.0, barrier=28.0, wait=14.0" $(BUILD)/ncu-stalls.txt && \
-	  grep -q "^00020  60.0% ex=      4000 @P0   BRA" $(BUILD)/ncu-stalls.txt && test $$(wc -l < $(BUILD)/ncu-stalls.txt) -eq 4
 	NVCC=$(NVCC) tests/test_ptxas.sh
+	NVCC=$(NVCC) lab/tests/run.sh
 	/usr/bin/python3 scripts/plot.py tests/gate/base.json $(BUILD)/plot-test
 	test -s $(BUILD)/plot-test/latency.png && test -s $(BUILD)/plot-test/speedup.png && \
 	  test -s $(BUILD)/plot-test/floor_ratio.png

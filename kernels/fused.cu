@@ -309,12 +309,8 @@ __device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t 
 /* the round buffers' span from the stage ring on: the ring, its slack and the staging area after
  * it (the ring starts within the slack's first 1 KB, so at least this much) */
 #define DISPATCH_SPAN_BYTES (unsigned)(MM_TILE_STAGES * MM_TILE_STAGE_BYTES + STAGING_BYTES)
-#ifndef DISPATCH_GROUP
-#define DISPATCH_GROUP 8 /* most tokens a round; a build may set it (experiments) */
-#endif
-#ifndef QUANT_ILP
+#define DISPATCH_GROUP 8 /* most tokens a round */
 #define QUANT_ILP 4
-#endif
 
 /* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
  * pipelined over two buffers in shared memory: while round j is quantized and sent, round j + 1's
@@ -605,11 +601,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
  * token: 96 compact items on 132 CTAs, one a CTA, then GEMM2 on every CTA), and each phase ends
  * with its last CTA; with fewer weight bytes in flight per SM the last one ends sooner (Flash 1
  * token, one GPU: 5 -> 4 stages -1.4 us, 4 -> 3 -1.6 us, the GEMM2 phase -2 us; V3 within 0.6 us).
- * At 4096 tokens the fifth stage gains 8-10% (perf-notes, twenty-second and twenty-fifth sessions).
- * Overridable for A/B runs (-DMM_FUSED_HANDOFF_STAGES=n). */
-#ifndef MM_FUSED_HANDOFF_STAGES
+ * At 4096 tokens the fifth stage gains 8-10%. */
 #define MM_FUSED_HANDOFF_STAGES 3
-#endif
 static_assert(MM_FUSED_HANDOFF_STAGES >= 2 && MM_FUSED_HANDOFF_STAGES <= MM_TILE_STAGES, "a depth the ring has");
 #define FUSED_RING_DEPTH(handoff) ((handoff) ? MM_FUSED_HANDOFF_STAGES : MM_TILE_STAGES)
 
@@ -644,8 +637,7 @@ __device__ __forceinline__ uint32_t gemm1_tile_bits(const fused_schedule &sc)
  * is done, the K order unchanged (so the same bits), instead of waiting for all of them
  * (gemm_tile.cuh mm_handoff_wait): the CTAs with no GEMM1 item start GEMM2 on the first I blocks
  * done. Not with a second wave of GEMM1 items: there the early GEMM2 items' weights take HBM from
- * the stragglers on the critical path (Pro at 1 token +1 us, 4096 tokens +1%; perf-notes,
- * twenty-fourth session). Producer thread 0, once the item is known to every producer thread
+ * the stragglers on the critical path (Pro at 1 token +1 us, 4096 tokens +1%). Producer thread 0, once the item is known to every producer thread
  * (the barrier before describe_item; the word is read after the one after it): arms the wait for
  * a GEMM2 item whose tile is incomplete, else disarms it. */
 __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_schedule &sc, int item)
@@ -672,7 +664,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
      * bound every item to a CTA at the start of a decode call: CTAs ran two GEMM2 items one
-     * after the other while others, their GEMM1 item done, had nothing left; fifteenth session.) */
+     * after the other while others, their GEMM1 item done, had nothing left.) */
     int next = 0;
     if (threadIdx.x == 0) next = claim_item(a, sc);
     for (uint32_t n = 0;; n++) {
@@ -1243,7 +1235,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the
      * registers those waited for, and the rest of the math waited for them at its barriers: a
-     * deadlock without a clock (fourteenth session, seen under racecheck, found by `make steps`) */
+     * deadlock without a clock (seen under racecheck, found by `make steps`) */
     MM_STEP(0x1009);
     ok = __syncthreads_and(ok) != 0;
     mm_regs_restore(mm_warpgroup() == 0); /* recomputed: a flag kept across phase 3 spilled */

@@ -53,7 +53,7 @@ typedef struct {
  * The previous epilogue staged every half and copied it out one row per bulk copy: those copies
  * take their operands from uniform registers, so the 64 of a half were issued one lane at a
  * time, ~1000 cycles per warpgroup and tile without MMAs (ncu source counters); the tensor
- * copies gained 4-10% at 49152 rows and 2-3% at 4096 (perf-notes, eighteenth session). */
+ * copies gained 4-10% at 49152 rows and 2-3% at 4096. */
 #define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
 #define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
@@ -148,42 +148,6 @@ __device__ __forceinline__ void gemm_clock_end(const uint64_t start[2])
     atomicAdd(&gemm_clock_sum[1], (unsigned long long)(now - start[1]));
 }
 
-/* An experiment build (-DMM_WIDE_TRACE=1, off by default; thirty-ninth session's Next): where an
- * item's first K block is late in the wide form. Each CTA sums SM cycles (clock64, one SM's clock:
- * the producer's and the math's stamps compare) over its items into shared memory, one owner
- * thread a field (the producer's thread 0, math warpgroup 0's thread 0, full tiles only), and adds
- * them into wide_trace_sum at its end; mm_grouped_gemm_clock_reset zeroes it, `megamoe gemm`
- * prints each row's per-item means (mm_grouped_gemm_trace_format). The stamps of a block's issue
- * are taken before the producer's expect_tx arrival, so the math's acquiring wait on `full`
- * orders them before its read. Timing only: the outputs do not change. */
-#ifndef MM_WIDE_TRACE
-#define MM_WIDE_TRACE 0
-#endif
-enum {
-    WT_P_ITEMS,      /* producer: items */
-    WT_P_FREE,       /* its wait for the item slot (mm_item_wait_free) */
-    WT_P_LOCATE,     /* locate, the slot written, publish */
-    WT_P_EMPTY0,     /* block 0's wait for a free stage */
-    WT_P_EMPTYK,     /* the other blocks' waits for a free stage */
-    WT_M_ITEMS,      /* math warpgroup 0: full tiles */
-    WT_M_READY,      /* its wait for the item (ready flag, the warpgroup's barrier) */
-    WT_M_SLOT0,      /* block 0's wait for its scale slot (grouped; else 0) */
-    WT_M_FULL0,      /* block 0's wait for its stage, after the slot */
-    WT_M_LAT0,       /* block 0: the producer's issue to the math's wait done */
-    WT_M_LEAD0,      /* block 0: the producer's issue to the math's wait begun (negative: math first) */
-    WT_M_LATMID,     /* the same for block kblocks / 2 */
-    WT_M_LEADMID,
-    WT_M_WAITK,      /* the other blocks' waits (slot and stage) */
-    WT_M_EPILOGUE,   /* the item's release to its stores issued */
-    WT_FIELDS
-};
-#if MM_WIDE_TRACE
-static __device__ unsigned long long wide_trace_sum[WT_FIELDS];
-#define WIDE_TRACE(x) x
-#else
-#define WIDE_TRACE(x)
-#endif
-
 /* Thread 0 of a producer: the next claim; the tile is gridDim.x + the claim (each CTA's first
  * tile is blockIdx.x, no claim), added where it is read (gemm_walk), since an add here would wait
  * for the atomic. A launch of `total` tiles takes exactly `total` claims, one after each
@@ -203,10 +167,8 @@ __device__ __forceinline__ int gemm_claim_next(int total)
 
 /* Up to this many experts, each CTA builds the row-tile prefix itself (gemm_build_prefix) instead
  * of waiting for tile_prefix_kernel: that launch in front of every GEMM cost ~2 us of a decode
- * call's ~84 (measured with the prefix left out, thirty-first session). 4 KB of shared memory. */
-#ifndef GEMM_OWN_PREFIX_MAX /* -DGEMM_OWN_PREFIX_MAX=0: tile_prefix_kernel for every launch (A/B runs) */
+ * call's ~84 (measured with the prefix left out). 4 KB of shared memory. */
 #define GEMM_OWN_PREFIX_MAX 1024
-#endif
 static __shared__ int32_t gemm_own_prefix[GEMM_OWN_PREFIX_MAX + 1];
 
 /* The prefix this launch's producer reads: a fixed address either way, so no register holds it
@@ -226,43 +188,19 @@ __device__ __forceinline__ void gemm_build_prefix(const mm_grouped_gemm_args &g,
         for (int e = threadIdx.x; e <= g.experts; e += MM_PRODUCER_THREADS) g.tile_start[e] = prefix[e];
 }
 
-#ifndef MM_GEMM_ROTATE /* experiments: 1 rotates the 128 x 128 pairs' fixed walk each wave (not yet run on a GPU) */
-#define MM_GEMM_ROTATE 0
-#endif
-
-/* experiments: 1 publishes item n + 1 before item n's last K block is issued, so the ring would not
- * wait at item boundaries for the locate and the table. Measured against 0 (twenty-ninth session,
- * x 3): Flash decode within 0.3 us, Flash GEMM2 4096 rows 1% faster, Pro decode and 4096 rows
- * 0.5-1% slower: the boundary work was already hidden behind the ring's blocks in flight. */
-#ifndef MM_GEMM_PUBLISH_AHEAD
-#define MM_GEMM_PUBLISH_AHEAD 0
-#endif
-
-#ifndef MM_GEMM_GIVE_UP /* experiments: 0 keeps loading after an expired wait (the decode bisect; a stall then may fault) */
-#define MM_GEMM_GIVE_UP 1
-#endif
-
-#ifndef MM_GEMM_STATIC_CLAIMS /* -DMM_GEMM_STATIC_CLAIMS: single CTAs walk a fixed order too (A/B runs) */
-#define MM_GEMM_DYNAMIC_CLAIMS 1
-#else
-#define MM_GEMM_DYNAMIC_CLAIMS 0
-#endif
 
 /* Whether this launch's CTAs claim their tiles (single CTAs) rather than walk a fixed order
  * (pairs). Read from the cluster size each time: kept in a register through the producer's
  * loop, ptxas spilled it once the prefix build came in front of the loop. */
 __device__ __forceinline__ bool single_claims()
 {
-    return MM_GEMM_DYNAMIC_CLAIMS && mm_cluster_size() != 2;
+    return mm_cluster_size() != 2;
 }
 
-#ifndef MM_GEMM_FEWEST_PAIRS /* experiments: 0 keeps every launched pair busy (mm_fewest_pairs says why not) */
-#define MM_GEMM_FEWEST_PAIRS 1
-#endif
 /* The pairs a walk of `total` items keeps busy (both forms' pairs; gemm_schedule.h mm_fewest_pairs) */
 __device__ __forceinline__ int gemm_busy_pairs(int total)
 {
-    return MM_GEMM_FEWEST_PAIRS ? mm_fewest_pairs(total / 2, (int)gridDim.x / 2) : (int)gridDim.x / 2;
+    return mm_fewest_pairs(total / 2, (int)gridDim.x / 2);
 }
 
 /* The producer's view of an item it published: its tile, or last (no tile: the CTA is done). */
@@ -273,14 +211,14 @@ typedef struct {
 
 /* The producer's n-th item, `item` being its (n - 1)-th (for n == 0: blockIdx.x): claimed (the
  * claim thread 0 took ahead, passed to all 128 through `claimed`), or the pair's fixed walk over
- * the `pairs` it keeps busy (gemm_busy_pairs; a pair past them gets `total`, no item), rotated
- * each wave with -DMM_GEMM_ROTATE=1 (mm_pair_walk_item). */
+ * the `pairs` it keeps busy (gemm_busy_pairs; a pair past them gets `total`, no item), in the
+ * plain order (mm_pair_walk_item unrotated: the wide form's rotation made no difference here). */
 __device__ __forceinline__ int gemm_walk(bool claims, bool pair, int *claimed, int next, int item, uint32_t n,
                                          int pairs, int total)
 {
     if (pair) {
         const int c = (int)blockIdx.x / 2;
-        return c >= pairs ? total : 2 * mm_pair_walk_item(c, (int)n, pairs, MM_GEMM_ROTATE) + (int)(blockIdx.x & 1u);
+        return c >= pairs ? total : 2 * mm_pair_walk_item(c, (int)n, pairs, false) + (int)(blockIdx.x & 1u);
     }
     if (n == 0) return item;
     if (claims) {
@@ -358,7 +296,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     /* The producer's prefix build, outside its branch and before its register decrease: inside
      * it, ptxas gave the producer's K loop fewer registers, and the loop then computed each of a
      * gathered block's 8 row addresses just before its copy instead of all of them up front
-     * (decode 5-15% slower, perf-notes thirty-first session); after the decrease, it spilled. */
+     * (decode 5-15% slower); after the decrease, it spilled. */
     if (mm_warpgroup() == 0 && g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
     if (mm_warpgroup() == 0) {
         mm_regs_producer();
@@ -369,11 +307,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
          * the ring's blocks of math. Their experts have one row tile each (mm_tile_pairs), where
          * the band changes no item but costs the locate three divisions and a load: without it,
          * and with the give-up flag read before the stage wait (mm_tile_produce), decode is 3-4%
-         * faster (Flash GEMM2 16 rows an expert 88.9 -> 86.0 us; twenty-ninth session). */
+         * faster (Flash GEMM2 16 rows an expert 88.9 -> 86.0 us). */
         const int band = single_claims() ? 0 : MM_GEMM_BAND;
         int item = blockIdx.x, next = 0;
-        /* item n + 1 is located, tabled and published once item n's loads are issued (with
-         * -DMM_GEMM_PUBLISH_AHEAD=1, before its last K block) */
+        /* item n + 1 is located, tabled and published once item n's loads are issued (published
+         * before item n's last K block instead, decode moved within 0.3 us and Pro 0.5-1% slower:
+         * the boundary's work already hides behind the ring's blocks in flight) */
         uint32_t n = 0;
         const int pairs = pair ? gemm_busy_pairs(total) : 0;
         gemm_work cur = gemm_publish_item(g, slot, &items, 0,
@@ -386,16 +325,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
                                  g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks};
             const mm_tile_a_map am = {g.a_map, it->a_row0, pair ? 1 : 0};
-            const int split = MM_GEMM_PUBLISH_AHEAD ? kblocks - 1 : kblocks;
-            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, split, 0, 0, false, 0, false, false,
-                            MM_GEMM_GIVE_UP != 0);
+            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false, false,
+                            true);
             const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
                                                    gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1,
                                                              pairs, total),
                                                    total, band, col_tiles, kblocks);
             if (single_claims() && !nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
-            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, split, kblocks, 0, 0, false, 0, false,
-                            false, MM_GEMM_GIVE_UP != 0);
             cur = nx;
             n++;
         }
@@ -413,7 +349,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             mm_item_release(&items, n);
             /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
              * weights are the limit, a partial half, FP32) straight from the registers, valid rows
-             * only: staging a decode tile's 64 rows cost 1-4% (eleventh session) */
+             * only: staging a decode tile's 64 rows cost 1-4% */
             if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) {
                 uint32_t packed[MM_TILE_ACC / 2];
                 pack_bf16(acc, packed);
@@ -438,8 +374,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * it, mm_gemm_tile_rows).
  * Roles: 512 threads. Warpgroup 0 (producer, 56 registers) walks the pair's items in a fixed
  * order rotated each wave (CTA r of pair c in wave n: item 2 (n P + (c + n) mod P) + r, P pairs,
- * mm_pair_walk_item; items w and w + 1 share their rows; experiments: plain, -DMM_WIDE_ROTATE=0;
- * claimed by the pair, -DMM_WIDE_CLAIMS=1, pair_claim_post), publishes each in the item
+ * mm_pair_walk_item; items w and w + 1 share their rows), publishes each in the item
  * ring and streams its K blocks into a 4-stage ring: per stage this CTA's 96 of the block's 192
  * A rows into both CTAs' stages (TMA multicast; a narrow tile's 64 rows by CTA 0) and the weight block
  * (TMA), issued by thread 0; in grouped_gemm_wide_kernel<true> every 4 K blocks the rows' and the
@@ -449,7 +384,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * registers) compute rows 64g..64g+63 of the tile for all 128 columns, each K block's four k32
  * wgmmas into a fresh block sum retired (stage freed, sum promoted) before the next block: the
  * registers hold one accumulator and one block sum, and three warpgroups keep the tensor cores
- * busy through each other's promotions (tests/gpu/wide_tile_probe.cu: 1531-1543 TFLOP/s without
+ * busy through each other's promotions (lab/probes/wide_tile_probe.cu: 1531-1543 TFLOP/s without
  * loads, against 1550-1614 for the core's two warpgroups with a block in flight). A narrow
  * tile (<= 64 rows) runs on warpgroups 1-2, 64 columns each (wide_narrow_consume).
  * Buffers: as the core's, but A must have a rows map (mm_rows_map_create: its 192- and 96-row
@@ -463,26 +398,13 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * scales_full[j] the 128 threads' cp.async arrivals for slot j, waited by the math at a group's
  * first block. A slot is rewritten two groups later, after `empty` of a stage that followed the
  * group's last block (static_assert). A full tile's math waits and releases on the barriers'
- * shared-window addresses, computed once per CTA (MM_WIDE_LEAN, below). With claims, claim_full /
- * claim_empty hand the pair's claimed items from CTA 0 to both (pair_claim_post). Nothing across
- * pairs. Experiments: -DMM_WIDE_SOLO=1 (each CTA loads its own A, frees its stages alone), and the
- * timing-only ablations -DMM_WIDE_ABLATE=1..5 (perf-notes, thirty-third and thirty-seventh
- * sessions). */
+ * shared-window addresses, computed once per CTA (wide_release, below). Nothing across pairs. */
 #define WIDE_THREADS 512
 #define WIDE_MATH_WARPS 12
-#ifndef MM_WIDE_STAGES /* experiments: -DMM_WIDE_STAGES=3 / 5 (5 only with -DMM_WIDE_STAGING=0) */
-#define MM_WIDE_STAGES 4
-#endif
-#ifndef MM_WIDE_STAGING /* experiments: 0 stores every tile from the registers, no epilogue boxes */
-#define MM_WIDE_STAGING 1
-#endif
-#define WIDE_STAGES MM_WIDE_STAGES
+#define WIDE_STAGES 4
 #define WIDE_A_STAGE (MM_WIDE_BM * MM_GEMM_BK)
 #define WIDE_STAGE_BYTES (WIDE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES)
-#define WIDE_STAGING_BYTES (MM_WIDE_STAGING * 3 * 2 * MM_OUT_BOX_BYTES)
-#ifndef MM_WIDE_GROUP_SCALES /* experiments: 0 copies every K block's scales into its stage */
-#define MM_WIDE_GROUP_SCALES 1
-#endif
+#define WIDE_STAGING_BYTES (3 * 2 * MM_OUT_BOX_BYTES)
 /* The scales of 4 K blocks at a time (where K / 128 is a multiple of 4): per row 16 contiguous
  * bytes of its [K/128] scales, one cp.async each, into one of two slots beside the ring
  * ([193][4] floats: the tile's rows, then the weight block's 4 scales). */
@@ -493,7 +415,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
  * its scales in the row of the scale area (slot or stage) after the item's rows. */
 #define WIDE_B1_OFFSET (64 * MM_GEMM_BK)
 #define WIDE_B1_SCALE_ROW 64
-#define WIDE_SLOTS_BYTES (MM_WIDE_GROUP_SCALES * 2 * WIDE_SLOT_FLOATS * 4)
+#define WIDE_SLOTS_BYTES (2 * WIDE_SLOT_FLOATS * 4)
 #define WIDE_SMEM_BYTES (WIDE_STAGES * WIDE_STAGE_BYTES + 1024 + WIDE_STAGING_BYTES + WIDE_SLOTS_BYTES)
 /* 512 x 128 registers at launch: 128 x 56 + 384 x 152 = 65536, the whole file */
 #define WIDE_LAUNCH_REGS 128
@@ -517,128 +439,36 @@ typedef struct {
     int rows, a_row0, n0, last, cols; /* cols 2: a narrow2 item (two weight blocks) */
 } wide_item;
 
-#ifndef MM_WIDE_ROTATE /* 1: the pairs' fixed walk rotated each wave (mm_pair_walk_item); 0, experiments: plain */
-#define MM_WIDE_ROTATE 1
-#endif
-#ifndef MM_WIDE_CLAIMS /* experiments: 1 has the pairs claim their items (off: pair c walks items 2c, 2c + 1, + gridDim.x, ...) */
-#define MM_WIDE_CLAIMS 0
-#endif
-/* Pairs claiming their items (an experiment, off by default). In the fixed order a pair's share
- * of an expert's row tiles repeats with the walk's stride: at Pro's 1024 rows an expert (5 full
- * tiles and one of 64 rows, 48 items a column band) a third of the CTAs never met a short tile and
- * ran all-full shares, so the call took as long as at 1152 rows. Claims balance the shares: Pro
- * 49152 rows wide 5-6% faster, but Flash's GEMM2 (equal 16-block items, balanced in the fixed
- * order) 3-4% slower, whose cause is not yet measured (perf-notes, twenty-eighth session).
- * CTA 0 of the pair takes the next pair of items from gemm_claims and posts it into both CTAs'
- * `pair_claim` slot (two, by item parity), arriving on each one's `claim_full`; once a CTA's
- * producer warpgroup has read a slot, its thread 0 arrives on CTA 0's `claim_empty`, which CTA 0
- * waits for before it posts into that slot again. CTA 0 takes claim n + 2 from the counter when
- * item n begins and posts it once item n's loads are issued: the atomic's result is not waited
- * for until then (measured: this did not remove the GEMM2 loss). */
-__device__ __forceinline__ unsigned pair_cta_addr(const void *p, unsigned rank)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(p), r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-    return r;
-}
 
-/* A wait on a barrier another CTA of the pair arrives on after writing (or reading) shared
- * memory: cluster-scope acquire. False after the stage wait's limit, or once a wait of this CTA
- * expired (the caller then takes the pair as done). */
-__device__ __forceinline__ bool pair_claim_wait(uint64_t *bar, uint32_t parity)
-{
-    return mm_mbar_wait(bar, parity, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_PAIR_CLAIM, true);
-}
 
-/* The next pair index, as atom.inc wrapping at 2^31 - 1 (never reached: an increment): an add, even one
- * thread's, is compiled to a warp-aggregated atomic whose result is shuffled at once, so the
- * thread would wait for the round trip there instead of where the value is used. */
-__device__ __forceinline__ int pair_claim_next()
-{
-    unsigned p;
-    asm volatile("atom.global.inc.u32 %0, [%1], 0x7fffffff;" : "=r"(p) : "l"(&gemm_claims) : "memory");
-    return (int)p;
-}
-
-/* CTA 0's thread 0: claim n, pair index p (from gemm_claims), into both CTAs' slot n % 2. */
-__device__ __forceinline__ void pair_claim_post(int *slot, uint64_t *full, uint64_t *empty, uint32_t n, int p)
-{
-    pair_claim_wait(&empty[n & 1], ((n >> 1) & 1u) ^ 1u); /* claim n - 2 read by both (a fresh barrier passes) */
-    *(volatile int *)&slot[n & 1] = p;
-    mm_mbar_arrive(&full[n & 1]);
-    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(pair_cta_addr(&slot[n & 1], 1)), "r"(p) : "memory");
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(pair_cta_addr(&full[n & 1], 1))
-                 : "memory");
-}
-
-/* The producer warpgroup: claim n as its pair index (-1 if the wait gave up), then slot n % 2
- * handed back to CTA 0. Thread 0 alone waits (a cluster-scope acquire is a fence: 128 of them an
- * item are the guess for Flash's GEMM2 loss; this form is not yet run on a GPU) and passes the
- * index on through `taken`. */
-__device__ __forceinline__ int pair_claim_take(const int *slot, uint64_t *full, uint64_t *empty, uint32_t n,
-                                               int *taken)
-{
-    if (mm_tid() == 0) {
-        *(volatile int *)taken = pair_claim_wait(&full[n & 1], (n >> 1) & 1u) ? *(volatile const int *)&slot[n & 1] : -1;
-        asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(pair_cta_addr(&empty[n & 1], 0))
-                     : "memory");
-    }
-    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* `taken` written */
-    const int p = *(volatile const int *)taken;
-    mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* read by all before the next item's */
-    return p;
-}
-
-/* Timing-only ablations of the wide form (outputs wrong; lab experiments): 1 the loads alone, no
- * MMAs; 2 nothing stored; 3 no loads (the stages only signalled); 4 = 3 + 2; 5 = 4 and no scale
- * copies either */
-#ifndef MM_WIDE_ABLATE
-#define MM_WIDE_ABLATE 0
-#endif
-#define WIDE_ABLATE_LOADS_ONLY (MM_WIDE_ABLATE == 1)
-#define WIDE_ABLATE_NO_STORE (MM_WIDE_ABLATE == 2 || MM_WIDE_ABLATE == 4 || MM_WIDE_ABLATE == 5)
-#define WIDE_ABLATE_NO_LOAD (MM_WIDE_ABLATE >= 3 && MM_WIDE_ABLATE <= 5)
-#define WIDE_ABLATE_NO_SCALES (MM_WIDE_ABLATE == 5)
-
-#ifndef MM_WIDE_SOLO /* experiments: 1 has each CTA of a pair load its own A (no multicast) and free its stages alone (no lockstep) */
-#define MM_WIDE_SOLO 0
-#endif
-#define WIDE_PAIR_RELEASE (!MM_WIDE_SOLO) /* a stage's release also arrives on the peer's `empty` */
-/* Lean: a full tile's K loop waits and releases on the barriers' shared-window addresses, computed
+/* A full tile's K loop waits and releases on the barriers' shared-window addresses, computed
  * once per CTA. From a pointer, each wait and release of a cluster launch read the CTA's cluster id
  * again (S2UR SR_CgaCtaId) on the path from one block's MMAs to the next block's, and ptxas had
  * turned the release back into a branch with a reconvergence (BSSY/BSYNC): the peeled block 0
  * below no longer got it predicated. Lean, the release's address arithmetic sits before the wgmma
  * wait; the peeled block's release is predicated, the loop's (this nvcc) a branch around lane 0's
- * arrivals again: elect.sync kept it predicated and measured even (thirty-eighth session), so
- * the branch stays. Measured against -DMM_WIDE_LEAN=0, x 3 rounds in one call (perf-notes,
- * thirty-seventh session): Flash GEMM1 / GEMM2 at 12288 rows 361 / 202.6 -> 353.5 / 198.9 us, Pro
- * GEMM1 / GEMM2 at 12288 1052 / 547.7 -> 1037.8 / 542.3; 49152 rows within their spread. */
-#ifndef MM_WIDE_LEAN /* experiments: 0 waits and releases from the barriers' pointers */
-#define MM_WIDE_LEAN 1
-#endif
-/* A full tile's stage release: on the addresses of `empty` in this CTA and the peer's computed
- * once (lean), else from the barrier's pointer (a branch around lane 0's arrivals). */
+ * arrivals again: elect.sync kept it predicated and measured even, so the branch stays. Against
+ * the pointer form: Flash GEMM1 / GEMM2 at 12288 rows 361 / 202.6 -> 353.5 / 198.9 us, Pro 1052 /
+ * 547.7 -> 1037.8 / 542.3; 49152 rows within their spread. A stage's release also arrives on the
+ * peer's `empty` (both CTAs read the multicast A). The ring audit's build releases from the
+ * pointer, where its bookkeeping sits. */
 __device__ __forceinline__ void wide_release(mm_tile_pipe *pipe, int st, unsigned empty0, unsigned empty_peer0)
 {
-#if MM_WIDE_LEAN && !defined(MM_RING_AUDIT)
-    mm_tile_release_at(empty0 + 8u * st, empty_peer0 + 8u * st, WIDE_PAIR_RELEASE);
+#if !defined(MM_RING_AUDIT)
+    mm_tile_release_at(empty0 + 8u * st, empty_peer0 + 8u * st, true);
 #else
-    mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
+    mm_tile_release_branch(pipe, st, true);
 #endif
 }
 
-#ifndef MM_WIDE_NARROW /* experiments: 0 runs tiles of <= 64 rows as any other (one warpgroup, all 128 columns) */
-#define MM_WIDE_NARROW 1
-#endif
 /* A narrow tile: at most 64 rows (an expert's last, e.g. Pro's 1024 = 5 x 192 + 64), split over
  * two warpgroups of 64 columns each rather than one warpgroup's dependent chain of K blocks
  * (wait, four wgmmas, retire, promote), and loaded as 64 rows by CTA 0 alone (8 KB of A a stage,
  * not 24). Measured within 1-2% of one warpgroup on all 128 columns: what made Pro's 1024 rows as
- * slow as 1152 was the fixed order's shares, not these tiles (perf-notes, twenty-eighth session). */
+ * slow as 1152 was the fixed order's shares, not these tiles. */
 __device__ __forceinline__ bool wide_tile_narrow(int rows)
 {
-    return MM_WIDE_NARROW && rows <= 64;
+    return rows <= 64;
 }
 
 /* A math warpgroup's wait for K block kb of a wide tile (at a scale group's first block also for
@@ -657,14 +487,13 @@ __device__ __forceinline__ wide_scales wide_wait_block(const uint8_t *stages, mm
 {
     const int st = ring.stage;
     if (grouped && kb % WIDE_GROUP == 0) {
-        if (scales_full0) /* the barriers' addresses computed once by the caller (MM_WIDE_LEAN) */
+        if (scales_full0) /* the barriers' addresses computed once by the caller (full tiles) */
             mm_mbar_wait_at(scales_full0 + 8u * (group & 1u), (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         else
             mm_mbar_wait(&scales_full[group & 1u], (group >> 1) & 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
         group++;
     }
-    WIDE_TRACE(if (slot_done) *slot_done = clock64());
     if (full0) mm_mbar_wait_at(full0 + 8u * st, ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     else mm_mbar_wait(&pipe->full[st], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     MM_AUDIT_ENTER(st);
@@ -697,7 +526,7 @@ __device__ __forceinline__ void wide_narrow_consume(uint8_t *stages, mm_tile_pip
         float blk[MM_TILE_ACC / 2];
         mm_tile_issue_n64(da + at, db + at, blk);
         MM_WGMMA_WAIT(0, 13);
-        mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
+        mm_tile_release_branch(pipe, st, true);
 #pragma unroll
         for (int i = 0; i < MM_TILE_ACC / 2; i++) acc[i] = fmaf((i & 2) ? t.t_hi : t.t_lo, blk[i], acc[i]);
         mm_ring_advance(ring);
@@ -725,7 +554,7 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
         float blk[MM_TILE_ACC];
         mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
         MM_WGMMA_WAIT(0, 14);
-        mm_tile_release_branch(pipe, st, WIDE_PAIR_RELEASE);
+        mm_tile_release_branch(pipe, st, true);
         mm_tile_promote(sc.t_lo, sc.t_hi, blk, acc);
         mm_ring_advance(ring);
     }
@@ -735,7 +564,7 @@ __device__ __forceinline__ void wide_two_consume(uint8_t *stages, mm_tile_pipe *
  * valid, BF16, an output map; else from the registers, valid rows only. */
 __device__ __forceinline__ bool wide_half_by_tma(const mm_grouped_gemm_args &g, int rows, int wg)
 {
-    return MM_WIDE_STAGING && rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1);
+    return rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * (wg + 1);
 }
 
 /* A narrow tile's valid rows of this warpgroup's `count` / 2 columns (64 for a narrow tile, 128
@@ -762,13 +591,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     __shared__ __align__(8) mm_tile_pipe pipe;
     __shared__ __align__(8) mm_item_ring items;
     __shared__ __align__(8) uint64_t scales_full[2]; /* per slot: the producer's 128 copies landed */
-    __shared__ __align__(8) uint64_t claim_full[2], claim_empty[2]; /* the pair's claims (pair_claim_post) */
-    __shared__ int pair_claim[2], pair_taken;
     __shared__ uint64_t clock_start[2];
-#if MM_WIDE_TRACE
-    __shared__ long long trace[WT_FIELDS], trace_issue[2][2]; /* [item % 2][block 0, block kblocks / 2] */
-    if (threadIdx.x < WT_FIELDS) trace[threadIdx.x] = 0;
-#endif
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + WIDE_STAGES * WIDE_STAGE_BYTES;
     float *scale_slots = (float *)(staging + WIDE_STAGING_BYTES);
@@ -778,16 +601,14 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
      * which all arrive on `full`. A template argument (the launcher checked K / 128 a multiple of
      * 4 and the copies' sources aligned, mm_launch_grouped_gemm; which one: gemm_schedule.h
      * mm_wide_block_scales). Compiled beside each other in one kernel, the per-block path ran 5-7%
-     * slower than compiled alone (perf-notes, thirty-eighth session). */
-    constexpr bool grouped = GROUPED && MM_WIDE_GROUP_SCALES;
+     * slower than compiled alone. */
+    constexpr bool grouped = GROUPED;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
-        mm_tile_pipe_init(&pipe, MM_WIDE_SOLO ? 1 : 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
+        mm_tile_pipe_init(&pipe, 2, WIDE_MATH_WARPS, grouped ? 1 : MM_PRODUCER_THREADS + 1);
         mm_item_ring_init(&items, WIDE_MATH_WARPS);
         for (int j = 0; j < 2; j++) {
             mm_mbar_init(&scales_full[j], MM_PRODUCER_THREADS);
-            mm_mbar_init(&claim_full[j], 1);
-            mm_mbar_init(&claim_empty[j], 2);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -802,26 +623,14 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
         const unsigned rank = mm_cluster_rank();
         const void *half_map = (const uint8_t *)g.a_map + 3 * 128; /* the 96-row box */
         const void *rows64_map = (const uint8_t *)g.a_map + 1 * 128; /* the 64-row box */
-        if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) {
-            pair_claim_post(pair_claim, claim_full, claim_empty, 0, pair_claim_next());
-            pair_claim_post(pair_claim, claim_full, claim_empty, 1, pair_claim_next());
-        }
         const int pairs = gemm_busy_pairs(total), pair_index = (int)blockIdx.x / 2;
         for (uint32_t n = 0, item;; n++) {
             wide_item *it = &slot[n & 1];
-            WIDE_TRACE(long long t_free = clock64());
             mm_item_wait_free(&items, n);
-            WIDE_TRACE(long long t_item = clock64());
             /* the fixed walk over the pairs kept busy, rotated each wave (gemm_schedule.h
-             * mm_pair_walk_item; plain with -DMM_WIDE_ROTATE=0); a pair past them takes none */
+             * mm_pair_walk_item); a pair past them takes none */
             item = pair_index >= pairs ? (uint32_t)total
-                                       : 2u * (uint32_t)mm_pair_walk_item(pair_index, (int)n, pairs, MM_WIDE_ROTATE) + rank;
-            int claim_ahead = 0; /* CTA 0's thread 0: claim n + 2, in flight through item n */
-            if (MM_WIDE_CLAIMS) {
-                const int p = pair_claim_take(pair_claim, claim_full, claim_empty, n, &pair_taken);
-                item = p < 0 ? (uint32_t)total : 2u * (uint32_t)p + rank;
-                if (rank == 0 && mm_tid() == 0 && (int)item < total) claim_ahead = pair_claim_next();
-            }
+                                       : 2u * (uint32_t)mm_pair_walk_item(pair_index, (int)n, pairs, true) + rank;
             if ((int)item >= total) {
                 if (threadIdx.x == 0) it->last = 1;
                 mm_item_publish(&items, n);
@@ -841,13 +650,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             mm_item_publish(&items, n);
             mm_inject_stall((int)item);
             const int pt = mm_tid();
-#if MM_WIDE_TRACE
-            if (pt == 0) {
-                trace[WT_P_ITEMS]++;
-                trace[WT_P_FREE] += t_item - t_free;
-                trace[WT_P_LOCATE] += clock64() - t_item;
-            }
-#endif
             const bool two = t.cols == 2, narrow = two || wide_tile_narrow(rows); /* two: 64 rows of A too */
             /* this thread's scale copies: row pt, and row pt + 128 for pt < 64 (rows past the
              * tile's are not loaded; the math gives them scale 0) */
@@ -865,35 +667,22 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 const bool group_start = grouped && kb % WIDE_GROUP == 0;
                 /* grouped, warps 1-3 act at a group's first block only (its slot is free once
                  * that block's stage is: the static_assert above) and do not poll the others */
-                WIDE_TRACE(const long long t_empty = clock64());
                 if (!grouped || pt < 32 || group_start) {
                     mm_mbar_wait(&pipe.empty[st], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
                     MM_AUDIT_REFILL(st);
                 }
-#if MM_WIDE_TRACE
-                if (pt == 0) {
-                    const long long now = clock64();
-                    trace[kb == 0 ? WT_P_EMPTY0 : WT_P_EMPTYK] += now - t_empty;
-                    if (kb == 0) trace_issue[n & 1][0] = now;
-                    if (kb == kblocks / 2) trace_issue[n & 1][1] = now;
-                }
-#endif
                 /* once a wait of the CTA expired, no more loads (mm_tile_produce's give_up) */
                 if (*(volatile uint32_t *)&mm_stage_wait_expired) {
                     mm_ring_advance(ring);
                     continue;
                 }
                 const unsigned full = (unsigned)__cvta_generic_to_shared(&pipe.full[st]);
-                if (WIDE_ABLATE_NO_LOAD && pt == 0) /* timing only: the stage only signalled */
-                    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
-                if (!WIDE_ABLATE_NO_LOAD && pt == 0) {
+                if (pt == 0) {
                     /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  ::"r"(full), "r"(a_bytes + (two ? 2 : 1) * MM_TILE_B_STAGE) : "memory");
-                    if (MM_WIDE_SOLO) /* the 192-row box, or the 64-row one, into this CTA alone */
-                        mm_tile_tma_b(sa, mm_tile_b{narrow ? rows64_map : (const uint8_t *)g.a_map + 2 * 128, a_row0, NULL}, kb, full);
-                    else if (!narrow)
+                    if (!narrow)
                         mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
                                                 a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);
                     else if (rank == 0)
@@ -903,12 +692,10 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 if (group_start) {
                     float *slot_f = scale_slots + (group & 1u) * WIDE_SLOT_FLOATS;
-                    if (!WIDE_ABLATE_NO_SCALES) {
-                        if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
-                        if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
-                        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
-                        if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async16(slot_f + WIDE_B1_SCALE_ROW * WIDE_GROUP, s_w1 + kb);
-                    }
+                    if (s_lo) mm_cp_async16(slot_f + pt * WIDE_GROUP, s_lo + kb);
+                    if (s_hi) mm_cp_async16(slot_f + (pt + 128) * WIDE_GROUP, s_hi + kb);
+                    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async16(slot_f + MM_WIDE_BM * WIDE_GROUP, s_w + kb);
+                    if (two && pt == MM_PRODUCER_THREADS - 2) mm_cp_async16(slot_f + WIDE_B1_SCALE_ROW * WIDE_GROUP, s_w1 + kb);
                     const unsigned sf = (unsigned)__cvta_generic_to_shared(&scales_full[group & 1u]);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(sf) : "memory");
                     group++;
@@ -921,43 +708,32 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 mm_ring_advance(ring);
             }
-            if (MM_WIDE_CLAIMS && rank == 0 && mm_tid() == 0) pair_claim_post(pair_claim, claim_full, claim_empty, n + 2, claim_ahead);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WIDE_MATH_REGS));
         const int wg = mm_warpgroup() - 1;
         const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
-        /* lean: the barriers' shared-window addresses, once (0: each wait and release from the pointer) */
-        const unsigned full0 = MM_WIDE_LEAN ? (unsigned)__cvta_generic_to_shared(&pipe.full[0]) : 0u;
-        const unsigned scales_full0 = MM_WIDE_LEAN ? (unsigned)__cvta_generic_to_shared(&scales_full[0]) : 0u;
+        /* the barriers' shared-window addresses, once (wide_release) */
+        const unsigned full0 = (unsigned)__cvta_generic_to_shared(&pipe.full[0]);
+        const unsigned scales_full0 = (unsigned)__cvta_generic_to_shared(&scales_full[0]);
         const unsigned empty0 = (unsigned)__cvta_generic_to_shared(&pipe.empty[0]);
         unsigned empty_peer0 = empty0;
-        if (MM_WIDE_LEAN && WIDE_PAIR_RELEASE)
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(empty_peer0) : "r"(empty0), "r"(mm_cluster_rank() ^ 1u));
-#if MM_WIDE_TRACE
-        const bool tracer = mm_math_thread() == 0; /* warpgroup 0's thread 0 */
-#endif
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(empty_peer0) : "r"(empty0), "r"(mm_cluster_rank() ^ 1u));
         for (uint32_t n = 0;; n++) {
             const wide_item *it = &slot[n & 1];
-            WIDE_TRACE(const long long t_wait_item = clock64());
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + wg, 128, ready && !it->last)) break;
-            WIDE_TRACE(const long long t_item = clock64());
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC]; /* zeroed at the first K block's promotion */
             const bool two = it->cols == 2, narrow = two || wide_tile_narrow(rows);
-#if WIDE_ABLATE_LOADS_ONLY
-            if (true) {
-#else
             if (narrow ? wg == 2 : rows <= 64 * wg) { /* no rows for this warpgroup: only free the stages */
-#endif
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
                 if (grouped) group += kblocks / WIDE_GROUP; /* its scales are not read */
                 for (int kb = 0; kb < kblocks; kb++) {
                     mm_mbar_wait(&pipe.full[ring.stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
                     MM_AUDIT_ENTER(ring.stage);
-                    mm_tile_release_branch(&pipe, ring.stage, WIDE_PAIR_RELEASE);
+                    mm_tile_release_branch(&pipe, ring.stage, true);
                     mm_ring_advance(ring);
                 }
             } else if (two) {
@@ -977,32 +753,14 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 /* K block 0 apart (acc zeroed once its MMAs are issued): when it was peeled ptxas
                  * predicated the loop's stage release instead of branching around it with a
                  * reconvergence (BSSY/BSYNC) between each block's wgmma wait and its promotion,
-                 * 2-4% faster at 12288-49152 rows (perf-notes, thirtieth session); by the
-                 * thirty-seventh session the branch was back; lean (above) keeps block 0's release
-                 * predicated, the loop's is a branch again and elect.sync removing it measured even
-                 * (thirty-eighth session). Check the SASS after touching this loop. */
+                 * 2-4% faster at 12288-49152 rows. Later the loop's branch came back; the lean
+                 * release (above) keeps block 0's predicated, and elect.sync removing the loop's
+                 * measured even. Check the SASS after touching this loop. */
                 {
                     const int st = ring.stage;
-                    long long t_slot = 0; /* the trace's stamp after block 0's slot wait */
-                    WIDE_TRACE(const long long t_b0 = clock64());
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
                                                           grouped, 0, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0,
-                                                          MM_WIDE_TRACE ? &t_slot : NULL);
-#if MM_WIDE_TRACE
-                    if (tracer) {
-                        const long long now = clock64(), issue = trace_issue[n & 1][0];
-                        trace[WT_M_ITEMS]++;
-                        trace[WT_M_READY] += t_item - t_wait_item;
-                        trace[WT_M_SLOT0] += t_slot - t_b0;
-                        trace[WT_M_FULL0] += now - t_slot;
-                        trace[WT_M_LAT0] += now - issue;
-                        trace[WT_M_LEAD0] += t_b0 - issue;
-                        if (kblocks / 2 == 0) {
-                            trace[WT_M_LATMID] += now - issue;
-                            trace[WT_M_LEADMID] += t_b0 - issue;
-                        }
-                    }
-#endif
+                                                          NULL);
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
@@ -1014,19 +772,8 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
                 for (int kb = 1; kb < kblocks; kb++) {
                     const int st = ring.stage;
-                    WIDE_TRACE(const long long t_b = clock64());
                     const wide_scales t = wide_wait_block(stages, &pipe, ring, scales_full, scale_slots, slot_f, group,
                                                           grouped, kb, rows, r_lo, r_hi, MM_WIDE_BM, full0, scales_full0);
-#if MM_WIDE_TRACE
-                    if (tracer) {
-                        const long long now = clock64();
-                        trace[WT_M_WAITK] += now - t_b;
-                        if (kb == kblocks / 2) {
-                            trace[WT_M_LATMID] += now - trace_issue[n & 1][1];
-                            trace[WT_M_LEADMID] += t_b - trace_issue[n & 1][1];
-                        }
-                    }
-#endif
                     float blk[MM_TILE_ACC];
                     mm_tile_issue_ab(da, st, db, st, blk, WIDE_STAGE_BYTES);
                     MM_WGMMA_WAIT(0, 12);
@@ -1036,10 +783,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 }
             }
             mm_item_release(&items, n);
-            WIDE_TRACE(const long long t_release = clock64());
-#if WIDE_ABLATE_NO_STORE
-            if (a_row0 >= 0) continue;
-#endif
             if (!wide_half_by_tma(g, rows, wg)) {
                 store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
                 continue;
@@ -1047,7 +790,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
             uint32_t packed[MM_TILE_ACC / 2];
             pack_bf16(acc, packed);
             store_half_tma(g, staging, packed, a_row0, n0);
-            WIDE_TRACE(if (tracer) trace[WT_M_EPILOGUE] += clock64() - t_release);
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -1056,7 +798,6 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
     if (threadIdx.x == 0) gemm_clock_end(clock_start);
-    WIDE_TRACE(if (threadIdx.x < WT_FIELDS) atomicAdd(&wide_trace_sum[threadIdx.x], (unsigned long long)trace[threadIdx.x]));
 }
 
 #define PREFIX_THREADS 128
@@ -1065,7 +806,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
  * the GEMM. wide: the wide form's prefix too (the 128-row one is always written: the modes'
  * activation kernel walks it after GEMM1). With one thread walking the counts (the form before
  * 604c7b0) it cost ~2 us at 32 local experts and ~15 us at 256 (EP1 Flash: ll and normal 25-30 us
- * slower a layer for their two GEMMs; perf-notes, thirty-first and thirty-second sessions). */
+ * slower a layer for their two GEMMs). */
 /* wide_units: 0, or what wide_tile_start counts (MM_WIDE_UNITS or MM_WIDE_UNITS_N2: mm_prefix_tiles) */
 __global__ void __launch_bounds__(PREFIX_THREADS) tile_prefix_kernel(const int32_t *row_count, int experts,
                                                                      int32_t *tile_start, int wide_units)
@@ -1172,46 +913,12 @@ extern "C" int mm_grouped_gemm_band(void)
     return MM_GEMM_BAND;
 }
 
-extern "C" int mm_grouped_gemm_wide_claims(void)
-{
-    return MM_WIDE_CLAIMS;
-}
-
 extern "C" cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream)
 {
     void *sum = NULL;
     cudaError_t e = cudaGetSymbolAddress(&sum, gemm_clock_sum);
     if (e == cudaSuccess) e = cudaMemsetAsync(sum, 0, sizeof gemm_clock_sum, stream);
-#if MM_WIDE_TRACE
-    if (e == cudaSuccess) e = cudaGetSymbolAddress(&sum, wide_trace_sum);
-    if (e == cudaSuccess) e = cudaMemsetAsync(sum, 0, sizeof wide_trace_sum, stream);
-#endif
     return e;
-}
-
-extern "C" cudaError_t mm_grouped_gemm_trace_format(cudaStream_t stream, char *buf, size_t size)
-{
-    if (size) buf[0] = '\0';
-#if MM_WIDE_TRACE
-    unsigned long long sum[WT_FIELDS];
-    cudaError_t e = cudaMemcpyFromSymbolAsync(sum, wide_trace_sum, sizeof sum, 0, cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess || sum[WT_P_ITEMS] == 0) return e; /* no wide launch since the reset */
-    long long v[WT_FIELDS];
-    for (int i = 0; i < WT_FIELDS; i++) v[i] = (long long)sum[i]; /* leads may be negative */
-    const double pi = (double)v[WT_P_ITEMS], mi = v[WT_M_ITEMS] ? (double)v[WT_M_ITEMS] : 1.0;
-    snprintf(buf, size,
-             "SM cycles an item: producer (%lld items) slot %.0f, locate+publish %.0f, block 0's free stage %.0f, "
-             "the other blocks' %.0f; math (%lld full tiles) item %.0f, block 0 slot %.0f then stage %.0f, "
-             "block 0 issue->ready %.0f (issued %.0f before the math asked), mid block issue->ready %.0f (%.0f "
-             "before), the other blocks' waits %.0f, epilogue %.0f",
-             v[WT_P_ITEMS], v[WT_P_FREE] / pi, v[WT_P_LOCATE] / pi, v[WT_P_EMPTY0] / pi, v[WT_P_EMPTYK] / pi,
-             v[WT_M_ITEMS], v[WT_M_READY] / mi, v[WT_M_SLOT0] / mi, v[WT_M_FULL0] / mi, v[WT_M_LAT0] / mi,
-             v[WT_M_LEAD0] / mi, v[WT_M_LATMID] / mi, v[WT_M_LEADMID] / mi, v[WT_M_WAITK] / mi, v[WT_M_EPILOGUE] / mi);
-#else
-    (void)stream;
-#endif
-    return cudaSuccess;
 }
 
 extern "C" cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles,
@@ -1232,9 +939,6 @@ extern "C" int mm_grouped_gemm_smem_bytes(void)
     return GEMM_SMEM_BYTES;
 }
 
-#ifndef MM_GEMM_CLUSTER /* -DMM_GEMM_CLUSTER=1: every CTA on its own (for A/B runs) */
-#define MM_GEMM_CLUSTER 2
-#endif
 /* The launch of the grouped GEMM kernel: `pairs` 2-CTA clusters, or (pairs 0) `ctas` single CTAs;
  * attr: storage for the attributes the config points at. It is a programmatic dependent of the
  * launch before it on the stream (tile_prefix_kernel where it runs, else the kernel that wrote
@@ -1283,7 +987,6 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
         e = cudaFuncSetAttribute(wide_kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, WIDE_SMEM_BYTES);
         if (e != cudaSuccess) return e;
     }
-    if (MM_GEMM_CLUSTER < 2) return e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
@@ -1316,7 +1019,7 @@ extern "C" int mm_grouped_gemm_wide_block_scales(const mm_grouped_gemm_args *g)
 extern "C" int mm_grouped_gemm_tile_rows(const mm_grouped_gemm_args *g, const int32_t *host_counts)
 {
     return mm_gemm_tile_rows(tile_asked, g->a_map != NULL, g->experts, g->n, host_counts,
-                             MM_GEMM_CLUSTER < 2 ? 0 : wide_pairs_resident);
+                             wide_pairs_resident);
 }
 
 /* Pairs when the column tiles come in pairs (every row tile then splits into pairs of items on
@@ -1342,9 +1045,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
     cudaLaunchAttribute attr[2];
     if (wide) {
         int pairs = ctas / 2 < wide_pairs_resident ? ctas / 2 : wide_pairs_resident;
-#ifdef MM_LAB_WIDE_PAIRS /* experiments: fewer pairs than the SMs hold (does a power-capped GEMM need them all?) */
-        pairs = pairs < MM_LAB_WIDE_PAIRS ? pairs : MM_LAB_WIDE_PAIRS;
-#endif
         cudaLaunchConfig_t cfg = gemm_launch(pairs, 0, stream, attr);
         cfg.blockDim = dim3(WIDE_THREADS);
         cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;

@@ -45,7 +45,8 @@
 
 #include <stdint.h>
 
-#include "gemm_schedule.h"
+#include "fused_schedule.h" /* the fused kernel's extra rows ride in the core's stages */
+#include "ptx.cuh"
 #include "megamoe_kernels.h" /* mm_pipe_wait */
 
 /* Diagnostic build (nvcc -DMM_STEPS, `make steps`): before each wait without a clock of its own
@@ -81,10 +82,8 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 #define MM_CONSUMER_WARPS (MM_CONSUMER_THREADS / 32)
 /* Five stages: both kernels have room for them (the standalone GEMM beside its 32 KB of epilogue
  * boxes, the fused kernel beside its 33 KB staging area); three against four cost 6-26% at large
- * row counts (perf-notes, twenty-first session). */
-#ifndef MM_TILE_STAGES /* overridable for experiments (-DMM_TILE_STAGES=...) */
+ * row counts. */
 #define MM_TILE_STAGES 5
-#endif
 #define MM_TILE_A_STAGE (MM_GEMM_BM * MM_GEMM_BK)
 #define MM_TILE_B_STAGE (MM_GEMM_BN * MM_GEMM_BK)
 /* per stage after A and B: the block's A scales [BM] and weight scale, padded to 1 KB so every
@@ -95,7 +94,6 @@ __device__ __forceinline__ void mm_step(uint32_t code)
  * a full tile's extra rows (`extra`) come here too, their scales in the scale area from float
  * MM_TILE_EXTRA_SCALES */
 #define MM_TILE_EXTRA_SCALES (MM_GEMM_BM + 8)
-#define MM_TILE_TINY_ROWS MM_FUSED_TINY_ROWS
 #define MM_TILE_TINY_A (MM_TILE_TINY_ROWS * MM_GEMM_BK)
 #define MM_TILE_STAGE_BYTES (MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES + MM_TILE_TINY_A)
 /* + 1 KB: the stages start on a 1024-byte boundary */
@@ -267,71 +265,6 @@ __device__ __forceinline__ int mm_acc_col(int i)
     return mm_frag_col(threadIdx.x % 32, i) + (i & 1);
 }
 
-/* threadIdx.x read again at each use: the producer's 64 registers cannot keep it live across a
- * whole kernel (ptxas spilled it, kernel-wide, once the producer's loop grew) */
-__device__ __forceinline__ int mm_tid()
-{
-    int t;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-    return t;
-}
-
-__device__ __forceinline__ void mm_cp_async4(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
-}
-
-__device__ __forceinline__ void mm_cp_async16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-
-__device__ __forceinline__ void mm_mbar_init(uint64_t *bar, unsigned count)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mm_mbar_arrive(uint64_t *bar)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
-}
-
-/* This CTA's rank in its cluster, and the cluster's size (1 when launched without one). */
-__device__ __forceinline__ unsigned mm_cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ unsigned mm_cluster_size()
-{
-    unsigned n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-
-/* Every thread of every CTA of the cluster: arrive (release) and wait (acquire). */
-__device__ __forceinline__ void mm_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-/* Arrival on the barrier at the same shared-memory offset in the other CTA of a 2-CTA cluster. */
-__device__ __forceinline__ void mm_mbar_arrive_peer(uint64_t *bar)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(bar), remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(mm_cluster_rank() ^ 1u));
-    /* default (CTA-scope) release, as for the local arrival: what it orders are this warp's
-     * wgmma reads of the stage, complete before the arrival; a cluster-scope release would add a
-     * GPU-wide fence per warp and block */
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
 /* Set once a pipeline wait of this CTA expired, to the mm_pipe_wait that did (mm_tile_pipe_init
  * clears it): the CTA's other waits then give up at their next clock check, so a broken pipeline
  * costs one expiry, not one per K block and item (a Flash item alone has 32 blocks: minutes,
@@ -347,10 +280,7 @@ static __shared__ uint32_t mm_stage_wait_expired;
  * 2-CTA pair, of this CTA's warps; the other CTA's producer checks its own). */
 #ifdef MM_RING_AUDIT
 #include <stdio.h>
-#ifndef MM_TILE_STAGES_MAX
-#define MM_TILE_STAGES_MAX 8
-#endif
-static __shared__ int mm_ring_readers[MM_TILE_STAGES_MAX];
+static __shared__ int mm_ring_readers[MM_TILE_STAGES];
 __device__ unsigned int mm_ring_audit_faults;
 __device__ __forceinline__ void mm_audit_enter(int s)
 {
@@ -490,7 +420,7 @@ __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster, 
 {
     mm_stage_wait_expired = 0u;
 #ifdef MM_RING_AUDIT
-    for (int s = 0; s < MM_TILE_STAGES_MAX; s++) mm_ring_readers[s] = 0;
+    for (int s = 0; s < MM_TILE_STAGES; s++) mm_ring_readers[s] = 0;
 #endif
     for (int s = 0; s < MM_TILE_STAGES; s++) {
         mm_mbar_init(&p->full[s], full_arrivals);
@@ -498,67 +428,6 @@ __device__ __forceinline__ void mm_tile_pipe_init(mm_tile_pipe *p, int cluster, 
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-
-/* wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart. */
-__device__ __forceinline__ uint64_t mm_wgmma_desc(const uint8_t *p)
-{
-    uint64_t a = (uint64_t)__cvta_generic_to_shared(p);
-    return ((a & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-/* The same for a tiny tile's A: one 8-row group, its stride 0, so the wgmma's 64 rows read rows
- * 0..7 eight times and never leave the 1 KB (rows past the tile's are never stored anyway). */
-__device__ __forceinline__ uint64_t mm_wgmma_desc_tiny(const uint8_t *p)
-{
-    uint64_t a = (uint64_t)__cvta_generic_to_shared(p);
-    return ((a & 0x3ffffu) >> 4) | (1ull << 16) | (1ull << 62);
-}
-
-/* The instruction and its 64 accumulator operands, written once for both forms below; C is the
- * operands' constraint ("=f": written only, "+f": read and written). */
-#define MM_WGMMA_64x128x32(scale_d) \
-    "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "%64, %65, " scale_d ", 1, 1;\n"
-#define MM_WGMMA_D64(C) \
-    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-    C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-    C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-    C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), \
-    C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), \
-    C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), \
-    C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
-    C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
-
-/* d = A[64 x 32] * B[128 x 32]^T for this warpgroup (scale-d 0: a fresh sum; d is written, not
- * read, so a block sum in flight is a new value, not a copy of the previous one). */
-__device__ __forceinline__ void mm_wgmma_64x128x32_fresh(float *d, uint64_t a, uint64_t b)
-{
-    asm volatile(MM_WGMMA_64x128x32("0") : MM_WGMMA_D64("=f") : "l"(a), "l"(b));
-}
-
-/* d += A[64 x 32] * B[128 x 32]^T for this warpgroup. */
-__device__ __forceinline__ void mm_wgmma_64x128x32_acc(float *d, uint64_t a, uint64_t b)
-{
-    asm volatile(MM_WGMMA_64x128x32("1") : MM_WGMMA_D64("+f") : "l"(a), "l"(b));
-}
-
-/* The same instruction with N = 64 (32 accumulators): the wide form's tiles of <= 64 rows split
- * their 128 columns over two warpgroups (gemm.cu). An element's bits are the m64n128k32 form's
- * (the same k32 products into the same sum; the lab's calc_diff against cuBLASLt checks it). */
-#define MM_WGMMA_64x64x32(scale_d) \
-    "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-    "%32, %33, " scale_d ", 1, 1;\n"
-#define MM_WGMMA_D32(C) \
-    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-    C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-    C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-    C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31])
 
 /* d = A[64 x 128] * B[64 x 128]^T for one K block, four k32 steps into a fresh sum, committed as
  * one group; desc_a / desc_b: the block's A rows and B rows in their stage. */
@@ -570,20 +439,6 @@ __device__ __forceinline__ void mm_tile_issue_n64(uint64_t desc_a, uint64_t desc
     for (int ks = 1; ks < MM_GEMM_BK / 32; ks++)
         asm volatile(MM_WGMMA_64x64x32("1") : MM_WGMMA_D32("+f") : "l"(desc_a + 2 * ks), "l"(desc_b + 2 * ks));
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-/* d = A[64 x 32] * B[8 x 32]^T: the swapped form for a tile's extra rows, the weight block's 64
- * rows as A and the 8 rows of the tiny area as B; each element's bits equal the m64n128k32 form's
- * with the roles the other way round (tests/gpu/swap_probe.cu). The fragment: row (weight column)
- * mm_frag_row(warp, lane, i), column (extra row) mm_frag_col(lane, i) + (i & 1), i < 4. */
-__device__ __forceinline__ void mm_wgmma_64x8x32(float d[4], uint64_t a, uint64_t b, bool acc)
-{
-    if (acc)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 1, 1, 1;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(b));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 0, 1, 1;\n"
-                     : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : "l"(a), "l"(b));
 }
 
 /* Thread 0 of the producer: K block kb's weight block by one TMA into sb, its bytes counted on
@@ -705,15 +560,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         }
         /* skipped by a branch when A came by TMA: predicated off, the gather's ~60 instructions
          * per warp and block still took issue slots from the math warps of the same SM
-         * sub-partitions (ncu source counters, eighteenth session) */
-#if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 3 /* timing only: a compact stage's TMAs alone */
-        if (compact) {
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-            mm_ring_advance(ring);
-            if (pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
-            continue;
-        }
-#endif
+         * sub-partitions */
         if (a_rows > 0) {
 #pragma unroll
             for (int i = 0; i < 8; i++)
@@ -775,7 +622,7 @@ typedef struct {
  * cp.async (generic proxy), makes those writes visible to wgmma's async-proxy reads. Blocks that
  * came by TMA need no fence (TMA and wgmma are both the async proxy, ordered by the barrier; the
  * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
- * warp and block (measured in the GEMM lab, perf-notes eleventh session). */
+ * warp and block (measured in the GEMM lab). */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
                                                       bool a_gathered)
@@ -828,7 +675,7 @@ __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm
  * it as a branch, each K block pays a reconvergence (BSSY/BSYNC) and the address arithmetic
  * inside it between its wgmma wait and its promotion, so the math paths take mm_tile_release
  * (below) instead. This form stays for the ring audit (its hooks) and for every release of the
- * wide kernel, whose main K loop ptxas predicates by itself (perf-notes, thirtieth session) and
+ * wide kernel, whose main K loop ptxas predicates by itself and
  * whose SASS is kept as measured. */
 __device__ __forceinline__ void mm_tile_release_branch(mm_tile_pipe *p, int stage, bool pair)
 {
@@ -866,7 +713,7 @@ __device__ __forceinline__ void mm_tile_release_at(unsigned local, unsigned remo
 }
 
 /* The same as mm_tile_release_branch, the arrivals predicated (every lane computes the addresses:
- * uniform and cheap). Measured against the branch on one H200 (perf-notes, thirty-first session):
+ * uniform and cheap). Measured against the branch on one H200:
  * decode 1% faster (Flash GEMM1 512 rows 149.1 -> 147.4 us, Pro GEMM1 / GEMM2 64 rows 508 -> 503 /
  * 274 -> 270), bench's modes equal. */
 __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool pair)
@@ -962,8 +809,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
  * stage's A into two accumulators, one block sum at a time (192 FP32 registers, as the in-flight
  * form), and frees both stages after the second half's MMAs. A crosses from L2 once per 256
  * columns: 48 KB per 8.4 MFLOP instead of 64 KB. (The standalone GEMM gains nothing from it: its
- * 2-CTA clusters already share A, and it would lose its in-flight block; perf-notes, eighth
- * session.) */
+ * 2-CTA clusters already share A, and it would lose its in-flight block.) */
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb)
 {
@@ -1011,15 +857,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s);
         mm_ring_advance(ring);
-#if defined(MM_ABLATE_COMPACT) && MM_ABLATE_COMPACT == 1
-        /* timing only: the stage released as soon as it is full, no math (outputs wrong); 3 (in
-         * mm_tile_produce): the producer's row and scale copies left out of compact stages */
-        mm_tile_release(p, s, false);
-        continue;
-#endif
-#if !defined(MM_ABLATE_COMPACT) || MM_ABLATE_COMPACT != 2 /* 2: timing only, no proxy fence */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
         const float *sc = mm_tile_stage_scales(stages, s);
         const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
@@ -1068,7 +906,7 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
 /* A tile's extra rows (1..8, the fused kernel's folded rows: gemm_schedule.h mm_fused_extra_rows)
  * ride in each K block's first stage, in its tiny area (mm_tile_produce's `extra`), and the math
  * computes them as the narrow side of swapped MMAs: warpgroup g's 64 rows of a weight block as A
- * (m64n8k32), the same block sums as the core's form (tests/gpu/swap_probe.cu) and the same
+ * (m64n8k32), the same block sums as the core's form (lab/probes/swap_probe.cu) and the same
  * promotion. Their 8 accumulators per thread live in shared memory (math thread t's accumulator i
  * at xacc_all[i * MM_CONSUMER_THREADS + t]): in registers they cost spills, since the math's 216
  * hold two accumulators and a block sum and the CTA's pool of 384 x 168 allows no more. */

@@ -17,9 +17,7 @@ extern "C" {
  * resident at once (their __launch_bounds__ hold them to the registers that takes: at 137
  * registers the reduce-send ran a second wave and took 1.45x as long) */
 #define MM_COMM_THREADS 128
-#ifndef MM_COMM_CTAS_PER_SM
-#define MM_COMM_CTAS_PER_SM 4 /* a build may set it (experiments) */
-#endif
+#define MM_COMM_CTAS_PER_SM 4
 #define MM_KERNEL_MAX_TOPK 16 /* per-token routing state the kernels keep (config.h MM_MAX_TOPK fits) */
 
 /* Every rank's symmetric buffer as a plain pointer in this process's address space (NVLink loads
@@ -196,7 +194,6 @@ cudaError_t mm_out_map_create(void *out, uint64_t rows, uint64_t n, void **map);
 int mm_grouped_gemm_smem_bytes(void);
 int mm_grouped_gemm_band(void);
 /* Whether the wide form's pairs claim their items from a counter (1) or walk a fixed order (0). */
-int mm_grouped_gemm_wide_claims(void);
 cudaError_t mm_grouped_gemm_prepare(void);
 /* `ctas` persistent CTAs (e.g. the SM count); max_rows: the most rows the caller knows an expert
  * has (<= 0: unknown), which picks the launch form only (mm_grouped_gemm_pairs); host_counts: a
@@ -222,10 +219,6 @@ int mm_grouped_gemm_pairs(int n, int ctas, int max_rows);
  * last reset (mm_clock_mhz turns them into the clock they ran at). */
 cudaError_t mm_grouped_gemm_clock_reset(cudaStream_t stream);
 cudaError_t mm_grouped_gemm_clock_read(cudaStream_t stream, unsigned long long *cycles, unsigned long long *ns);
-/* The wide form's item-boundary trace since mm_grouped_gemm_clock_reset, as one line of per-item
- * means into buf: only in a build with -DMM_WIDE_TRACE=1 (an experiment); otherwise buf is left
- * empty. */
-cudaError_t mm_grouped_gemm_trace_format(cudaStream_t stream, char *buf, size_t size);
 
 /* The activation stage of ll and normal (act.cu): rows of the grouped layout through the GEMM's
  * schedule; meta holds one 16-byte record per row whose last float is the top-k weight. */

@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(OFFSETS_THREADS) normal_offsets_kernel(mm_norm
 #define PIECES_PER_THREAD 4
 /* 16 tokens in flight per SM (8 CTAs of 2 x 64 threads; the other communication kernels run 4
  * CTAs of 128): the Flash dispatch at 4096 tokens took 66.3 us with 4 per SM, 63.6 with 8, 61.8
- * with 16 (docs/perf-notes.md, ninth session). A build may set either (experiments). */
+ * with 16. A build may set either (experiments). */
 #ifndef DISPATCH_CTAS_PER_SM
 #define DISPATCH_CTAS_PER_SM 8
 #endif

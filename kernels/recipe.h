@@ -187,8 +187,7 @@ MM_HD uint32_t mm_quantize4(const float v[4], float scale)
  * block is still being computed; mm_swiglu is the two in a row. Every GPU path calls these, so
  * their h agree bit for bit. On the GPU SiLU takes the hardware's approximate exp2 and reciprocal
  * (__expf, __fdividef: two MUFU operations and two multiplies): the accurate expf and IEEE
- * division cost fused GEMM1's epilogue 17% of the phase at Flash 4096 tokens (perf-notes, tenth
- * session). Worst relative error of SiLU on |g| <= 20 about 1.4e-6 (ex2's argument rounding
+ * division cost fused GEMM1's epilogue 17% of the phase at Flash 4096 tokens. Worst relative error of SiLU on |g| <= 20 about 1.4e-6 (ex2's argument rounding
  * dominates), far below FP8's step; the selftest `swiglu-gpu` bounds h against double, and `check`
  * every path against the double reference. Past 2^126 the reciprocal flushes to 0, so SiLU of
  * g < -87 is -0 instead of a few 1e-37. The host keeps expf and IEEE division. */

@@ -4,8 +4,7 @@
  * Thread t of the block takes a contiguous chunk of the experts (mm_prefix_chunk) and sums its
  * tiles with its loads in flight together; a warp scan and the warps' sums give each chunk's
  * first tile; the chunk is walked again to write it (its own counts again, from L1). One thread
- * walking every count with a store between loads cost ~15 us at 256 experts (perf-notes,
- * thirty-first session). */
+ * walking every count with a store between loads cost ~15 us at 256 experts. */
 #pragma once
 
 #include <stdint.h>

@@ -80,7 +80,7 @@ if [ "$tools" != 0 ]; then
         # NCCL's own start-up probes kernels it was not built for (API errors, not ours): not reported
         # racecheck twice: the smoke scenario (every mode), and fused alone on 3 tokens (at EP1
         # tokens-uneven is 3 tokens), where every tile is tiny: the small-tile path before compact
-        # items raced there (perf-notes, eleventh session). Not tokens-37: under racecheck that run
+        # items raced there. Not tokens-37: under racecheck that run
         # finished in 17 s once and not within 100-200 s twice (cause not found; it passes unsanitized).
         # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers
         for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused \
@@ -95,10 +95,9 @@ if [ "$tools" != 0 ]; then
         # WAR hazards between the math's reads of a stage's scales and the producer's next cp.async
         # into them, although every refill waits for the stage's `empty`, which each math warp
         # arrives on after its reads. The ring audit below checks that ordering on the hardware and
-        # finds it held (and finds a broken ring); tests/gpu/ring_race_probe.cu, the ring's protocol
+        # finds it held (and finds a broken ring); lab/probes/ring_race_probe.cu, the ring's protocol
         # alone with every sum right, draws the same reports: the tool's model of cp.async writes
-        # ordered by an mbarrier wait, not the kernel (docs/perf-notes.md, twenty-second and
-        # twenty-third sessions).
+        # ordered by an mbarrier wait, not the kernel.
         # the GEMM core's wide form (192 x 128 tiles in pairs), forced onto ragged small experts
         # whose K / 128 is a multiple of 4, in both of its kernels: the scales 4 K blocks at a
         # time (group) and each block's in its stage (block; `auto` takes either by shape)
@@ -256,6 +255,9 @@ clocks_pid=$!
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
+# decode sizes as serving engines run them: CUDA-graph replays for the modes that allow it
+expect_rc 0 bench-np$ngpu-flash-graph $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1:256:x2 --graph on --json "$logs/bench-ep$ngpu-flash-graph.json"
+expect_rc 0 bench-np$ngpu-pro-graph $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1:256:x2 --graph on --json "$logs/bench-ep$ngpu-pro-graph.json"
 # stability: 100 graph replays per row, outputs compared with the checked first call bit for bit
 expect_rc 0 bench-np$ngpu-graph100 $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --batches 1,128,1024 --graph on --iters 100 --sweeps 3 --json "$logs/bench-ep$ngpu-graph100.json"
 kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null

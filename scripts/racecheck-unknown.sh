@@ -7,8 +7,8 @@
 set -u
 [ $# -eq 1 ] && [ -r "$1" ] || { echo "usage: scripts/racecheck-unknown.sh RACECHECK.log" >&2; exit 2; }
 # a report: "Error: Race reported between <access> at <site>" then "and <access> at <site>" lines.
-# A report whose sites racecheck left unnamed ("Read access at " with no symbol; seen once, in the
-# thirtieth session, beside a cuBLASLt report with the same hazard counts) is cuBLASLt's when a
+# A report whose sites racecheck left unnamed ("Read access at " with no symbol; seen once, beside
+# a cuBLASLt report with the same hazard counts) is cuBLASLt's when a
 # named nvjet_ report of the log has the same access kinds and hazard counts; else it counts.
 awk '
 function site_unnamed(line) { return line ~ /access at *(\[[0-9]+ hazards\])? *$/ }

@@ -367,12 +367,6 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     if (ls == MM_OK) ls = time_side_by_side(o, b, st, lt ? 2 : 1, fns, ctxs, times, samples);
     if (ls == MM_OK && (ce = mm_grouped_gemm_clock_read(st, &cycles, &ns)) != cudaSuccess) ls = MM_RUNTIME;
     if (ce != cudaSuccess) mm_error("gemm: the kernel's clock counter: %s", cudaGetErrorString(ce));
-    char trace[512];
-    if (ls == MM_OK && (ce = mm_grouped_gemm_trace_format(st, trace, sizeof trace)) != cudaSuccess) {
-        mm_error("gemm: the wide form's trace: %s", cudaGetErrorString(ce));
-        ls = MM_RUNTIME;
-    }
-    if (ls == MM_OK && trace[0]) printf("# wide trace gemm%d %d: %s\n", sh.gemm, rows, trace);
     if (ls == MM_OK) ls = pipeline_status(b);
     if (ls != MM_OK) {
         add_untimed(res, sh, rows, ls, "stopped while timed");
@@ -564,7 +558,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
            "three math warpgroups, always in pairs, %s; auto takes it where the active experts average %d rows or "
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
-           mm_grouped_gemm_wide_claims() ? "each pair claiming its next items from a counter" : "in a fixed order",
+           "in a fixed order rotated each wave",
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
     printf("# wide scales: the wide form's scale copies, 4 K blocks at a time into slots beside the ring (group) or "
            "each K block's into its stage (block; always where K / 128 is not a multiple of 4); --wide-scales %s "
@@ -593,7 +587,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     /* Each row count's GEMM1 then its GEMM2 before the next count, so a case follows the other GEMM
      * of its own size, as in a layer: a long GEMM leaves the GPU power-capped for a while, and
      * with GEMM1's whole list first, GEMM2's decode rows (after GEMM1's 49152) ran at 1363-1468
-     * MHz against ~1800 for GEMM1's (perf-notes, thirty-fourth session). After a TIMEOUT the
+     * MHz against ~1800 for GEMM1's. After a TIMEOUT the
      * kernel's state (the abort flag, a stalled CTA) is not worth timing. */
     for (int i = 0; i < o->n_rows && s != MM_RUNTIME && s != MM_TIMEOUT; i++)
         for (int gi = 0; gi < 2 && s != MM_RUNTIME && s != MM_TIMEOUT; gi++)

@@ -4,7 +4,7 @@
  * CTA leaves its counters clean, and its slots are epoch-tagged. */
 #include <stdlib.h>
 
-#include "../kernels/gemm_schedule.h"
+#include "../kernels/fused_schedule.h"
 #include "../kernels/layout.h"
 #include "launch.h"
 #include "modes.h"

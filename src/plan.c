@@ -1,6 +1,6 @@
 #include "plan.h"
 
-#include "../kernels/gemm_schedule.h"
+#include "../kernels/fused_schedule.h"
 #include "datagen_host.h"
 
 #include <math.h>

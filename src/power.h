@@ -1,7 +1,7 @@
 /* The GPU's energy counter and power-cap time, read through NVML, for `gemm --energy-ms`.
  *
  * A long GEMM on an H200 runs at the board's power cap: the SM clock, and so the time, is what the
- * cap leaves (perf-notes, thirty-fourth session). Time alone then cannot rank two kernels that do
+ * cap leaves. Time alone then cannot rank two kernels that do
  * the same work; joules a call can. NVML comes with the driver, not the toolkit, so it is loaded
  * at run time (dlopen): the tool builds and runs where it is missing, and says so.
  *

@@ -184,8 +184,8 @@ static void fused_row_tiles(void **state)
 }
 
 /* bench's own routing (uniform, seed 1): the slowest rank's active experts. Flash at EP2, 1 token
- * per rank: rank 0's token picks 2 of its experts and rank 1's token 5 more (the fifteenth
- * session's trace: 7 experts, 112 GEMM1 items), 176.2 MB = 45.2 us; 0 tokens: none; 4096 tokens:
+ * per rank: rank 0's token picks 2 of its experts and rank 1's token 5 more (a trace of the
+ * fused kernel: 7 experts, 112 GEMM1 items), 176.2 MB = 45.2 us; 0 tokens: none; 4096 tokens:
  * every expert. Another seed draws other experts. */
 static void seed_floor(void **state)
 {

@@ -2,7 +2,7 @@
  * racecheck accept the GEMM core's stage-ring ordering when nothing else runs? racecheck reports
  * WAR hazards on the fused kernel's folding form (the math's reads of a stage's scales against the
  * producer's next cp.async into them) that the ring audit (`make audit`) shows never happen
- * (docs/perf-notes.md, twenty-second session). This kernel keeps only that protocol, with
+ *. This kernel keeps only that protocol, with
  * gemm_tile.cuh's own functions: warpgroup 0 fills each stage's 129 scale words by 4-byte
  * cp.async (thread 127 the last word) after waiting for the stage's `empty`, then reports on
  * `full` with cp.async.mbarrier.arrive.noinc; the 8 math warps wait for `full`, read, and free
@@ -12,7 +12,7 @@
  * so a real race shows as a wrong sum even without the sanitizer.
  *
  * Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Ikernels -o build/ring_race_probe tests/gpu/ring_race_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Ikernels -o build/ring_race_probe lab/probes/ring_race_probe.cu
  *   build/ring_race_probe dual 64          (steps a CTA; then under the tool:)
  *   compute-sanitizer --tool racecheck build/ring_race_probe dual 64
  * Exit status: 0 the sums agree, 2 they do not, 1 a CUDA error or bad arguments. */

@@ -11,7 +11,7 @@
  * 128-byte swizzle), runs both forms and counts the elements of rows 0..7 whose bits differ.
  *
  * Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/swap_probe tests/gpu/swap_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/swap_probe lab/probes/swap_probe.cu
  *   build/swap_probe */
 #include <stdint.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  *           pattern: 128 separate 128-byte pieces per box, rows K bytes apart)
  *   block1d 16 KB contiguous blocks by cp.async.bulk (a pre-tiled weight layout)
  * Both with 4 stages on mbarriers and nothing computed. Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o build/stream_probe tests/gpu/stream_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o build/stream_probe lab/probes/stream_probe.cu
  *   build/stream_probe */
 #include <cuda.h>
 #include <cudaTypedefs.h>

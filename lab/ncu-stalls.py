@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a kernel's warps wait, from Nsight Compute's source page.
 
-usage: scripts/ncu-stalls.py SASS.csv [TOP]
+usage: lab/ncu-stalls.py SASS.csv [TOP]
 
 SASS.csv is `ncu -i REPORT --page source --print-source sass --csv` of a report taken with the
 SourceCounters section. Prints the total warp-state samples and instructions, the share of each

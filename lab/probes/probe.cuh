@@ -1,4 +1,4 @@
-/* What the lab probes (tests/gpu/*_probe.cu, standalone programs, not part of the tool) share:
+/* What the lab probes (lab/probes/*_probe.cu, standalone programs, not part of the tool) share:
  * a CUDA check that ends main with 1, and an unbounded mbarrier parity wait (a probe that hangs
  * is killed by its caller's time limit). */
 #ifndef MEGAMOE_TESTS_GPU_PROBE_CUH

@@ -4,12 +4,12 @@
  * consumer warp waits on each stage's mbarrier and frees it. Each run reads rows no earlier run
  * read (a 4 GiB buffer walked forward), so nothing comes from L2.
  *
- * Question it answers (perf-notes, fifteenth session): at 1 token the fused kernel's 96 GEMM1
+ * Question it answers: at 1 token the fused kernel's 96 GEMM1
  * items stream ~28-32 GB/s per SM whether 64 or 128 KB are in flight, and 132 CTAs reach the same
  * per-SM rate; is that the memory system's per-SM rate for this pattern, or the kernel's loop?
  *
  * Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o build/burst_probe tests/gpu/burst_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o build/burst_probe lab/probes/burst_probe.cu
  *   build/burst_probe */
 #include <cuda.h>
 #include <cudaTypedefs.h>

@@ -2,8 +2,8 @@
  * run the GEMM core's K-block step (four k32 wgmmas into a fresh block sum, then the recipe's
  * promotion acc += s * sum) when nothing is loaded? The stages are filled once with random e4m3
  * bytes and the producer only signals them, so the figure is the MMA + promotion ceiling of a tile
- * shape, without the L2 -> SM traffic that a wider tile would cut (perf-notes, twenty-fifth
- * session: a 128 x 128 tile asks ~160 B a clock of shared memory at the tensor cores' peak).
+ * shape, without the L2 -> SM traffic that a wider tile would cut (a 128 x 128 tile asks ~160 B
+ * a clock of shared memory at the tensor cores' peak).
  *
  *   core  2 math warpgroups, 128 x 128, the core's own mm_tile_consume (one block in flight:
  *         216 registers a math thread)
@@ -12,7 +12,7 @@
  *         math thread, 40 for the producer: what fits 512 threads)
  *
  * Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/wide_tile_probe tests/gpu/wide_tile_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/wide_tile_probe lab/probes/wide_tile_probe.cu
  *   build/wide_tile_probe [K blocks per CTA, default 4096] */
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * 128 x 256 tile whose two math warpgroups take A from registers faster under the power cap than
  * the wide form's 192 x 128 tile on three warpgroups with A from shared memory?
  *
- * Why it could be (perf-notes, thirty-third and thirty-seventh sessions): an m64 wgmma with both
+ * Why it could be: an m64 wgmma with both
  * operands in shared memory reads all of B for every 64 rows, so the wide tile asks ~150 B a clock
  * of shared memory at the tensor pipe's rate (wgmma reads 72 KB and the loads write 40 KB a K
  * block for 3.1 M MACs) against the SM's 128. A warpgroup holding its 64 x 256 output reads its A
@@ -27,12 +27,12 @@
  * A fragment's ldmatrix order is the one wgmma's register layout asks for, but nothing is checked.
  *
  * Build and run on a GPU machine:
- *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/rs_tile_probe tests/gpu/rs_tile_probe.cu
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/rs_tile_probe lab/probes/rs_tile_probe.cu
  *   build/rs_tile_probe [K blocks per CTA, default 40000] [rs256 stages, default 4]
  *                       [1: only wide and quad, 2: only wide] [operand bytes: 0 modest, 1 any e4m3, 2 zeros]
  *                       [1: launched as 2-CTA clusters, as the wide GEMM is (each CTA still alone)]
  * The last asks whether the cluster launch itself costs the wide GEMM some of its ~18% a clock
- * below this step (perf-notes, thirty-eighth session: its skeleton without loads, stores or pair
+ * below this step (its skeleton without loads, stores or pair
  * lockstep still runs as 2-CTA clusters). */
 #include <stdint.h>
 #include <stdio.h>
@@ -375,7 +375,7 @@ __device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
 
 /* MODE 0: wide (512 threads), 1: rs256, 2: ss256, 3: rspipe (384), 4: quad (640). Until out held 640
  * floats a CTA, quad's sums ran past its end, most likely into the clock counters allocated after
- * it: the thirty-seventh session's quad clock readings are garbage (its times are not) */
+ * it: quad clock readings taken without it were garbage (their times were not) */
 #define PROBE_THREADS(mode) ((mode) == 0 ? 512 : (mode) == 4 ? 640 : 384)
 template <int MODE, int STAGES>
 __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# scripts/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
+# lab/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
 # mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_show's
 # line, lab_rounds' order and expectations (against stand-in binaries), lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d)
 LAB_LOGS=$tmp/logs LAB_TIMEOUT=1
-. scripts/lab.sh
+. lab/lab.sh
 fail=0
 expect() { [ "$1" = "$2" ] || { echo "FAIL: $3: got '$1', want '$2'"; fail=1; }; }
 line=$(lab_run 0 ok true); rc=$?
@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] && { [ "${FAKE_NCU_FAIL:-0}" = 1 ] && { echo "==ERROR== no kernel profiled"; exit 9; }; : >"$out.ncu-rep"; exit 0; }
 case "$page" in
-source) cat tests/ncu/sass-sample.csv ;;
+source) cat lab/tests/sass-sample.csv ;;
 raw) echo "  sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active      %      71.72" ;;
 *) echo "    Duration    us    1.00" ;;
 esac

@@ -1,7 +1,7 @@
-# Helpers for a one-call experiment script on a GPU machine (results/*/experiments/*/run*.sh), to
+# Helpers for a one-call experiment script on a GPU machine (kept outside the tree; see lab/README.md), to
 # be sourced from the repository root: every such script builds a few flag variants, runs a list
 # of checks, each time-limited with its log kept, and counts what passed. Timed comparisons go
-# through scripts/ab.sh.
+# through lab/ab.sh.
 #
 #   lab_build OUT              build/megamoe (GIT_REV from the environment: the device copy's git
 #                              HEAD is stale), its log in OUT/build.log; fails with the log's tail
@@ -25,7 +25,7 @@
 #                              launch of a kernel whose name matches the regex KERNEL, the caches
 #                              flushed before each pass (CACHE all) or not (none): into $LAB_LOGS,
 #                              NAME-sass.csv.gz (the SASS source table), NAME-stalls.txt
-#                              (scripts/ncu-stalls.py: offsets as cuobjdump prints them),
+#                              (lab/ncu-stalls.py: offsets as cuobjdump prints them),
 #                              NAME-details.txt and NAME-raw.txt; prints the tensor pipe's active
 #                              share and the top stalls; 1 when no report came
 #   lab_pack OUT               the logs into OUT/logs.tgz (few files come back from the device)
@@ -103,7 +103,7 @@ lab_ncu() { # name, kernel regex, cache control, command...
     printf '%-30s rc=%-3d ncu %4ds\n' "$name" "$rc" $((SECONDS - t))
     [ -f "$rep.ncu-rep" ] || { tail -5 "$LAB_LOGS/$name-run.log"; return 1; }
     "$ncu" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$LAB_LOGS/$name-sass.csv" 2>/dev/null
-    python3 scripts/ncu-stalls.py "$LAB_LOGS/$name-sass.csv" 40 >"$LAB_LOGS/$name-stalls.txt" 2>&1
+    python3 lab/ncu-stalls.py "$LAB_LOGS/$name-sass.csv" 40 >"$LAB_LOGS/$name-stalls.txt" 2>&1
     gzip -f "$LAB_LOGS/$name-sass.csv"
     "$ncu" -i "$rep.ncu-rep" --page details >"$LAB_LOGS/$name-details.txt" 2>&1
     "$ncu" -i "$rep.ncu-rep" --page raw >"$LAB_LOGS/$name-raw.txt" 2>&1

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# A/B of two builds in one call on one machine (docs/perf-notes.md: a speedup is claimed only from
+# A/B of two builds in one call on one machine (docs/performance.md: a speedup is claimed only from
 # old and new measured side by side): the working tree ("new") against an earlier revision ("old").
 #
-#   scripts/ab.sh prepare REV            (here, with git) the old tree from `git archive REV` into
+#   lab/ab.sh prepare REV            (here, with git) the old tree from `git archive REV` into
 #                                        build/ab-old, its revision in build/ab-old/REV; carry
 #                                        build/ab-old to the GPU machine
-#   scripts/ab.sh new-dir FLAGS          prints the folder `run --new-extra FLAGS` builds the new
+#   lab/ab.sh new-dir FLAGS          prints the folder `run --new-extra FLAGS` builds the new
 #                                        side in (a script that builds it first is then reused)
-#   scripts/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
+#   lab/ab.sh run LOGDIR [options]   (on the GPU machine) builds both, checks the new build,
 #                                        times old / new, then new / old, ... (the side that runs
 #                                        first alternates, so neither always meets the GPU state
 #                                        the other left) and compares each pair with `megamoe gate`;
@@ -113,7 +113,7 @@ if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then
     make -j16 "${cjson[@]}" BUILD=$new_build NVEXTRA="$new_extra" $new_build/megamoe >"$logs/build-new.log" 2>&1 &
     new_bin=$new_build/megamoe
 else
-    [ -f "$old_dir/Makefile" ] || { echo "ab: no $old_dir: run 'scripts/ab.sh prepare REV' and carry it" >&2; exit 2; }
+    [ -f "$old_dir/Makefile" ] || { echo "ab: no $old_dir: run 'lab/ab.sh prepare REV' and carry it" >&2; exit 2; }
     note "ab: old = $(cat "$old_dir/REV" 2>/dev/null || echo '?') ($old_dir), new = the working tree${new_extra:+ with NVEXTRA=$new_extra}"
     old_bin=$old_dir/build/megamoe
     (cd "$old_dir" && make -j16 "${cjson[@]}") >"$logs/build-old.log" 2>&1 &

@@ -1,0 +1,258 @@
+/* The fused kernel's schedule (fused.cu): which GEMM items it runs and in what form (dual,
+ * compact, folded extra rows, the hand-off form), where their rows and activations live, how the
+ * dispatch rounds split the tokens, and how the CTAs find their items from the counts. Plain
+ * __host__ __device__ functions: the kernel, plan's floors and the CPU tests (test_gemm_schedule.c)
+ * compute the same answers. The GEMM core's own tile schedule is gemm_schedule.h. */
+#ifndef MEGAMOE_FUSED_SCHEDULE_H
+#define MEGAMOE_FUSED_SCHEDULE_H
+
+#include "gemm_schedule.h"
+
+/* The fused kernel's GEMM items (fused.cu, phase 3): all GEMM1 items (row tile, 128-block of I,
+ * gate and up together), then all GEMM2 items (row tile, h_width adjacent 128-blocks of H). A
+ * dual item streams two weight blocks over one pass of its A rows: every GEMM1 tile of more than
+ * MM_FUSED_SMALL_ROWS rows, and, when the row tiles average more than MM_FUSED_DUAL_MIN_AVG_ROWS
+ * rows (`large`: an expert's several tiles re-read its weights, L2 feeds them and the math is the
+ * limit), every item, GEMM2's as pairs of H blocks. With fewer rows a small tile is bound by the
+ * weight stream from HBM, which wants each stage freed as soon as its own MMAs are done. A dual
+ * item of <= MM_FUSED_SMALL_ROWS rows is split by halves over the two math warpgroups. A tile of
+ * <= MM_FUSED_TINY_ROWS rows (decode: a few tokens an expert) is *compact*: dual, both weight
+ * blocks of a K block in one stage (mm_tile_produce with `compact`), since its stream is latency-bound
+ * per CTA and wants bytes in flight; GEMM2 takes pairs of H blocks then too when every tile is
+ * tiny and halving the items saves rounds of the grid (mm_fused_tiny_pairs). Measured against
+ * pairs for every GEMM2 item and dual for every GEMM1 item: both 4-18% slower at 512-1024
+ * tokens. */
+#define MM_FUSED_SMALL_ROWS 64
+#define MM_FUSED_TINY_ROWS MM_TILE_TINY_ROWS
+#define MM_FUSED_DUAL_MIN_AVG_ROWS 64
+
+MM_HD int mm_fused_large(int rows, int tiles)
+{
+    return rows > MM_FUSED_DUAL_MIN_AVG_ROWS * tiles;
+}
+
+/* A tile's extra rows (`large` calls): an expert whose rows end 1..MM_FUSED_EXTRA_ROWS past a
+ * multiple of 128 folds them into its last full tile instead of a tile of their own, which would
+ * stream the expert's whole weights through an SM for a few rows (at large batches the bytes each
+ * SM receives per FLOP are the limit). The math computes them as the narrow side of swapped MMAs
+ * (the weight block's rows as the 64-row side, m64n8k32: the same bits as the core's form,
+ * lab/probes/swap_probe.cu); their A rows ride in the stage's tiny area. How many a tile of an
+ * expert with `rows` rows carries (only its last one does). */
+#define MM_FUSED_EXTRA_ROWS 8
+
+/* Whether a call folds extra rows: a large one whose GEMM2 items are pairs of H blocks, so every
+ * item of a tile is a dual pass (mm_fused_dual), the one pass that computes them. */
+MM_HD int mm_fused_folds(int large, int h_blocks)
+{
+    return large && h_blocks % 2 == 0;
+}
+
+MM_HD int mm_fused_extra_rows(int rows, int large)
+{
+    const int rem = rows % MM_GEMM_BM;
+    return large && rows > MM_GEMM_BM && rem <= MM_FUSED_EXTRA_ROWS ? rem : 0;
+}
+
+/* Which of the fused kernel's two forms a call launches (the host knows its tokens, not the
+ * counts): the one that can fold extra rows, whose loops carry the swapped MMAs and whose producer
+ * re-reads threadIdx.x (2-4% slower on tiles that fold nothing), when an
+ * expert's expected rows (ranks x tokens x topk / experts) lie within MM_FUSED_FOLD_WINDOW of 128:
+ * there about half the experts need a second tile and half of those hold 1..8 rows in it (Pro at
+ * 128 rows an expert, one GPU: -3.5%). Near 256 or 384 rows the spread is wider, 15-20% of the
+ * experts fold, and the form's cost eats the gain (V3 at 256 rows: equal). */
+#define MM_FUSED_FOLD_WINDOW 16
+
+MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int experts)
+{
+    if (experts < 1 || tokens < 1) return 0;
+    const long long rows = (long long)ranks * tokens * topk / experts;
+    return rows >= MM_GEMM_BM - MM_FUSED_FOLD_WINDOW && rows <= MM_GEMM_BM + MM_FUSED_FOLD_WINDOW;
+}
+
+/* Whether a fused call runs the hand-off form (fused.cu handoff_arm): not the folding one, a bit
+ * per I block fits a word (I / 128 <= 32), and the GEMM1 items expected on a rank fit one wave
+ * of `ctas` CTAs (times MM_FUSED_HANDOFF_MARGIN): the rank's experts touched when each of
+ * tokens x ranks tokens picks topk distinct experts of `experts` uniformly, times the I blocks.
+ * Flash at 1 token: 5.9 experts x 16 = 95 items on 132 CTAs at EP1, EP2 and EP8 (yes); V3 at 1
+ * token: 8 x 16 = 128 at EP1 (yes: -2.5 us on one GPU), 126 at EP2 (yes, unmeasured); Pro at 1
+ * token: 6 x 24 = 144 (no: its second wave of GEMM1 items is the critical path); Flash at 2
+ * tokens: 185 (no). A call whose routing touches more experts than expected still runs correctly,
+ * only without the gain (its stragglers share HBM with early GEMM2 items: ~1 us at Pro's 12). */
+MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int experts, int inter, int ctas)
+{
+    if (tokens < 1 || topk < 1 || topk > experts || ranks < 1 || experts < ranks || inter / 128 > 32 || ctas < 1 ||
+        mm_fused_fold_kernel(tokens, topk, ranks, experts))
+        return 0;
+    const double picks = (double)tokens * ranks; /* tokens, each picking topk distinct experts */
+    if (picks * topk > (double)ctas * experts) return 0; /* far past one wave: skip the estimate */
+    const double touched = (double)(experts / ranks) * (1.0 - exp(picks * log1p(-(double)topk / experts)));
+    return touched * (inter / 128) <= ctas;
+}
+
+/* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into
+ * the last one. */
+MM_HD int mm_fused_expert_tiles(int rows, int large)
+{
+    return mm_row_tiles(rows) - (mm_fused_extra_rows(rows, large) > 0);
+}
+
+/* Where act keeps a row tile's 128 rows and an expert's extra rows: the extra rows of the el
+ * local experts first (MM_FUSED_EXTRA_ROWS each), then the row tiles (layout.h sizes it). */
+MM_HD size_t mm_fused_act_tile_row(int el, int tile)
+{
+    return (size_t)el * MM_FUSED_EXTRA_ROWS + (size_t)tile * MM_GEMM_BM;
+}
+
+MM_HD size_t mm_fused_act_extra_row(int le, int j)
+{
+    return (size_t)le * MM_FUSED_EXTRA_ROWS + (size_t)j;
+}
+
+/* 128-blocks of H per GEMM2 item; tiny: no expert has more than MM_FUSED_TINY_ROWS rows and the
+ * pairs save rounds (mm_fused_tiny_pairs) */
+MM_HD int mm_fused_h_width(int h_blocks, int large, int tiny)
+{
+    return h_blocks % 2 == 0 && (large || tiny) ? 2 : 1;
+}
+
+/* A compact pair item (two H blocks in one stage per K block) takes ~1.7x a single item's time
+ * (measured at 1-8 tokens, 1.5-1.9x), x10 */
+#define MM_FUSED_PAIR_COST_X10 17
+
+/* Whether GEMM2 pairs of H blocks save time over `ctas` CTAs when every tile is tiny, counted in
+ * rounds of the grid (Flash EP2: 1 token, 6 tiles: 192 single items are 2 rounds, 96 pairs 1
+ * round -> yes; 2 tokens, 12 tiles: 3 rounds against 2 x 1.7 -> no). */
+MM_HD bool mm_fused_tiny_pairs(int h_blocks, int tiles, int ctas)
+{
+    if (h_blocks % 2 || ctas < 1) return false;
+    const int single = (tiles * h_blocks + ctas - 1) / ctas, pairs = (tiles * h_blocks / 2 + ctas - 1) / ctas;
+    return 10 * single > MM_FUSED_PAIR_COST_X10 * pairs;
+}
+
+/* The fused kernel's row-tile schedule from the counts (cnt[e * ranks + s]: rows sender s sent
+ * to local expert e), split over `lanes` lanes of a warp so no thread walks every expert alone
+ * (one thread did: 11-12 us of every call, on the critical path). Lane `lane`
+ * owns experts [lane * per, lane * per + per), per = ceil(el / lanes): first its sums
+ * (mm_fused_schedule_sums: unfolded row tiles, rows, most rows of one expert, foldable experts),
+ * then, given the row tiles of the lanes before it (an exclusive scan of tiles - folds in a
+ * `large` call, else of tiles), its experts' tile_start (mm_fused_schedule_write). The result is
+ * the prefix of mm_fused_expert_tiles over the experts. */
+typedef struct {
+    int tiles, rows, most;
+    int folds; /* experts whose extra rows a `large` call folds (mm_fused_extra_rows) */
+} mm_fused_lane_sums;
+
+MM_HD mm_fused_lane_sums mm_fused_schedule_sums(const int *cnt, int el, int ranks, int lane, int lanes)
+{
+    const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
+    mm_fused_lane_sums r = {0, 0, 0, 0};
+    for (int e = e0; e < e1; e++) {
+        int rows = 0;
+        for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
+        r.tiles += mm_row_tiles(rows);
+        r.rows += rows;
+        r.most = rows > r.most ? rows : r.most;
+        r.folds += mm_fused_extra_rows(rows, 1) > 0;
+    }
+    return r;
+}
+
+/* large: mm_fused_large over all lanes' rows and unfolded tiles (folding keeps it true). */
+MM_HD void mm_fused_schedule_write(const int *cnt, int el, int ranks, int lane, int lanes, int tiles_before,
+                                   int large, int *tile_start)
+{
+    const int per = (el + lanes - 1) / lanes, e0 = lane * per, e1 = e0 + per < el ? e0 + per : el;
+    for (int e = e0; e < e1; e++) {
+        int rows = 0;
+        for (int s = 0; s < ranks; s++) rows += cnt[e * ranks + s];
+        tile_start[e] = tiles_before;
+        tiles_before += mm_fused_expert_tiles(rows, large);
+    }
+}
+
+MM_HD bool mm_fused_compact(bool is_gemm1, int rows, int h_width)
+{
+    return rows <= MM_FUSED_TINY_ROWS && (is_gemm1 || h_width == 2);
+}
+
+MM_HD bool mm_fused_dual(bool is_gemm1, int rows, int large, int h_width)
+{
+    return is_gemm1 ? rows > MM_FUSED_SMALL_ROWS || large || rows <= MM_FUSED_TINY_ROWS : h_width == 2;
+}
+
+/* The fused kernel's shared memory beside its fixed part (stage ring, staging area, extra-row
+ * accumulators): every expert's count (4 bytes) and the tile schedule's start per local expert
+ * plus 4 words (fused.cu mm_fused_smem_bytes). */
+MM_HD size_t mm_fused_smem_counts_bytes(int experts, int ranks)
+{
+    return (size_t)experts * 4 + ((size_t)experts / ranks + 4) * 4;
+}
+
+/* The most experts (a multiple of `ranks`) whose counts fit `room` bytes with the fixed part
+ * `fixed`; 0 when not even one per rank does. */
+MM_HD int mm_fused_max_experts(size_t room, size_t fixed, int ranks)
+{
+    if (ranks < 1 || room < fixed + mm_fused_smem_counts_bytes(ranks, ranks)) return 0;
+    /* one more expert on every rank costs ranks * 4 + 4 bytes */
+    return (int)((room - fixed - mm_fused_smem_counts_bytes(0, ranks)) / ((size_t)ranks * 4 + 4)) * ranks;
+}
+
+/* Counts first (fused.cu): a rank with at most this many tokens, and no more than one per CTA,
+ * publishes its counts from its ids at the start of a call and signals each row. */
+#define MM_FUSED_COUNTS_FIRST_MAX_TOKENS 32
+
+MM_HD bool mm_fused_counts_first(int tokens, int ctas)
+{
+    return tokens <= MM_FUSED_COUNTS_FIRST_MAX_TOKENS && tokens <= ctas;
+}
+
+/* A counts-first pair's slot among its expert's rows from this rank: how many pairs before it in
+ * (token, k) order chose the same expert, so the slots of an expert are 0..count-1 without
+ * atomics. ids: [tokens][topk], -1 for a masked k. */
+MM_HD int mm_fused_first_slot(const int32_t *ids, int t, int k, int topk)
+{
+    const int e = ids[t * topk + k];
+    int slot = 0;
+    for (int i = 0; i < t * topk + k; i++) slot += ids[i] == e;
+    return slot;
+}
+
+/* fused's dispatch rounds (fused.cu dispatch_tokens): each round's tokens come into shared memory
+ * as BF16 rows (2 * hidden bytes) and leave as wire rows (row_bytes), both double-buffered so the
+ * next round's loads and this round's sends overlap. Tokens a round can hold in `span` bytes, at
+ * most `most`; 0 when not even one fits (the host refuses such a hidden size). */
+MM_HD int mm_fused_dispatch_group(unsigned hidden, unsigned row_bytes, unsigned span, int most)
+{
+    const unsigned per_token = 2u * (2u * hidden + row_bytes); /* hidden <= 65536 (config.c): no overflow */
+    const unsigned fit = per_token ? span / per_token : 0u;
+    return fit < (unsigned)most ? (int)fit : most;
+}
+
+/* The dispatch's rounds: CTA `cta` of `ctas` takes tokens cta, cta + ctas, ... in rounds of `group`;
+ * token g of its round j, and how many of round j's tokens exist (0: the CTA is done; a round
+ * short of `group` is its last). */
+MM_HD int mm_fused_round_token(int cta, int ctas, int group, int j, int g)
+{
+    return cta + (j * group + g) * ctas;
+}
+
+MM_HD int mm_fused_round_tokens(int tokens, int cta, int ctas, int group, int j)
+{
+    const int first = mm_fused_round_token(cta, ctas, group, j, 0);
+    if (first >= tokens) return 0;
+    const int n = (tokens - first + ctas - 1) / ctas;
+    return n < group ? n : group;
+}
+
+/* GEMM2 item g (counted from the first GEMM2 item): its row tile and first 128-block of H. */
+MM_HD int mm_fused_gemm2_tile(int g, int h_items)
+{
+    return g / h_items;
+}
+
+MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
+{
+    return g % h_items * h_width;
+}
+
+#endif
