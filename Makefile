@@ -123,7 +123,7 @@ steps:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/steps NVEXTRA=-DMM_STEPS $(BUILD)/steps/megamoe
 
 # A diagnostic build whose fused --breakdown calls also print the counts hand-off's steps and write
-# each CTA's first items' times to $$MM_TRACE_ITEMS_FILE.<rank> (kernels/megamoe_kernels.h).
+# each CTA's first items' times to $$MM_TRACE_ITEMS_FILE.<rank> (kernels/api.h).
 trace:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/trace NVEXTRA=-DMM_FUSED_TRACE $(BUILD)/trace/megamoe
 

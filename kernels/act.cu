@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "gemm_schedule.h"
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "recipe.h"
 #include "token_io.cuh"
 

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "megamoe_kernels.h"
+#include "api.h"
 
 __device__ __forceinline__ uint64_t mm_globaltimer()
 {
@@ -77,22 +77,6 @@ __device__ __forceinline__ void mm_sleep_ns(uint64_t ns, unsigned nap_ns)
     while (mm_globaltimer() - start < ns) __nanosleep(nap_ns);
 }
 
-/* Test build (nvcc -DMM_INJECT_STALL_MS=12000, `make inject`): the producer that published item
- * (tile) 0 of the fused kernel or of a grouped GEMM sleeps that long, past the math's 10 s stage
- * wait, so the launch must end with a fused-pipeline / gemm-pipeline TIMEOUT naming that wait,
- * not hang (scripts/gpu-check.sh runs both). */
-__device__ __forceinline__ void mm_inject_stall(int item)
-{
-#ifdef MM_INJECT_STALL_MS
-    if (item == 0) mm_sleep_ns(MM_INJECT_STALL_MS * 1000000ull, 1000000);
-#elif defined(MM_INJECT_FAULT)
-    /* the fault test build (make fault): item 0's producer stores to an unmapped address, so the
-     * launch ends in a CUDA error that check and bench must name, then exit 3 without a crash */
-    if (item == 0) *(volatile uint32_t *)(uintptr_t)16 = 1u;
-#else
-    (void)item;
-#endif
-}
 
 /* Records the first failure of this rank (the abort flag elects it). */
 __device__ __forceinline__ void mm_record_failure_to(uint32_t *abort_flag, mm_wait_error *error, int rank,

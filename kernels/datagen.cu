@@ -5,7 +5,7 @@
  * gen_weights: one CTA per 128x128 block: every thread keeps its 64 values in registers, the CTA
  *   reduces the block's amax in shared memory, then quantizes with the block's scale. */
 #include "datagen.h"
-#include "megamoe_kernels.h"
+#include "api.h"
 
 __global__ void gen_x_kernel(mm_x_params seed, uint64_t first_token, int tokens, int hidden,
                              uint16_t *x)

@@ -114,7 +114,7 @@
 #include "comm.cuh"
 #include "gemm_tile.cuh"
 #include "layout.h"
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "normal_layout.h"
 #include "recipe.h"
 #include "token_io.cuh"
@@ -203,7 +203,7 @@ __device__ __forceinline__ void stamp(const mm_fused_args &a, int i)
     if (i < MM_FUSED_STAMPS && a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * MM_FUSED_STAMPS + i] = mm_globaltimer();
 }
 
-/* MM_FUSED_TRACE builds: field f of this CTA's n-th item (megamoe_kernels.h); nothing (not even
+/* MM_FUSED_TRACE builds: field f of this CTA's n-th item (api.h); nothing (not even
  * the clock read) in other builds. */
 enum { TRACE_ITEM, TRACE_CLAIMED, TRACE_ROWS_READY, TRACE_ISSUED, TRACE_MATH_TOOK, TRACE_EPILOGUE_DONE };
 #ifdef MM_FUSED_TRACE

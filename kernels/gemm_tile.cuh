@@ -47,28 +47,8 @@
 
 #include "fused_schedule.h" /* the fused kernel's extra rows ride in the core's stages */
 #include "ptx.cuh"
-#include "megamoe_kernels.h" /* mm_pipe_wait */
+#include "types.h" /* mm_pipe_wait */
 
-/* Diagnostic build (nvcc -DMM_STEPS, `make steps`): before each wait without a clock of its own
- * (barriers, wgmma.wait_group) and each ring wait, a thread writes which one it enters (bit 15
- * set: which one it passed) and the time in ~1 ms units to its host-mapped word, so a launch
- * that never ends shows where every warp stands (fused.cu's watcher prints it). Codes: 0x01nn
- * named barrier nn, 0x02nn barrier-and nn, 0x03ww ring wait ww (mm_pipe_wait; 0x039w: expired),
- * 0x04ss wgmma.wait_group at site ss, 0x10ss the fused kernel's own sites, 0xffff gone. */
-#ifdef MM_STEPS
-static __device__ volatile uint32_t *mm_steps;
-__device__ __forceinline__ void mm_step(uint32_t code)
-{
-    if (!mm_steps) return;
-    uint64_t now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    mm_steps[blockIdx.x * blockDim.x + threadIdx.x] = (code & 0xffffu) | ((uint32_t)(now >> 20) << 16);
-}
-#define MM_STEP(code) mm_step(code)
-#else
-#define MM_STEP(code) ((void)0)
-#endif
-#define MM_STEP_PAST(code) MM_STEP((code) | 0x8000u)
 #define MM_WGMMA_WAIT(n, site)                                                   \
     do {                                                                         \
         MM_STEP(0x0400u | (site));                                               \
@@ -99,6 +79,8 @@ __device__ __forceinline__ void mm_step(uint32_t code)
 /* + 1 KB: the stages start on a 1024-byte boundary */
 #define MM_TILE_SMEM_BYTES (MM_TILE_STAGES * MM_TILE_STAGE_BYTES + 1024)
 #define MM_TILE_ACC 64 /* FP32 accumulators per math thread: 64 x 128 per warpgroup / 128 threads */
+
+#include "debug.cuh" /* the test and diagnostic builds' hooks (steps, ring audit, injected stalls) */
 
 /* named barriers (0 is __syncthreads) */
 #define MM_BAR_PRODUCER 1
@@ -271,44 +253,6 @@ __device__ __forceinline__ int mm_acc_col(int i)
  * i.e. a hang). The fused kernel and the grouped GEMM read it at their end and report it. */
 static __shared__ uint32_t mm_stage_wait_expired;
 
-/* Diagnostic build (nvcc -DMM_RING_AUDIT, `make audit`): the stage ring's protocol checked as it
- * runs. A math warp counts itself into a stage once it passed the stage's `full`, and out just
- * before it frees it; a producer thread that passed a stage's `empty` must find no math warp in
- * it, or its refill would overwrite what a warp still reads. Each such refill is counted
- * (mm_ring_audit_faults) and the first 8 are printed ("ring audit: ..."; none: the ring held).
- * A check of the barriers' ordering on the hardware itself, where racecheck models it (in a
- * 2-CTA pair, of this CTA's warps; the other CTA's producer checks its own). */
-#ifdef MM_RING_AUDIT
-#include <stdio.h>
-static __shared__ int mm_ring_readers[MM_TILE_STAGES];
-__device__ unsigned int mm_ring_audit_faults;
-__device__ __forceinline__ void mm_audit_enter(int s)
-{
-    __syncwarp();
-    if (threadIdx.x % 32 == 0) atomicAdd(&mm_ring_readers[s], 1);
-    __syncwarp();
-}
-/* lane 0, after the warp's __syncwarp and before its arrival on `empty` */
-__device__ __forceinline__ void mm_audit_leave(int s)
-{
-    atomicSub(&mm_ring_readers[s], 1);
-}
-__device__ __forceinline__ void mm_audit_refill(int s)
-{
-    const int n = *(volatile int *)&mm_ring_readers[s];
-    if (n != 0) {
-        const unsigned f = atomicAdd(&mm_ring_audit_faults, 1u);
-        if (f < 8)
-            printf("ring audit: CTA %d producer thread %d refills stage %d while %d math warps read it\n",
-                   (int)blockIdx.x, (int)threadIdx.x, s, n);
-    }
-}
-#define MM_AUDIT_ENTER(s) mm_audit_enter(s)
-#define MM_AUDIT_REFILL(s) mm_audit_refill(s)
-#else
-#define MM_AUDIT_ENTER(s) ((void)0)
-#define MM_AUDIT_REFILL(s) ((void)0)
-#endif
 
 /* The clock check of the CTA's bounded waits (mm_mbar_wait, mm_handoff_wait), made every so many
  * failed polls: true when the wait should give up, `limit` (1024-ns units) after its first check

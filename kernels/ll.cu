@@ -33,7 +33,7 @@
 
 #include "comm.cuh"
 #include "gemm_schedule.h"
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "recipe.h"
 #include "token_io.cuh"
 

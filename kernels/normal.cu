@@ -44,7 +44,7 @@
 #include "comm.cuh"
 #include "gemm_schedule.h"
 #include "layout.h"
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "normal_layout.h"
 #include "tile_prefix.cuh"
 #include "token_io.cuh"

@@ -13,7 +13,7 @@
  * No synchronization beyond stream order; no communication. */
 #include <stdint.h>
 
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "recipe.h"
 
 __device__ __forceinline__ void load_decode_table(double *table)

@@ -11,7 +11,7 @@
 #include <nccl_device.h>
 
 #include "comm.cuh"
-#include "megamoe_kernels.h"
+#include "api.h"
 #include "recipe.h"
 
 extern "C" int mm_nccl_lsa_ranks(void *nccl_comm)

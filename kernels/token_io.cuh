@@ -17,7 +17,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "megamoe_kernels.h"
+#include "types.h"
 #include "recipe.h"
 
 typedef struct {

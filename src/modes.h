@@ -15,7 +15,7 @@ typedef struct {
     const float *s1, *s2;
 } mm_local_weights;
 
-/* One call: this rank's tokens in, its outputs out (device pointers; megamoe_kernels.h). */
+/* One call: this rank's tokens in, its outputs out (device pointers; api.h). */
 typedef mm_call_io mm_mode_io;
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
-#include "../kernels/megamoe_kernels.h"
+#include "../kernels/api.h"
 #include "common.h"
 #include "reference.h"
 #include "report.h"
