@@ -29,7 +29,13 @@
 
 typedef struct {
     mm_runtime rt;
-    int max_tokens;     /* buffers' tokens per rank */
+    int max_tokens;     /* the largest batch (tokens per rank) the buffers take */
+    /* --ep-slice N: this GPU runs rank 0's share of EP N (its E / N experts; the tokens of
+     * N x batch that pick one of them); 0: a real run */
+    int slice;
+    const mm_config *full; /* the model's config (all experts): the routing and the floors */
+    int run_max;        /* tokens a call may carry: max_tokens, or N x max_tokens for a slice */
+    int run_tokens;     /* the tokens of the current batch's calls */
     int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
     uint64_t mode_sym[MODE_COUNT]; /* where each mode's region starts in the symmetric buffer */
     void *mode_state[MODE_COUNT];
@@ -92,8 +98,8 @@ void meta_fill_common(mm_meta *m, const mm_options *o, const mm_config *cfg, int
 static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_options *o)
 {
     mm_runtime *rt = &b->rt;
-    size_t x_bytes = (size_t)b->max_tokens * cfg->hidden * 2;
-    size_t k_bytes = (size_t)b->max_tokens * cfg->topk * 4;
+    size_t x_bytes = (size_t)b->run_max * cfg->hidden * 2;
+    size_t k_bytes = (size_t)b->run_max * cfg->topk * 4;
     double per_expert = plan_expert_weight_bytes(cfg);
     size_t w_bytes = (size_t)(per_expert * cfg->experts);
     int ref_tokens = 0;
@@ -142,14 +148,16 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
         fprintf(stderr, "megamoe: generated all %d experts' weights (%.2f GB) in %.1f ms\n",
                 cfg->experts, per_expert * cfg->experts / 1e9, ms);
 
-    MM_TRY(route_tables_make(&o->routing, cfg->experts, o->seed, &b->tables));
-    CUDA_TRY(cudaMalloc((void **)&b->zipf_cdf_dev, sizeof(uint32_t) * (size_t)cfg->experts));
+    /* the routing picks among all of the model's experts, over the EP size it emulates */
+    const mm_config *full = b->full;
+    MM_TRY(route_tables_make(&o->routing, full->experts, o->seed, &b->tables));
+    CUDA_TRY(cudaMalloc((void **)&b->zipf_cdf_dev, sizeof(uint32_t) * (size_t)full->experts));
     CUDA_TRY(cudaMalloc((void **)&b->softplus_dev, sizeof b->tables.softplus));
-    CUDA_TRY(cudaMemcpy(b->zipf_cdf_dev, b->tables.zipf_cdf, sizeof(uint32_t) * (size_t)cfg->experts,
+    CUDA_TRY(cudaMemcpy(b->zipf_cdf_dev, b->tables.zipf_cdf, sizeof(uint32_t) * (size_t)full->experts,
                         cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(b->softplus_dev, b->tables.softplus, sizeof b->tables.softplus,
                         cudaMemcpyHostToDevice));
-    b->route = route_params(&o->routing, cfg, rt->world, o->seed, b->zipf_cdf_dev,
+    b->route = route_params(&o->routing, full, b->slice ? b->slice : rt->world, o->seed, b->zipf_cdf_dev,
                             b->tables.zipf_mult, b->softplus_dev);
     return MM_OK;
 }
@@ -192,10 +200,42 @@ static void free_inputs(bench_state *b)
     route_tables_free(&b->tables);
 }
 
-/* This rank's tokens of a batch are global tokens [rank * batch, (rank + 1) * batch). */
+/* This rank's tokens of a batch are global tokens [rank * batch, (rank + 1) * batch). A slice of
+ * EP N: of the N x batch tokens of all N ranks, those that pick one of rank 0's experts, their
+ * other picks masked (ep_slice_select), with x generated for as many tokens. */
 static mm_status gen_batch(bench_state *b, const mm_config *cfg, const mm_options *o, int batch)
 {
     mm_runtime *rt = &b->rt;
+    b->run_tokens = batch;
+    if (b->slice) {
+        const int all = b->slice * batch, k = cfg->topk;
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)all * k);
+        float *w = malloc(sizeof(float) * (size_t)all * k);
+        if (!ids || !w) {
+            free(ids);
+            free(w);
+            return MM_RUNTIME;
+        }
+        cudaError_t e = mm_launch_gen_routing(b->route, 0, all, b->topk_ids, b->topk_w, rt->stream);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(ids, b->topk_ids, sizeof(int32_t) * (size_t)all * k, cudaMemcpyDeviceToHost, rt->stream);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(w, b->topk_w, sizeof(float) * (size_t)all * k, cudaMemcpyDeviceToHost, rt->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
+        if (e == cudaSuccess) {
+            b->run_tokens = ep_slice_select(ids, w, all, k, cfg->experts);
+            e = cudaMemcpy(b->topk_ids, ids, sizeof(int32_t) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess)
+                e = cudaMemcpy(b->topk_w, w, sizeof(float) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice);
+        }
+        free(ids);
+        free(w);
+        if (e != cudaSuccess) {
+            mm_error("CUDA %s (%s) generating the EP %d slice's tokens", cudaGetErrorName(e), cudaGetErrorString(e), b->slice);
+            return MM_RUNTIME;
+        }
+        CUDA_TRY(mm_launch_gen_x(x_params_default(o->seed), 0, b->run_tokens, cfg->hidden, b->x, rt->stream));
+        CUDA_TRY(cudaStreamSynchronize(rt->stream));
+        return MM_OK;
+    }
     uint64_t first = (uint64_t)rt->rank * (uint64_t)batch;
     CUDA_TRY(mm_launch_gen_x(x_params_default(o->seed), first, batch, cfg->hidden, b->x, rt->stream));
     CUDA_TRY(mm_launch_gen_routing(b->route, first, batch, b->topk_ids, b->topk_w, rt->stream));
@@ -222,11 +262,11 @@ static mm_status mode_step(void *ctx, cudaStream_t stream)
     return mode_ops(c->mode)->run(c->b->mode_state[c->mode], &c->io, stream);
 }
 
-/* The GPU reference of this batch (computed once, shared by the modes). */
+/* The GPU reference of this batch (computed once, shared by the modes) on its calls' tokens. */
 static mm_status reference_for(bench_state *b, const mm_config *cfg, int batch)
 {
     if (b->ref_batch == batch) return MM_OK;
-    mm_reference_args a = {batch, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
+    mm_reference_args a = {b->run_tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
                            cfg->swiglu_limit, cfg->scale_fmt == MM_SCALE_UE8M0, b->x, b->topk_ids,
                            b->topk_w, b->w1, b->w1_scale, b->w2, b->w2_scale, b->ref_ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, b->rt.stream));
@@ -240,7 +280,7 @@ static mm_status reference_for(bench_state *b, const mm_config *cfg, int batch)
 static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, mm_row *row)
 {
     mm_runtime *rt = &b->rt;
-    size_t n = (size_t)row->batch * cfg->hidden;
+    size_t n = (size_t)ctx->io.tokens * cfg->hidden;
     char what[256] = "";
     mm_status local = reference_for(b, cfg, row->batch);
     uint16_t *y = (uint16_t *)ctx->io.y;
@@ -282,7 +322,7 @@ static mm_status check_row(bench_state *b, const mm_config *cfg, step_ctx *ctx, 
  * inputs; a kernel that leaks state between calls, or races, shows here). Collective. */
 static mm_status check_stable(bench_state *b, const mm_config *cfg, mm_row *row)
 {
-    size_t n = (size_t)row->batch * cfg->hidden;
+    size_t n = (size_t)b->run_tokens * cfg->hidden;
     uint16_t *first = malloc(n * 2 + 2), *last = malloc(n * 2 + 2);
     mm_status local = first && last ? MM_OK : MM_RUNTIME;
     long long differ = 0, total = 0;
@@ -399,12 +439,16 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
         mm_fmt(step, sizeof step, "bench batch %d", batch);
         watchdog_arm(MM_WATCHDOG_SECONDS, step);
         if (fits) s = gen_batch(b, cfg, o, batch);
+        /* the floors are the model's (all experts) at the EP size run or emulated */
+        const mm_config *full = b->full;
+        const int ranks = b->slice ? b->slice : rt->world;
         mm_floor fl;
-        plan_floor(cfg, rt->world, batch, &ceil, &fl);
+        if (b->slice) plan_slice_floor(full, ranks, batch, &ceil, &fl);
+        else plan_floor(full, ranks, batch, &ceil, &fl);
         /* the same floor for this batch's own routing: the busiest rank's active experts (the
          * same host generator as the GPU's, same seed), the other terms as expected */
         mm_seed_floor sf = {0};
-        if (s == MM_OK) s = plan_seed_floor(cfg, &o->routing, o->seed, rt->world, batch, &ceil, &sf);
+        if (s == MM_OK) s = plan_seed_floor(full, &o->routing, o->seed, ranks, batch, &ceil, &sf);
         const double routing_floor = plan_routing_floor_us(&fl, &sf);
         mm_row rows[MODE_COUNT], checked[MODE_COUNT];
         step_ctx ctxs[MODE_COUNT];
@@ -434,13 +478,13 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             else if (!fits)
                 mm_fmt(row->note, sizeof row->note, "batch above the buffers' %d tokens per rank "
                        "(--max-tokens-per-rank)", b->max_tokens);
-            else if (batch > b->mode_max[m])
+            else if (b->run_tokens > b->mode_max[m])
                 mm_fmt(row->note, sizeof row->note, "above the ll cap of %d tokens per rank "
-                       "(--ll-max)", b->mode_max[m]);
+                       "(--ll-max)", b->slice ? b->mode_max[m] / b->slice : b->mode_max[m]);
             else if (o->graph && !ops->graph_ok)
                 mm_fmt(row->note, sizeof row->note, "not capturable in a CUDA graph (--graph off)");
             else {
-                step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+                step_ctx ctx = {b, (mm_mode)m, {b->run_tokens, b->x, b->topk_ids, b->topk_w, b->y[m]}};
                 ctxs[m] = ctx;
                 row->status = ROW_OK;
                 if (o->check) s = check_row(b, cfg, &ctxs[m], row);
@@ -522,7 +566,7 @@ static mm_status energy_pass(bench_state *b, const mm_config *cfg, const mm_opti
                 plan[0] = timing_energy_calls(row->stats.median, o->energy_ms), plan[1] = row->stats.median;
             if (MPI_Bcast(plan, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) s = MM_RUNTIME;
             if (s != MM_OK || plan[0] <= 0) continue;
-            step_ctx ctx = {b, (mm_mode)m, {batch, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+            step_ctx ctx = {b, (mm_mode)m, {b->run_tokens, b->x, b->topk_ids, b->topk_w, b->y[m]}};
             mm_row scratch;
             memset(&scratch, 0, sizeof scratch);
             s = timing_energy_row(rt, mode_step, &ctx, (int)plan[0], plan[1], o->energy_ms, pw, row ? row : &scratch);
@@ -560,20 +604,40 @@ static mm_status rows_status(const mm_results *res)
     return s;
 }
 
-mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
+mm_status bench_main(const mm_options *o, const mm_config *model, int argc, char **argv)
 {
     bench_state *b = calloc(1, sizeof *b);
     if (!b) return MM_RUNTIME;
     watchdog_arm(MM_WATCHDOG_SECONDS, "start-up (MPI, CUDA, NCCL)");
     int rank = 0, world = 1;
     mm_status s = mpi_start(&rank, &world);
+    /* --ep-slice N: the modes see one GPU holding rank 0's E / N experts, whose calls carry up to
+     * N x batch tokens; the routing and the floors stay the model's */
+    char err[512];
+    b->slice = o->ep_slice;
+    b->full = model;
+    mm_config slice_cfg = *model;
+    if (s == MM_OK && b->slice) {
+        if (world != 1) {
+            if (rank == 0)
+                mm_error("bench: --ep-slice %d emulates one rank of EP %d on one GPU: run it without mpirun (or -np 1)",
+                         b->slice, b->slice);
+            s = MM_USAGE;
+        } else if (config_check_ranks(model, b->slice, err, sizeof err) != MM_OK) {
+            mm_error("config %s", err);
+            s = MM_USAGE;
+        }
+        slice_cfg.experts = model->experts / b->slice;
+    }
+    const mm_config *cfg = b->slice ? &slice_cfg : model;
     int max_tokens = largest(o->batches, o->n_batches);
     if (o->max_tokens_per_rank && o->max_tokens_per_rank < max_tokens) max_tokens = o->max_tokens_per_rank;
+    const int per_call = b->slice ? b->slice : 1; /* a call's tokens per batch token, at most */
     uint64_t sym = 0;
-    for (int m = 0; m < MODE_COUNT; m++) {
+    for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
         const mm_mode_ops *ops = mode_ops((mm_mode)m);
         if (ops->missing || !(o->modes & (1u << m)) || cfg->experts % world) continue;
-        b->mode_max[m] = m == MODE_LL && o->ll_max < max_tokens ? o->ll_max : max_tokens;
+        b->mode_max[m] = per_call * (m == MODE_LL && o->ll_max < max_tokens ? o->ll_max : max_tokens);
         /* side by side: modes interleave calls row by row, each with its own epochs */
         b->mode_sym[m] = MM_SYM_HEAD_BYTES + sym;
         sym += (ops->sym_bytes(cfg, world, b->mode_max[m]) + 4095) / 4096 * 4096;
@@ -581,7 +645,6 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     if (s == MM_OK) s = runtime_init(&b->rt, "bench", o->timeout_ms, sym);
     watchdog_disarm();
     mm_runtime *rt = &b->rt;
-    char err[512];
     if (s == MM_OK && config_check_ranks(cfg, rt->world, err, sizeof err) != MM_OK) {
         if (rt->rank == 0) mm_error("config %s", err);
         s = MM_USAGE;
@@ -600,14 +663,16 @@ mm_status bench_main(const mm_options *o, const mm_config *cfg, int argc, char *
     if (s == MM_OK) {
         b->local_experts = cfg->experts / rt->world;
         b->max_tokens = max_tokens;
+        b->run_max = per_call * max_tokens;
         mm_status agreed, local = alloc_inputs(b, cfg, o);
         s = mpi_agree(local, &agreed);
         if (s == MM_OK) s = agreed;
         if (s == MM_OK) s = setup_modes(b, cfg);
     }
     if (s == MM_OK) {
-        meta_fill_common(&res.meta, o, cfg, argc, argv);
+        meta_fill_common(&res.meta, o, model, argc, argv);
         runtime_fill_meta(rt, &res.meta);
+        res.meta.ep_slice = b->slice;
         s = sweep(b, cfg, o, &res);
     }
     /* --sweeps: again, from the same process and buffers; a failed row of an earlier sweep

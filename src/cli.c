@@ -29,7 +29,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION,
+    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION, OPT_EP_SLICE,
 };
 
 #define B (1u << CMD_BENCH)
@@ -79,6 +79,10 @@ static const struct {
     {"comm-sms", 1, OPT_COMMSMS, B | C, "N", "SMs for normal's communication kernels (4 CTAs of 128 threads each; default: all)"},
     {"timeout-ms", 1, OPT_TIMEOUT, B | C | S, "MS", "bound on every device-side wait (default 5000)"},
     {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
+    {"ep-slice", 1, OPT_EP_SLICE, B | P, "N",
+     "emulate one rank of EP N on this one GPU: it holds E / N experts and runs the rows rank 0 of EP N "
+     "receives from N x batch tokens under --routing; dispatch and combine stay on the GPU (no NVLink traffic, "
+     "no waits on other ranks); floors without NVLink (2..4096; without mpirun)"},
     {"hbm-gbps", 1, OPT_HBM, P, "X", "HBM ceiling (default 3900, measured H200)"},
     {"nvlink-gbps", 1, OPT_NVLINK, P, "X", "NVLink one-direction ceiling (default 370)"},
     {"fp8-tflops", 1, OPT_FP8, P, "X", "FP8 block-scaled GEMM ceiling (default 1325)"},
@@ -311,6 +315,10 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_EP:
         s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
         o->ep = (int)n;
+        break;
+    case OPT_EP_SLICE:
+        s = parse_int(v, 2, 4096, &n, sub, sizeof sub);
+        o->ep_slice = (int)n;
         break;
     case OPT_ROWS:
         s = parse_batch_list(v, 1, o->rows, MM_MAX_BATCHES, &o->n_rows, sub, sizeof sub);

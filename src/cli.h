@@ -48,6 +48,7 @@ typedef struct {
     int comm_sms; /* 0 = default */
     int timeout_ms;
     int ranks; /* plan: 0 = from MPI or 1 */
+    int ep_slice; /* bench, plan: emulate one rank of EP N on one GPU (0: off) */
     mm_ceilings ceilings;
     char filter[128];
     double tol;

@@ -126,3 +126,21 @@ void host_gen_expert(uint64_t seed, int expert, int hidden, int inter, int ue8m0
     gen_matrix(seed, 0, expert, 2 * inter, hidden, ue8m0, w1, w1_scale);
     gen_matrix(seed, 1, expert, hidden, inter, ue8m0, w2, w2_scale);
 }
+
+int ep_slice_select(int32_t *ids, float *w, int tokens, int topk, int local)
+{
+    int kept = 0;
+    for (int t = 0; t < tokens; t++) {
+        int mine = 0;
+        for (int k = 0; k < topk; k++) mine |= ids[(size_t)t * topk + k] >= 0 && ids[(size_t)t * topk + k] < local;
+        if (!mine) continue;
+        for (int k = 0; k < topk; k++) {
+            const int32_t id = ids[(size_t)t * topk + k];
+            const int in = id >= 0 && id < local;
+            ids[(size_t)kept * topk + k] = in ? id : -1;
+            w[(size_t)kept * topk + k] = in ? w[(size_t)t * topk + k] : 0.0f;
+        }
+        kept++;
+    }
+    return kept;
+}

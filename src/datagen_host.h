@@ -31,6 +31,13 @@ mm_x_params x_params_default(uint64_t seed);
 void host_gen_x(mm_x_params params, uint64_t first_token, int tokens, int hidden, uint16_t *x);
 void host_gen_routing(const mm_route_params *p, uint64_t first_token, int tokens, int32_t *ids,
                       float *w);
+/* --ep-slice: the tokens rank 0 of an EP deployment receives rows from. Of `tokens` tokens' top-k
+ * picks over all experts (ids, w: [tokens][topk]), keeps the tokens that pick at least one of
+ * experts [0, local) (rank 0's), compacted in token order, with their other picks masked (id -1,
+ * weight 0); a kept pick keeps its id and weight, so the combine sums that rank's share of each
+ * token's output. In place; returns how many tokens were kept. */
+int ep_slice_select(int32_t *ids, float *w, int tokens, int topk, int local);
+
 /* One expert: w1 [2I][H], w1_scale [2I/128][H/128], w2 [H][I], w2_scale [H/128][I/128]. */
 void host_gen_expert(uint64_t seed, int expert, int hidden, int inter, int ue8m0, uint8_t *w1,
                      float *w1_scale, uint8_t *w2, float *w2_scale);

@@ -118,6 +118,7 @@ typedef struct {
     int ep;
     int interleave; /* meta.interleave; files from before the flag timed modes one after another */
     int idle_ms;    /* meta.idle_ms; 0 in files from before the flag */
+    int ep_slice;   /* meta.ep_slice: one rank of EP N emulated on one GPU (0: a real run) */
     int n;
     gate_row *rows;
 } gate_file;
@@ -252,6 +253,7 @@ static mm_status load(const char *path, gate_file *g)
         g->ep = (int)num_item(meta, "ep", 0);
         g->interleave = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "interleave"));
         g->idle_ms = (int)num_item(meta, "idle_ms", 0);
+        g->ep_slice = (int)num_item(meta, "ep_slice", 0);
         int count = cJSON_GetArraySize(rows);
         if (count == 0) {
             mm_error("gate: %s: 'results' is empty (a gate that compares nothing cannot pass)", path);
@@ -491,6 +493,15 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
             release(&b);
             return MM_USAGE;
         }
+    }
+    if (a.ep_slice != b.ep_slice) { /* an emulated rank has no NVLink traffic: never a real run's match */
+        char was[32] = "a real run", is[32] = "a real run";
+        if (a.ep_slice) mm_fmt(was, sizeof was, "an EP %d slice", a.ep_slice);
+        if (b.ep_slice) mm_fmt(is, sizeof is, "an EP %d slice", b.ep_slice);
+        mm_error("gate: baseline is %s, current %s: an emulated slice matches only a slice of the same EP size", was, is);
+        release(&a);
+        release(&b);
+        return MM_USAGE;
     }
     if (strcmp(a.config, b.config) != 0) {
         mm_error("gate: baseline is of config '%s', current of '%s': no row can match", a.config, b.config);

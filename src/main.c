@@ -58,10 +58,15 @@ static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
 {
     int world = 1, rank = 0;
     if (launched_by_mpi()) MM_TRY(mpi_start(&rank, &world));
-    int ranks = o->ranks ? o->ranks : world;
+    int ranks = o->ep_slice ? o->ep_slice : o->ranks ? o->ranks : world;
     char err[512];
     mm_status s = config_check_ranks(cfg, ranks, err, sizeof err);
-    if (s != MM_OK) {
+    if (o->ep_slice && (o->ranks || world > 1)) {
+        if (rank == 0)
+            mm_error("plan: --ep-slice %d plans one rank of EP %d on one GPU: drop %s", o->ep_slice, o->ep_slice,
+                     o->ranks ? "--ranks" : "mpirun");
+        s = MM_USAGE;
+    } else if (s != MM_OK) {
         if (rank == 0) mm_error("config %s", err);
     } else if (rank == 0) {
         int max_tokens = largest(o->batches, o->n_batches);
@@ -71,7 +76,7 @@ static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
         for (int m = 0; m < MODE_COUNT; m++)
             if (!mode_ops((mm_mode)m)->missing) built |= 1u << m;
         s = plan_print(stdout, cfg, ranks, o->batches, o->n_batches, max_tokens, o->ll_max, &o->ceilings, built,
-                       &o->routing, o->seed);
+                       &o->routing, o->seed, o->ep_slice);
     }
     if (launched_by_mpi()) mpi_finish();
     return s;

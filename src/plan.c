@@ -49,6 +49,16 @@ void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c
     if (out->t_nvlink_us > out->floor_us) { out->floor_us = out->t_nvlink_us; out->bound = BOUND_NVLINK; }
 }
 
+void plan_slice_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out)
+{
+    plan_floor(cfg, ranks, batch, c, out);
+    out->nvlink_bytes = 0;
+    out->t_nvlink_us = 0;
+    out->floor_us = out->t_hbm_us;
+    out->bound = BOUND_HBM;
+    if (out->t_tc_us > out->floor_us) { out->floor_us = out->t_tc_us; out->bound = BOUND_TC; }
+}
+
 mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens)
 {
     mm_shape s = {cfg->hidden, cfg->inter, cfg->experts, cfg->topk, ranks, max_tokens};
@@ -175,7 +185,7 @@ mm_status plan_seed_floor(const mm_config *cfg, const mm_routing *routing, uint6
 
 mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batches, int n_batches, int max_tokens,
                      int ll_max_tokens, const mm_ceilings *c, unsigned built, const mm_routing *routing,
-                     uint64_t seed)
+                     uint64_t seed, int slice)
 {
     fprintf(f, "# megamoe plan: %s (hidden %d, intermediate %d, %d experts, top-%d, %s scales, "
                "swiglu limit ",
@@ -185,6 +195,9 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
     else fprintf(f, "none)\n");
     fprintf(f, "# EP %d: %d experts per rank, %.1f MB of FP8 weights + scales per expert\n", ranks,
             cfg->experts / ranks, plan_expert_weight_bytes(cfg) / 1e6);
+    if (slice)
+        fprintf(f, "# EP %d slice (--ep-slice): one rank's work on one GPU, %d experts and up to %d x batch tokens; "
+                   "no NVLink bytes in the floors\n", ranks, cfg->experts / ranks, ranks);
     fprintf(f, "# ceilings: HBM %.0f GB/s, NVLink %.0f GB/s one direction, FP8 GEMM %.0f TFLOP/s\n",
             c->hbm_gbps, c->nvlink_gbps, c->fp8_tflops);
     fprintf(f, "#\n# per-rank buffers (MiB)\n");
@@ -192,6 +205,12 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
     for (int m = 0; m < MODE_COUNT; m++) {
         int t = m == MODE_LL && ll_max_tokens < max_tokens ? ll_max_tokens : max_tokens; /* as bench sizes it */
         mm_shape s = plan_shape(cfg, ranks, t);
+        if (slice) { /* one GPU holding the rank's experts, for every token that picks one of them */
+            s.experts = cfg->experts / ranks;
+            s.ranks = 1;
+            s.max_tokens = (int64_t)t * ranks;
+            t = (int)s.max_tokens;
+        }
         uint64_t sym, local;
         plan_mode_bytes((mm_mode)m, &s, &sym, &local);
         fprintf(f, "  %-7s %10d %12.1f %12.1f %12.1f%s\n", mode_name((mm_mode)m), t, mib(sym),
@@ -209,7 +228,8 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
             continue;
         }
         mm_floor fl;
-        plan_floor(cfg, ranks, batches[b], c, &fl);
+        if (slice) plan_slice_floor(cfg, ranks, batches[b], c, &fl);
+        else plan_floor(cfg, ranks, batches[b], c, &fl);
         const mm_fused_form form = plan_fused_form(&fl);
         fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s %10.1f %6s\n", fl.batch,
                 fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
@@ -232,7 +252,8 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
         }
         mm_floor fl;
         mm_seed_floor sf;
-        plan_floor(cfg, ranks, batches[b], c, &fl);
+        if (slice) plan_slice_floor(cfg, ranks, batches[b], c, &fl);
+        else plan_floor(cfg, ranks, batches[b], c, &fl);
         MM_TRY(plan_seed_floor(cfg, routing, seed, ranks, batches[b], c, &sf));
         fprintf(f, "%7d %8d %6d %11.1f %9.1f %16.2f %6d %5d %8.2f\n", sf.batch, sf.active, sf.rank,
                 sf.weight_bytes / 1e6, sf.t_hbm_us, fl.t_hbm_us > 0 ? sf.t_hbm_us / fl.t_hbm_us : 0.0, sf.tiles,

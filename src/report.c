@@ -105,6 +105,10 @@ static void header(FILE *f, const mm_results *r, style st)
                "swiglu limit %s), EP %d%s",
             p, m->config, m->hidden, m->inter, m->experts, m->topk, m->scale_fmt, m->swiglu_limit,
             m->ep, nl);
+    if (m->ep_slice)
+        fprintf(f, "%sEP %d slice: one rank's work of EP %d emulated on this GPU (%d experts, the rows rank 0 receives "
+                   "from %d x batch tokens); no NVLink traffic and no waits on other ranks%s",
+                p, m->ep_slice, m->ep_slice, m->experts / m->ep_slice, m->ep_slice, nl);
     fprintf(f, "%sGPU %s, driver %s, CUDA %s, NCCL %s%s", p, m->gpu, m->driver, m->cuda, m->nccl,
             nl);
     fprintf(f, "%srouting %s, seed %llu, warmup %d, iters %d, graph %s, L2 flush %s, idle %d ms before each call, modes %s%s",
@@ -363,6 +367,7 @@ cJSON *report_meta_json(const mm_meta *m)
     cJSON_AddStringToObject(o, "l2_flush_mode", l2_flush_name(m->l2_flush)); /* on (a write) or clean (a read) */
     cJSON_AddBoolToObject(o, "interleave", m->interleave);
     cJSON_AddNumberToObject(o, "idle_ms", m->idle_ms);
+    cJSON_AddNumberToObject(o, "ep_slice", m->ep_slice);
     return o;
 }
 

@@ -83,6 +83,7 @@ typedef struct {
     int graph, l2_flush;
     int interleave; /* a batch's modes timed side by side */
     int idle_ms;    /* the GPU idled this long before each timed call (--idle-ms) */
+    int ep_slice;   /* --ep-slice N: one rank of EP N emulated on this GPU (0: a real run) */
     char git_rev[48];
     char host[96];
     char date[40];

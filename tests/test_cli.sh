@@ -87,6 +87,20 @@ expect 0 "" 0 -- "$bin" check --markdown "$tmp/check.md" --help
 "$bin" gemm --help >"$tmp/gemm-help.txt"
 grep -q "(mode, batch)" "$tmp/gemm-help.txt" && { echo "FAIL: gemm --help speaks of (mode, batch)"; fail=$((fail + 1)); } \
     || pass=$((pass + 1))
+# --ep-slice: one rank of EP N on one GPU; plan's floors have no NVLink term, its buffers hold
+# N x batch tokens of E / N experts; it is not a flag for a real EP run
+"$bin" plan --ep-slice 8 --batches 64,8192 >"$tmp/slice.txt"
+grep -q "^# EP 8 slice (--ep-slice): one rank's work on one GPU, 32 experts and up to 8 x batch tokens" "$tmp/slice.txt" \
+    && grep -Eq '^ +64 +32\.00 .* 0\.0 +206\.5 .* 0\.0 +206\.5 +hbm' "$tmp/slice.txt" \
+    && grep -Eq '^ +8192 .* 0\.0 +1867\.1 +tc' "$tmp/slice.txt" && grep -Eq '^  fused +65536 ' "$tmp/slice.txt" \
+    && pass=$((pass + 1)) || { echo "FAIL: plan --ep-slice"; cat "$tmp/slice.txt"; fail=$((fail + 1)); }
+expect 2 "--ep-slice: 1 is out of range \[2, 4096\]" 1 -- "$bin" bench --ep-slice 1
+expect 2 "plan: --ep-slice 8 plans one rank of EP 8 on one GPU: drop --ranks" 1 -- "$bin" plan --ep-slice 8 --ranks 2
+expect 2 "key 'n_routed_experts': 256 experts are not divisible by 3 ranks" 1 -- "$bin" plan --ep-slice 3
+if command -v mpirun >/dev/null; then
+    expect 2 "bench: --ep-slice 8 emulates one rank of EP 8 on one GPU: run it without mpirun" -1 \
+        -- timeout 120 mpirun -np 2 --oversubscribe "$bin" bench --ep-slice 8 --config configs/tiny.json
+fi
 # `make plots` of a results file writes under build/, not beside the file
 rm -rf build/plots/base
 env -u MAKEFLAGS -u MAKELEVEL make -s --no-print-directory plots RESULTS=tests/gate/base.json >/dev/null 2>&1 \

@@ -201,6 +201,57 @@ static void weights(void **state)
     }
 }
 
+/* --ep-slice: rank 0's share of EP N. A hand-made case, then the generator's: every kept token
+ * has a local pick, its local picks keep id and weight, the others are masked, no token that
+ * picks a local expert is dropped, and the kept rows equal rank 0's rows of a real EP N. */
+static void ep_slice(void **state)
+{
+    (void)state;
+    int32_t ids[4 * 2] = {5, 1, 7, 6, 0, 2, 3, 4};
+    float w[4 * 2] = {0.5f, 0.25f, 1, 2, 3, 4, 5, 6};
+    assert_int_equal(ep_slice_select(ids, w, 4, 2, 4), 3); /* token 1 picks 7 and 6: not rank 0's */
+    const int32_t want_ids[] = {-1, 1, 0, 2, 3, -1};
+    const float want_w[] = {0, 0.25f, 3, 4, 5, 0};
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(ids[i], want_ids[i]);
+        assert_true(w[i] == want_w[i]);
+    }
+    static routing_buf all, kept;
+    mm_config c = shape(256, 6);
+    const int ranks = 8, batch = 512, local = 256 / ranks, tokens = ranks * batch;
+    generate("uniform", &c, ranks, 0, tokens, &all);
+    memcpy(&kept, &all, sizeof all);
+    const int n = ep_slice_select(kept.ids, kept.w, tokens, 6, local);
+    long long rows = 0, real_rows = 0;
+    int t = 0;
+    for (int j = 0; j < n; j++, t++) {
+        int local_picks;
+        do { /* the next original token with a local pick */
+            local_picks = 0;
+            for (int k = 0; k < 6; k++) local_picks += all.ids[t * 6 + k] < local;
+        } while (!local_picks && ++t < tokens);
+        assert_true(t < tokens);
+        int mine = 0;
+        for (int k = 0; k < 6; k++) {
+            const int32_t id = kept.ids[j * 6 + k];
+            if (id >= 0) {
+                assert_int_equal(id, all.ids[t * 6 + k]);
+                assert_true(kept.w[j * 6 + k] == all.w[t * 6 + k]);
+                mine++;
+            } else {
+                assert_true(all.ids[t * 6 + k] >= local && kept.w[j * 6 + k] == 0.0f);
+            }
+        }
+        assert_int_equal(mine, local_picks);
+        rows += mine;
+    }
+    for (int i = 0; i < tokens * 6; i++) real_rows += all.ids[i] < local; /* rank 0's rows at EP 8 */
+    assert_true(rows == real_rows);
+    /* about 1 - (7/8)^6 = 55% of the tokens touch rank 0, and rank 0 gets batch x topk rows */
+    assert_true(n > tokens * 0.50 && n < tokens * 0.60);
+    assert_true(rows > batch * 6 * 0.9 && rows < batch * 6 * 1.1);
+}
+
 int run_datagen_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +261,7 @@ int run_datagen_tests(void)
         cmocka_unit_test(ep_invariance),
         cmocka_unit_test(realistic_data),
         cmocka_unit_test(weights),
+        cmocka_unit_test(ep_slice),
     };
     return cmocka_run_group_tests_name("datagen", tests, NULL, NULL);
 }

@@ -96,5 +96,12 @@ check ok-bad-diff 1 "BROKEN \(fails\): OK status OK but calc_diff 0.0003 is abov
 check baseline-bad-diff 2 "calc_diff 0.0003 is above the bound 1e-04: not a baseline" -- --baseline "$tmp/ok-bad-diff.json" --current $g/base.json
 mutate $g/base.json "$tmp/ok-nonfinite.json" "r = d['results'][0]; r['diff'] = dict(r.get('diff') or {}, calc_diff=1e-6, nonfinite=3)"
 check ok-nonfinite 1 "BROKEN \(fails\): OK status OK but 3 outputs are not finite" -- --baseline $g/base.json --current "$tmp/ok-nonfinite.json"
+# an emulated EP slice (bench --ep-slice) never matches a real run, nor a slice of another EP size
+mutate $g/base.json "$tmp/slice8.json" "d['meta']['ep_slice'] = 8"
+mutate $g/base.json "$tmp/slice4.json" "d['meta']['ep_slice'] = 4"
+check slice-vs-real 2 "baseline is a real run, current an EP 8 slice: an emulated slice matches only a slice of the same EP size" -- --baseline $g/base.json --current "$tmp/slice8.json"
+check slice-vs-real-ignored 2 "an emulated slice matches only" -- --baseline $g/base.json --current "$tmp/slice8.json" --ignore-device
+check slice-vs-slice 2 "baseline is an EP 4 slice, current an EP 8 slice" -- --baseline "$tmp/slice4.json" --current "$tmp/slice8.json"
+check slice-same 0 "gate: PASS" -- --baseline "$tmp/slice8.json" --current "$tmp/slice8.json"
 echo "test_gate.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -46,6 +46,30 @@ static void flash_ep8(void **state)
     assert_int_equal(f.bound, BOUND_TC);
 }
 
+/* --ep-slice: one EP8 rank's weights and FLOPs, no NVLink bytes; the bound follows. A Pro EP2
+ * rank at 4096 tokens is NVLink-free but HBM-bound either way. */
+static void slice_floor(void **state)
+{
+    (void)state;
+    mm_config c = flash();
+    mm_floor real, slice;
+    plan_floor(&c, 8, 8192, &H200, &real);
+    plan_slice_floor(&c, 8, 8192, &H200, &slice);
+    near(slice.flops, real.flops, 1e-15);
+    near(slice.weight_bytes, real.weight_bytes, 1e-15);
+    assert_true(slice.nvlink_bytes == 0.0 && slice.t_nvlink_us == 0.0);
+    near(slice.floor_us, 1867.095, 1e-5);
+    assert_int_equal(slice.bound, BOUND_TC);
+    /* a tiny NVLink ceiling makes the real rank NVLink-bound; the slice stays at its tc floor */
+    mm_ceilings slow_link = H200;
+    slow_link.nvlink_gbps = 1.0;
+    plan_floor(&c, 8, 64, &slow_link, &real);
+    plan_slice_floor(&c, 8, 64, &slow_link, &slice);
+    assert_int_equal(real.bound, BOUND_NVLINK);
+    assert_int_equal(slice.bound, BOUND_HBM);
+    near(slice.floor_us, 206.54, 1e-4);
+}
+
 static void flash_ep2(void **state)
 {
     (void)state;
@@ -275,6 +299,7 @@ int run_plan_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flash_ep8),
         cmocka_unit_test(flash_ep2),
+        cmocka_unit_test(slice_floor),
         cmocka_unit_test(ceilings_override),
         cmocka_unit_test(layouts),
         cmocka_unit_test(fused_row_tiles),
