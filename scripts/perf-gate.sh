@@ -20,7 +20,7 @@ rows_of() { # the baseline's batches (bench) or row counts (gemm), ascending, co
 }
 if [ "${cfg#gemm:}" != "$cfg" ]; then
     cfg=${cfg#gemm:}
-    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//')
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//; s/-.*//')
     baseline=results/$gpu-ep1/gemm-$cfg-ep8.json
     [ -f "$baseline" ] || { echo "perf-gate: no baseline $baseline: commit the one gpu-check writes" >&2; exit 2; }
     make -j all >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
@@ -34,7 +34,7 @@ if [ "${cfg#gemm:}" != "$cfg" ]; then
     exit $?
 fi
 np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//')
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//; s/-.*//')
 baseline=results/$gpu-ep$np/$cfg.json
 [ -f "$baseline" ] || { echo "perf-gate: no baseline $baseline: run scripts/sweep.sh and commit it" >&2; exit 2; }
 make -j all >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 [ "$np" -ge 1 ] || { echo "sweep: no GPU found" >&2; exit 2; }
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//')
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' | sed 's/^nvidia-//; s/-.*//')
 dir=results/$gpu-ep$np
 mkdir -p "$dir"
 worst=0
