@@ -19,5 +19,6 @@ int main(void)
     failed += run_lt_layout_tests();
     failed += run_gemm_report_tests();
     failed += run_power_tests();
+    failed += run_fp4_tests();
     return failed ? 1 : 0;
 }

@@ -24,6 +24,7 @@ int run_normal_layout_tests(void);
 int run_lt_layout_tests(void);
 int run_gemm_report_tests(void);
 int run_power_tests(void);
+int run_fp4_tests(void);
 
 /* A fresh temporary file (created empty) for a writer under test: its path into buf. */
 void test_temp_path(char *buf, size_t len);

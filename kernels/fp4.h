@@ -1,0 +1,119 @@
+/* FP4 expert weights (MXFP4, the layout of Hugging Face MXFP4 MoE checkpoints) and how they enter
+ * the FP8 tensor-core product: one definition for host C and CUDA (docs/recipe.md, "FP4 weights").
+ *
+ * Storage, per weight matrix row (W1 [2I][H] or W2 [H][I], K the row's length):
+ *   codes  [K / 2] bytes: E2M1 values, two a byte along K, the lower K index in the low nibble;
+ *   scales [K / 32] bytes: one UE8M0 exponent per 32 weights (value 2^(s - 127); 255 is NaN and is
+ *          never generated).
+ * A weight is e2m1(code) * 2^(s - 127). E2M1: sign, 2 exponent bits, 1 mantissa bit: magnitudes
+ * 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+ *
+ * Into the FP8 product, per row n and 128-wide K block kb (four 32-groups, exponents s_0..s_3):
+ *   R = max(s_g) - MM_FP4_D_MAX, the row's reference exponent for the block;
+ *   d_g = s_g - R (<= MM_FP4_D_MAX); w8 = e4m3(e2m1(code) * 2^d_g);
+ *   the block sum of q_x * w8 is promoted with scale_x[kb] * 2^(R - 127), per output row.
+ * For d_g in [MM_FP4_D_MIN, MM_FP4_D_MAX] every E2M1 value is exact in e4m3 (6 * 2^6 = 384 <= 448;
+ * 0.5 * 2^-8 = 2^-9 is e4m3's smallest subnormal and 1.5 * 2^-8 = 3 * 2^-9 is one): the product
+ * equals the exact dequantized weight's. A group whose exponent sits more than
+ * MM_FP4_D_MAX - MM_FP4_D_MIN = 14 below its block's largest is "past the limit": its values go
+ * through the recipe's e4m3 rounding (round to nearest even; the smallest ones become 0), the same
+ * on every path, and each such group is counted (mm_fp4_expand_block's return), never silent. */
+#ifndef MEGAMOE_FP4_H
+#define MEGAMOE_FP4_H
+
+#include <stdint.h>
+
+#include "datagen.h"
+#include "recipe.h"
+
+#define MM_FP4_GROUP 32                                   /* weights a UE8M0 exponent covers */
+#define MM_FP4_GROUPS (128 / MM_FP4_GROUP)                /* groups in a 128-wide K block */
+#define MM_FP4_D_MAX 6                                    /* the block's largest group: 6 * 2^6 = 384 */
+#define MM_FP4_D_MIN (-8)                                 /* 0.5 * 2^-8 = 2^-9, e4m3's least subnormal */
+
+/* The E2M1 value of a 4-bit code (bit 3 the sign). */
+MM_HD float mm_e2m1_decode(uint8_t code)
+{
+    const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const float v = mag[code & 7u];
+    return (code & 8u) ? -v : v;
+}
+
+/* Weight k of a row's packed codes. */
+MM_HD uint8_t mm_fp4_code(const uint8_t *codes, int k)
+{
+    return (uint8_t)((codes[k >> 1] >> (4 * (k & 1))) & 15u);
+}
+
+/* The reference exponent R of a 128-wide K block from its four group exponents. */
+MM_HD int mm_fp4_block_ref(const uint8_t *s)
+{
+    int top = s[0];
+    for (int g = 1; g < MM_FP4_GROUPS; g++) top = s[g] > top ? s[g] : top;
+    return top - MM_FP4_D_MAX;
+}
+
+/* The promotion's factor for the block: 2^(R - 127), exact in FP32 (normal or subnormal) for
+ * every R the UE8M0 exponents 0..254 give (-133..121). */
+MM_HD float mm_fp4_ref_scale(int r)
+{
+    const int e = r - 127;
+    if (e >= -126) return mm_pow2(e);
+    return MM_MUL(mm_pow2(e + 64), mm_pow2(-64)); /* a subnormal: one exact scaling */
+}
+
+/* One weight in the FP8 product: e4m3(e2m1(code) * 2^d), exact for d in [MM_FP4_D_MIN, MM_FP4_D_MAX];
+ * below it, the recipe's e4m3 rounding of the (exact) FP32 product. */
+MM_HD uint8_t mm_fp4_to_fp8(uint8_t code, int d)
+{
+    const int e = d < -100 ? -100 : d; /* anything smaller rounds to 0 anyway */
+    return mm_fp8_encode(MM_MUL(mm_e2m1_decode(code), MM_MUL(mm_pow2(e / 2), mm_pow2(e - e / 2))));
+}
+
+/* A row's 128-wide K block: its 64 code bytes and 4 exponents into 128 FP8 weights and the
+ * reference exponent *ref. Returns how many of its groups are past the limit. */
+MM_HD int mm_fp4_expand_block(const uint8_t *codes, const uint8_t *s, uint8_t *fp8, int *ref)
+{
+    const int r = mm_fp4_block_ref(s);
+    int past = 0;
+    for (int g = 0; g < MM_FP4_GROUPS; g++) {
+        const int d = (int)s[g] - r;
+        past += d < MM_FP4_D_MIN;
+        for (int j = 0; j < MM_FP4_GROUP; j++) {
+            const int k = g * MM_FP4_GROUP + j;
+            fp8[k] = mm_fp4_to_fp8(mm_fp4_code(codes, k), d);
+        }
+    }
+    *ref = r;
+    return past;
+}
+
+/* ---- the generator: MXFP4 experts as real checkpoints look ------------------------------- */
+
+/* Code of weight (row, k) of an expert's matrix (0 = W1, 1 = W2): every one of the 16 codes,
+ * magnitudes weighted towards the small ones as trained weights are (and +-0 rare), signs even. */
+MM_HD uint8_t mm_gen_fp4_code(uint64_t seed, int matrix, uint64_t expert, uint64_t row, uint64_t k)
+{
+    const uint64_t h = mm_hash(seed, matrix == 0 ? MM_STREAM_W1 : MM_STREAM_W2, expert, row * 65536u + k);
+    /* magnitude codes 0..7 with weights 1, 6, 6, 5, 4, 3, 2, 1 of 28 */
+    const uint32_t u = (uint32_t)(h >> 40) % 28u;
+    const uint8_t mag = u < 1 ? 0 : u < 7 ? 1 : u < 13 ? 2 : u < 18 ? 3 : u < 22 ? 4 : u < 25 ? 5 : u < 27 ? 6 : 7;
+    return (uint8_t)(mag | ((h & 1u) << 3));
+}
+
+/* UE8M0 exponent of group g (weights 32g .. 32g + 31) of a row: a per-row base (the row's
+ * magnitude), a slow drift along K (every 8 groups), a group in 3 one step lower, and one group in
+ * 64 an outlier 2^3 above its row, as checkpoints' exponents spread: a 128-wide block spans at
+ * most 4 steps, well inside the exact range. */
+MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int matrix, uint64_t expert, uint64_t row, uint64_t g)
+{
+    const uint64_t stream = MM_STREAM_BLOCK + 16u * (matrix == 0 ? MM_STREAM_W1 : MM_STREAM_W2);
+    const int base = 127 - 11 - (int)(mm_hash(seed, stream, expert, row) % 4u);
+    const int drift = (int)(mm_hash(seed, stream + 1u, expert, row * 4096u + g / 8u) % 3u) - 1;
+    const uint64_t h = mm_hash(seed, stream + 2u, expert, row * 65536u + g);
+    const int outlier = (h & 63u) == 0u ? 3 : 0;
+    const int jitter = ((h >> 8) % 3u) == 0u ? -1 : 0;
+    return (uint8_t)(base + drift + outlier + jitter);
+}
+
+#endif

@@ -1,0 +1,110 @@
+#include <math.h>
+#include <string.h>
+
+#include "../kernels/fp4.h"
+#include "test_util.h"
+
+/* Every code's value, and the packing: weight k in nibble k % 2 of byte k / 2, low first. */
+static void codes(void **state)
+{
+    (void)state;
+    const float want[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    for (int c = 0; c < 16; c++) assert_true(mm_e2m1_decode((uint8_t)c) == want[c]);
+    const uint8_t packed[2] = {0x71, 0xF8};
+    assert_int_equal(mm_fp4_code(packed, 0), 1);
+    assert_int_equal(mm_fp4_code(packed, 1), 7);
+    assert_int_equal(mm_fp4_code(packed, 2), 8);
+    assert_int_equal(mm_fp4_code(packed, 3), 15);
+}
+
+/* Within [D_MIN, D_MAX] every code times 2^d is exact in e4m3; one step below, some are not. */
+static void exact_range(void **state)
+{
+    (void)state;
+    for (int d = MM_FP4_D_MIN; d <= MM_FP4_D_MAX; d++)
+        for (int c = 0; c < 16; c++) {
+            const double want = (double)mm_e2m1_decode((uint8_t)c) * ldexp(1.0, d);
+            assert_true((double)mm_fp8_decode(mm_fp4_to_fp8((uint8_t)c, d)) == want);
+        }
+    /* the largest: 6 * 2^6 = 384, inside e4m3's 448 */
+    assert_true(mm_fp8_decode(mm_fp4_to_fp8(7, MM_FP4_D_MAX)) == 384.0f);
+    assert_true(mm_fp8_decode(mm_fp4_to_fp8(15, MM_FP4_D_MAX)) == -384.0f);
+    int inexact = 0;
+    for (int c = 0; c < 16; c++) {
+        const double want = (double)mm_e2m1_decode((uint8_t)c) * ldexp(1.0, MM_FP4_D_MIN - 1);
+        inexact += (double)mm_fp8_decode(mm_fp4_to_fp8((uint8_t)c, MM_FP4_D_MIN - 1)) != want;
+    }
+    assert_true(inexact > 0);
+    /* far below, everything rounds to zero */
+    for (int c = 0; c < 16; c++) assert_true(mm_fp8_decode(mm_fp4_to_fp8((uint8_t)c, -40)) == 0.0f);
+}
+
+/* A block's expansion: the reference is the largest exponent - 6; the product with the reference
+ * scale is the exact weight while the spread is <= 14, and each group past it is counted. */
+static void expand(void **state)
+{
+    (void)state;
+    uint8_t codes[64], fp8[128];
+    for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(i * 37 + 11); /* every code, both nibbles */
+    for (int spread = 0; spread <= 16; spread++) {
+        const uint8_t s[4] = {120, (uint8_t)(120 - spread), 117, 119};
+        int ref = 0;
+        const int past = mm_fp4_expand_block(codes, s, fp8, &ref);
+        assert_int_equal(ref, 120 - MM_FP4_D_MAX);
+        assert_int_equal(past, spread > MM_FP4_D_MAX - MM_FP4_D_MIN ? 1 : 0);
+        int exact = 1;
+        for (int k = 0; k < 128; k++) {
+            const double w = (double)mm_e2m1_decode(mm_fp4_code(codes, k)) * ldexp(1.0, s[k / 32] - 127);
+            const double got = (double)mm_fp8_decode(fp8[k]) * (double)mm_fp4_ref_scale(ref);
+            if (got != w) exact = 0;
+            if (k / 32 != 1) assert_true(got == w); /* the other groups stay exact */
+        }
+        assert_int_equal(exact, past == 0);
+    }
+    /* the reference scale is exact across UE8M0's range, subnormal FP32 included */
+    assert_true(mm_fp4_ref_scale(127) == 1.0f);
+    assert_true((double)mm_fp4_ref_scale(0 - MM_FP4_D_MAX) == ldexp(1.0, -133));
+    assert_true((double)mm_fp4_ref_scale(254 - MM_FP4_D_MAX) == ldexp(1.0, 121));
+}
+
+/* The generator: every code, magnitudes weighted to the small ones, exponents that differ across
+ * rows and drift along K, a few outlier groups, and blocks well inside the exact range. */
+static void generator(void **state)
+{
+    (void)state;
+    int seen[16] = {0};
+    for (int k = 0; k < 8192; k++) seen[mm_gen_fp4_code(1, 0, 3, 7, (uint64_t)k)]++;
+    for (int c = 0; c < 16; c++) assert_true(seen[c] > 0);
+    assert_true(seen[1] + seen[9] > seen[7] + seen[15]); /* 0.5 more common than 6 */
+    int rows_differ = 0, drifts = 0, outliers = 0, widest = 0;
+    for (uint64_t row = 0; row < 64; row++) {
+        rows_differ += mm_gen_fp4_scale(1, 0, 3, row, 0) != mm_gen_fp4_scale(1, 0, 3, 0, 0);
+        for (uint64_t g = 0; g < 128; g += 4) {
+            uint8_t s[4];
+            for (int j = 0; j < 4; j++) s[j] = mm_gen_fp4_scale(1, 1, 3, row, g + (uint64_t)j);
+            int lo = s[0], hi = s[0];
+            for (int j = 1; j < 4; j++) { lo = s[j] < lo ? s[j] : lo; hi = s[j] > hi ? s[j] : hi; }
+            widest = hi - lo > widest ? hi - lo : widest;
+            drifts += mm_gen_fp4_scale(1, 1, 3, row, g) != mm_gen_fp4_scale(1, 1, 3, row, 0);
+            for (int j = 0; j < 4; j++) outliers += s[j] >= mm_gen_fp4_scale(1, 1, 3, row, g) + 3;
+        }
+    }
+    assert_true(rows_differ > 20);
+    assert_true(drifts > 100);
+    assert_true(outliers > 5 && outliers < 200);
+    assert_true(widest == 4); /* an outlier beside a lowered group: inside the exact range */
+    /* the same bits for the same indices */
+    assert_int_equal(mm_gen_fp4_scale(9, 0, 1, 2, 3), mm_gen_fp4_scale(9, 0, 1, 2, 3));
+    assert_int_equal(mm_gen_fp4_code(9, 1, 1, 2, 3), mm_gen_fp4_code(9, 1, 1, 2, 3));
+}
+
+int run_fp4_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(codes),
+        cmocka_unit_test(exact_range),
+        cmocka_unit_test(expand),
+        cmocka_unit_test(generator),
+    };
+    return cmocka_run_group_tests_name("fp4", tests, NULL, NULL);
+}
