@@ -29,7 +29,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION, OPT_EP_SLICE,
+    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION, OPT_EP_SLICE, OPT_WEIGHTS,
 };
 
 #define B (1u << CMD_BENCH)
@@ -79,6 +79,9 @@ static const struct {
     {"comm-sms", 1, OPT_COMMSMS, B | C, "N", "SMs for normal's communication kernels (4 CTAs of 128 threads each; default: all)"},
     {"timeout-ms", 1, OPT_TIMEOUT, B | C | S, "MS", "bound on every device-side wait (default 5000)"},
     {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
+    {"weights", 1, OPT_WEIGHTS, B | C | P | M, "fp8|fp4",
+     "the experts' weight format: FP8 with 128 x 128 block scales, or MXFP4 (docs/recipe.md; so far plan only: "
+     "bytes and floors) (default: the config's quantization_config.quant_method, else fp8)"},
     {"ep-slice", 1, OPT_EP_SLICE, B | P, "N",
      "emulate one rank of EP N on this one GPU: it holds E / N experts and runs the rows rank 0 of EP N "
      "receives from N x batch tokens under --routing; dispatch and combine stay on the GPU (no NVLink traffic, "
@@ -170,6 +173,7 @@ static void defaults(mm_options *o)
     o->max_slowdown = 0.05;
     o->min_gap = 0.01;
     o->relative_to = -1;
+    o->weights = -1;
     o->ep = 8;
     static const int default_rows[] = {8, 64, 512, 4096, 49152};
     o->n_rows = (int)MM_ARRAY_LEN(default_rows);
@@ -315,6 +319,14 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_EP:
         s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
         o->ep = (int)n;
+        break;
+    case OPT_WEIGHTS:
+        if (strcmp(v, "fp8") == 0) o->weights = MM_WEIGHTS_FP8;
+        else if (strcmp(v, "fp4") == 0) o->weights = MM_WEIGHTS_FP4;
+        else {
+            mm_fmt(sub, sizeof sub, "expected fp8 or fp4, got '%s'", v);
+            s = MM_USAGE;
+        }
         break;
     case OPT_EP_SLICE:
         s = parse_int(v, 2, 4096, &n, sub, sizeof sub);

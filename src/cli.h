@@ -49,6 +49,7 @@ typedef struct {
     int timeout_ms;
     int ranks; /* plan: 0 = from MPI or 1 */
     int ep_slice; /* bench, plan: emulate one rank of EP N on one GPU (0: off) */
+    int weights;  /* --weights: -1 the config's, else an mm_weights_fmt */
     mm_ceilings ceilings;
     char filter[128];
     double tol;

@@ -171,6 +171,14 @@ static void parse_scale_fmt(ctx *c, const cJSON *root, const cJSON *quant, mm_co
         fail(c, key, "must be \"ue8m0\" or \"fp32\"");
 }
 
+/* quant_method "mxfp4" (the MXFP4 MoE checkpoints' spelling) means FP4 experts; "fp8", or any
+ * other method, the FP8 recipe this tool quantizes to. */
+static void parse_weights(const cJSON *quant, mm_config *out)
+{
+    const cJSON *it = quant ? cJSON_GetObjectItemCaseSensitive(quant, "quant_method") : NULL;
+    out->weights = cJSON_IsString(it) && strcmp(it->valuestring, "mxfp4") == 0 ? MM_WEIGHTS_FP4 : MM_WEIGHTS_FP8;
+}
+
 static void parse_block_size(ctx *c, const cJSON *quant)
 {
     const char *key = "quantization_config.weight_block_size";
@@ -343,6 +351,7 @@ mm_status config_parse(const char *text, size_t len, const char *origin, mm_conf
     c.prefix = "";
     parse_scale_fmt(&c, root, quant, out);
     parse_block_size(&c, quant);
+    parse_weights(quant, out);
     parse_bench(&c, root, out);
     cJSON_Delete(root);
     return c.failed ? MM_USAGE : MM_OK;

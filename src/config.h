@@ -17,6 +17,9 @@
 #define MM_QUANT_BLOCK 128
 
 typedef enum { MM_SCALE_FP32 = 0, MM_SCALE_UE8M0 = 1 } mm_scale_fmt;
+/* The experts' weight format (docs/recipe.md): FP8 with 128 x 128 FP32 block scales, or MXFP4
+ * (E2M1 with a UE8M0 exponent per 32 weights along K). */
+typedef enum { MM_WEIGHTS_FP8 = 0, MM_WEIGHTS_FP4 = 1 } mm_weights_fmt;
 
 typedef struct {
     char name[96];       /* "name" key, else the file's base name without .json */
@@ -35,6 +38,7 @@ typedef struct {
     int has_swiglu_limit; /* swiglu_limit absent or null: no clamp */
     double swiglu_limit;
     mm_scale_fmt scale_fmt; /* quantization_config.scale_fmt or scale_fmt: "ue8m0" or fp32 */
+    mm_weights_fmt weights; /* quantization_config.quant_method "mxfp4": FP4; else FP8 */
     /* "bench" object (all optional; 0 = not given) */
     int n_batches;
     int batches[MM_MAX_BATCHES];

@@ -20,6 +20,8 @@ const char *bound_name(mm_bound b)
 double plan_expert_weight_bytes(const mm_config *cfg)
 {
     double h = cfg->hidden, i = cfg->inter;
+    if (cfg->weights == MM_WEIGHTS_FP4)
+        return 3.0 * h * i / 2.0 + 3.0 * h * i / 32.0;      /* E2M1 codes, a UE8M0 exponent per 32 */
     double fp8 = 3.0 * h * i;                                /* W1 [2I][H] + W2 [H][I] */
     double scales = 3.0 * (h / 128.0) * (i / 128.0) * 4.0;   /* one FP32 per 128x128 block */
     return fp8 + scales;
@@ -193,8 +195,15 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
             cfg->scale_fmt == MM_SCALE_UE8M0 ? "ue8m0" : "fp32");
     if (cfg->has_swiglu_limit) fprintf(f, "%g)\n", cfg->swiglu_limit);
     else fprintf(f, "none)\n");
-    fprintf(f, "# EP %d: %d experts per rank, %.1f MB of FP8 weights + scales per expert\n", ranks,
-            cfg->experts / ranks, plan_expert_weight_bytes(cfg) / 1e6);
+    mm_config as_fp8 = *cfg, as_fp4 = *cfg;
+    as_fp8.weights = MM_WEIGHTS_FP8;
+    as_fp4.weights = MM_WEIGHTS_FP4;
+    const double fp8_bytes = plan_expert_weight_bytes(&as_fp8), fp4_bytes = plan_expert_weight_bytes(&as_fp4);
+    fprintf(f, "# EP %d: %d experts per rank, %.1f MB of %s weights + scales per expert\n", ranks,
+            cfg->experts / ranks, plan_expert_weight_bytes(cfg) / 1e6, cfg->weights == MM_WEIGHTS_FP4 ? "FP4" : "FP8");
+    fprintf(f, "# experts' weights per rank: FP8 %.2f GB, FP4 %.2f GB (%.3fx)%s\n", fp8_bytes * (cfg->experts / ranks) / 1e9,
+            fp4_bytes * (cfg->experts / ranks) / 1e9, fp4_bytes / fp8_bytes,
+            cfg->weights == MM_WEIGHTS_FP4 ? "; the floors below stream FP4" : "");
     if (slice)
         fprintf(f, "# EP %d slice (--ep-slice): one rank's work on one GPU, %d experts and up to %d x batch tokens; "
                    "no NVLink bytes in the floors\n", ranks, cfg->experts / ranks, ranks);

@@ -181,6 +181,13 @@ static void other_families(void **state)
         if (s != MM_USAGE || !strstr(err, refused[i].expect))
             fail_msg("refused %zu: status %d, message '%s', expected '%s'", i, s, err, refused[i].expect);
     }
+    /* MXFP4 checkpoints name their experts' format in quant_method */
+    assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": \"mxfp4\"}}", &c, err), MM_OK);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP4);
+    assert_int_equal(parse("{" BASE ", \"quantization_config\": {\"quant_method\": \"fp8\"}}", &c, err), MM_OK);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP8);
+    assert_int_equal(parse("{" BASE "}", &c, err), MM_OK);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP8);
     /* config_load prints each note once, as a note */
     test_stderr_begin();
     assert_int_equal(config_load("tests/configs/qwen3-moe.json", &c), MM_OK);

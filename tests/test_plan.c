@@ -70,6 +70,23 @@ static void slice_floor(void **state)
     near(slice.floor_us, 206.54, 1e-4);
 }
 
+/* FP4 experts: 1.5 H I bytes of E2M1 codes and 3 H I / 32 of exponents, 0.531x FP8's bytes;
+ * the HBM floor streams them. */
+static void fp4_bytes(void **state)
+{
+    (void)state;
+    mm_config c = flash(), f4 = flash();
+    f4.weights = MM_WEIGHTS_FP4;
+    near(plan_expert_weight_bytes(&f4), 3.0 * 4096 * 2048 * (0.5 + 1.0 / 32.0), 1e-15);
+    const double ratio = plan_expert_weight_bytes(&f4) / plan_expert_weight_bytes(&c);
+    assert_true(ratio > 0.530 && ratio < 0.532);
+    mm_floor a, b;
+    plan_floor(&c, 8, 64, &H200, &a);
+    plan_floor(&f4, 8, 64, &H200, &b);
+    near(b.t_hbm_us, a.t_hbm_us * ratio, 1e-12);
+    near(b.flops, a.flops, 1e-15);
+}
+
 static void flash_ep2(void **state)
 {
     (void)state;
@@ -300,6 +317,7 @@ int run_plan_tests(void)
         cmocka_unit_test(flash_ep8),
         cmocka_unit_test(flash_ep2),
         cmocka_unit_test(slice_floor),
+        cmocka_unit_test(fp4_bytes),
         cmocka_unit_test(ceilings_override),
         cmocka_unit_test(layouts),
         cmocka_unit_test(fused_row_tiles),
