@@ -37,6 +37,39 @@ static void gemm_row(const uint8_t *qa, const float *sa, const uint8_t *w, const
     }
 }
 
+long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n_out,
+                           int k, double *out)
+{
+    static const double e2m1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+    long long past = 0;
+    for (int n = 0; n < n_out; n++) {
+        const uint8_t *row_codes = codes + (size_t)n * (k / 2), *row_exps = exps + (size_t)n * (k / 32);
+        double acc = 0.0;
+        for (int kb = 0; kb < k / 128; kb++) {
+            /* the block's reference: its largest group exponent, less 6 */
+            int top = 0;
+            for (int g = 0; g < 4; g++) top = row_exps[kb * 4 + g] > top ? row_exps[kb * 4 + g] : top;
+            const int ref = top - 6;
+            double block = 0.0;
+            for (int g = 0; g < 4; g++) {
+                const int d = row_exps[kb * 4 + g] - ref;
+                past += d < -8;
+                for (int j = 0; j < 32; j++) {
+                    const int c = kb * 128 + g * 32 + j;
+                    const int code = (row_codes[c / 2] >> (4 * (c % 2))) & 15;
+                    const double v = (code & 8 ? -1.0 : 1.0) * e2m1[code & 7] * ldexp(1.0, d);
+                    /* exact in e4m3 within the range; past it the recipe's e4m3 rounding */
+                    const double w8 = d >= -8 ? v : (double)mm_fp8_decode(mm_fp8_encode((float)v));
+                    block += (double)mm_fp8_decode(qa[c]) * w8;
+                }
+            }
+            acc += (double)sa[kb] * ldexp(1.0, ref - 127) * block;
+        }
+        out[n] = acc;
+    }
+    return past;
+}
+
 /* Tokens per pass: a pass keeps every (token, k) output row ([tokens][k][h] doubles) under this. */
 #define REF_PASS_BYTES ((size_t)64 << 20)
 
@@ -48,6 +81,7 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
                          const int32_t *ids, const float *w, int tokens, double *y)
 {
     const int h = cfg->hidden, in = cfg->inter, k = cfg->topk, ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
+    const int fp4 = cfg->weights == MM_WEIGHTS_FP4;
     size_t per_token = (size_t)k * (size_t)h * sizeof(double);
     int pass = (int)(REF_PASS_BYTES / per_token);
     if (pass < 1) pass = 1;
@@ -80,7 +114,8 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
             const int q = order[v], i = q / k, e = pid[q];
             if (v == 0 || pid[order[v - 1]] != e) ew = experts->get(experts->ctx, e);
             if (!ew) { s = MM_RUNTIME; break; }
-            gemm_row(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->w1, ew->s1, 2 * in, h, g1);
+            if (fp4) ref_gemm_row_fp4(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->c1, ew->e1, 2 * in, h, g1);
+            else gemm_row(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->w1, ew->s1, 2 * in, h, g1);
             /* Step 4 in double, then rounded once to FP32 for step 5's quantization. */
             for (int c = 0; c < in; c++) {
                 double gate = g1[c], up = g1[in + c];
@@ -92,7 +127,8 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
                 hf[c] = (float)(gate / (1.0 + exp(-gate)) * up * (double)w[(size_t)t0 * k + q]);
             }
             quantize_row(hf, in, ue8m0, qh, sh);
-            gemm_row(qh, sh, ew->w2, ew->s2, h, in, part + (size_t)q * h);
+            if (fp4) ref_gemm_row_fp4(qh, sh, ew->c2, ew->e2, h, in, part + (size_t)q * h);
+            else gemm_row(qh, sh, ew->w2, ew->s2, h, in, part + (size_t)q * h);
         }
         for (int i = 0; i < n && s == MM_OK; i++) {
             double *yt = y + (size_t)(t0 + i) * h;
@@ -141,6 +177,7 @@ struct mm_generated_experts {
     int next;
     uint8_t *w1[CACHE_SLOTS], *w2[CACHE_SLOTS];
     float *s1[CACHE_SLOTS], *s2[CACHE_SLOTS];
+    uint8_t *c1[CACHE_SLOTS], *e1[CACHE_SLOTS], *c2[CACHE_SLOTS], *e2[CACHE_SLOTS]; /* FP4 weights */
     mm_expert_weights view[CACHE_SLOTS];
 };
 
@@ -157,7 +194,14 @@ mm_generated_experts *generated_experts_new(const mm_config *cfg, uint64_t seed)
         g->w2[i] = malloc(h * in);
         g->s1[i] = malloc(sizeof(float) * (2 * in / 128) * (h / 128));
         g->s2[i] = malloc(sizeof(float) * (h / 128) * (in / 128));
-        if (!g->w1[i] || !g->w2[i] || !g->s1[i] || !g->s2[i]) {
+        if (cfg->weights == MM_WEIGHTS_FP4) {
+            g->c1[i] = malloc(in * h);
+            g->e1[i] = malloc(2 * in * h / 32);
+            g->c2[i] = malloc(h * in / 2);
+            g->e2[i] = malloc(h * in / 32);
+        }
+        if (!g->w1[i] || !g->w2[i] || !g->s1[i] || !g->s2[i] ||
+            (cfg->weights == MM_WEIGHTS_FP4 && (!g->c1[i] || !g->e1[i] || !g->c2[i] || !g->e2[i]))) {
             generated_experts_free(g);
             return NULL;
         }
@@ -173,6 +217,10 @@ void generated_experts_free(mm_generated_experts *g)
         free(g->w2[i]);
         free(g->s1[i]);
         free(g->s2[i]);
+        free(g->c1[i]);
+        free(g->e1[i]);
+        free(g->c2[i]);
+        free(g->e2[i]);
     }
     free(g);
 }
@@ -184,10 +232,13 @@ static const mm_expert_weights *generated_get(void *ctx, int expert)
         if (g->id[i] == expert) return &g->view[i];
     int i = g->next;
     g->next = (g->next + 1) % CACHE_SLOTS;
-    host_gen_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter,
-                    g->cfg.scale_fmt == MM_SCALE_UE8M0, g->w1[i], g->s1[i], g->w2[i], g->s2[i]);
+    if (g->cfg.weights == MM_WEIGHTS_FP4)
+        host_gen_fp4_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter, g->c1[i], g->e1[i], g->c2[i], g->e2[i]);
+    else
+        host_gen_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter, g->cfg.scale_fmt == MM_SCALE_UE8M0, g->w1[i],
+                        g->s1[i], g->w2[i], g->s2[i]);
     g->id[i] = expert;
-    mm_expert_weights v = {g->w1[i], g->s1[i], g->w2[i], g->s2[i]};
+    mm_expert_weights v = {g->w1[i], g->s1[i], g->w2[i], g->s2[i], g->c1[i], g->e1[i], g->c2[i], g->e2[i]};
     g->view[i] = v;
     return &g->view[i];
 }

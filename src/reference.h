@@ -11,13 +11,22 @@
 
 #include "config.h"
 
-/* One expert's weights as the recipe lays them out. */
+/* One expert's weights as the recipe lays them out: FP8 (w, s), or with FP4 weights
+ * (cfg->weights, docs/recipe.md) E2M1 codes and UE8M0 exponents (c, e; kernels/fp4.h). */
 typedef struct {
     const uint8_t *w1; /* [2I][H] FP8: rows [0, I) gate, [I, 2I) up */
     const float *s1;   /* [2I/128][H/128] */
     const uint8_t *w2; /* [H][I] */
     const float *s2;   /* [H/128][I/128] */
+    const uint8_t *c1, *e1; /* FP4 W1: codes [2I][H/2], exponents [2I][H/32] */
+    const uint8_t *c2, *e2; /* FP4 W2: codes [H][I/2], exponents [H][I/32] */
 } mm_expert_weights;
+
+/* Step 3 / 6 with FP4 weights for one activation row (qa [k] FP8, sa [k/128]): out[n] for
+ * n < n_out, in double, written from docs/recipe.md's definition independently of kernels/fp4.h's
+ * expansion. Returns how many (row, group) pairs lay past the exact range. */
+long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n_out,
+                           int k, double *out);
 
 /* Supplies expert `e` (global id); the pointers stay valid until the next call. */
 typedef struct {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/fp4.h"
 #include "datagen_host.h"
 #include "reference.h"
 #include "test_util.h"
@@ -31,7 +32,7 @@ static void setup(one_expert *o, float s_gate, float s_up, float s_down)
     o->s1[0] = s_gate;
     o->s1[1] = s_up;
     o->s2[0] = s_down;
-    mm_expert_weights v = {o->w1, o->s1, o->w2, o->s2};
+    mm_expert_weights v = {o->w1, o->s1, o->w2, o->s2, NULL, NULL, NULL, NULL};
     o->view = v;
 }
 
@@ -153,6 +154,89 @@ static void expert_major_pass(void **state)
     generated_experts_free(gen);
 }
 
+/* FP4 weights (docs/recipe.md): the host reference's GEMM row against (a) the dot product with
+ * the exactly dequantized weights, e2m1 * 2^(s - 127), and (b) kernels/fp4.h's expansion into e4m3
+ * and the reference scale, the definition the GPU paths will share; then a group past the limit. */
+static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int k)
+{
+    double acc = 0.0;
+    for (int kb = 0; kb < k / 128; kb++) {
+        uint8_t w8[128];
+        int ref = 0;
+        mm_fp4_expand_block(codes + kb * 64, exps + kb * 4, w8, &ref);
+        double block = 0.0;
+        for (int c = 0; c < 128; c++) block += (double)mm_fp8_decode(qa[kb * 128 + c]) * (double)mm_fp8_decode(w8[c]);
+        acc += (double)sa[kb] * (double)mm_fp4_ref_scale(ref) * block;
+    }
+    return acc;
+}
+
+static void fp4_gemm_row(void **state)
+{
+    (void)state;
+    enum { K = 512, N = 8 };
+    static uint8_t qa[K], codes[N * K / 2], exps[N * K / 32];
+    float sa[K / 128];
+    for (int c = 0; c < K; c++) qa[c] = (uint8_t)((c * 73 + 5) % 0x7e) | (c % 3 == 0 ? 0x80 : 0); /* no NaN */
+    for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.01 * (b + 1));
+    for (int n = 0; n < N; n++) { /* the generator's rows: every code, exponents drifting, outliers */
+        for (int c = 0; c < K; c += 2)
+            codes[n * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(7, 0, 2, (uint64_t)n, (uint64_t)c) |
+                                                 mm_gen_fp4_code(7, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
+        for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, 0, 2, (uint64_t)n, (uint64_t)g);
+    }
+    double got[N];
+    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 0); /* generated blocks are inside the range */
+    for (int n = 0; n < N; n++) {
+        double exact = 0.0;
+        for (int c = 0; c < K; c++) {
+            const double w = (double)mm_e2m1_decode(mm_fp4_code(codes + n * K / 2, c)) * ldexp(1.0, exps[n * K / 32 + c / 32] - 127);
+            exact += (double)sa[c / 128] * (double)mm_fp8_decode(qa[c]) * w;
+        }
+        assert_true(fabs(got[n] - exact) <= 1e-12 * fabs(exact) + 1e-300);
+        assert_true(got[n] == fp4_expanded_row(qa, sa, codes + n * K / 2, exps + n * K / 32, K));
+    }
+    /* row 0, block 1, group 2 sixteen steps below its block's largest: rounded, and counted */
+    exps[1 * 4 + 2] = (uint8_t)(exps[1 * 4 + 0] > exps[1 * 4 + 1] ? exps[1 * 4 + 0] : exps[1 * 4 + 1]) - 16;
+    exps[1 * 4 + 3] = exps[1 * 4 + 2];
+    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, 1, K, got) == 2);
+    assert_true(got[0] == fp4_expanded_row(qa, sa, codes, exps, K));
+}
+
+/* A layer whose FP4 exponents are one per 128 x 128 block is the FP8 recipe with weights
+ * e4m3(e2m1 * 2^6) and block scales 2^(s - 133): the host reference gives the same bits both ways. */
+static void fp4_layer_equals_fp8(void **state)
+{
+    (void)state;
+    static one_expert o;
+    static uint8_t c1[256 * 64], e1[256 * 4], c2[128 * 64], e2[128 * 4];
+    for (size_t i = 0; i < sizeof c1; i++) c1[i] = (uint8_t)(i * 29 + 3);
+    for (size_t i = 0; i < sizeof c2; i++) c2[i] = (uint8_t)(i * 53 + 1);
+    const uint8_t s_gate = 120, s_up = 118, s_down = 121;
+    for (int r = 0; r < 256; r++) memset(e1 + r * 4, r < 128 ? s_gate : s_up, 4);
+    memset(e2, s_down, sizeof e2);
+    for (int r = 0; r < 256; r++)
+        for (int c = 0; c < 128; c++) o.w1[r * 128 + c] = mm_fp4_to_fp8(mm_fp4_code(c1 + r * 64, c), 6);
+    for (int r = 0; r < 128; r++)
+        for (int c = 0; c < 128; c++) o.w2[r * 128 + c] = mm_fp4_to_fp8(mm_fp4_code(c2 + r * 64, c), 6);
+    o.s1[0] = (float)ldexp(1.0, s_gate - 133);
+    o.s1[1] = (float)ldexp(1.0, s_up - 133);
+    o.s2[0] = (float)ldexp(1.0, s_down - 133);
+    mm_expert_weights v = {o.w1, o.s1, o.w2, o.s2, c1, e1, c2, e2};
+    o.view = v;
+    mm_config c = tiny_cfg(1, 10.0);
+    double y8[128], y4[128];
+    run_case(&c, &o, 0, 0.75f, y8);
+    c.weights = MM_WEIGHTS_FP4;
+    run_case(&c, &o, 0, 0.75f, y4);
+    int nonzero = 0;
+    for (int i = 0; i < 128; i++) {
+        assert_true(y4[i] == y8[i]);
+        nonzero += y8[i] != 0.0;
+    }
+    assert_true(nonzero > 64);
+}
+
 static void calc_diff_edges(void **state)
 {
     (void)state;
@@ -191,6 +275,8 @@ int run_reference_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(silu_no_limit),
+        cmocka_unit_test(fp4_gemm_row),
+        cmocka_unit_test(fp4_layer_equals_fp8),
         cmocka_unit_test(limit_and_weight),
         cmocka_unit_test(masked_slot_gives_zeros),
         cmocka_unit_test(expert_major_pass),
