@@ -464,6 +464,46 @@ static void judge_relative(gate_line *l, const gate_file *a, const gate_file *b,
     l->new_ratio = new_ratio.median;
 }
 
+/* Whether the two files can be compared row by row: the same GPU and EP size (unless
+ * --ignore-device), both real runs or slices of one EP size, one config, a timed reference row for
+ * --relative-to, and a baseline whose rows hold their own accuracy bound. One line and MM_USAGE
+ * when not. */
+static mm_status files_comparable(const gate_file *a, const gate_file *b, const char *baseline, const mm_gate_opts *o)
+{
+    if (!o->ignore_device && (strcmp(a->gpu, b->gpu) != 0 || a->ep != b->ep)) {
+        mm_error("gate: baseline ran on %s at EP %d, current on %s at EP %d (--ignore-device to "
+                 "compare anyway)", a->gpu, a->ep, b->gpu, b->ep);
+        return MM_USAGE;
+    }
+    if (o->relative_to >= 0) {
+        int timed = 0;
+        for (int i = 0; i < a->n; i++) timed += a->rows[i].has_time && is_reference(o, a->rows[i].mode);
+        if (!timed) {
+            mm_error("gate: --relative-to %s: the baseline has no timed %s row", reference_name(o),
+                     o->relative_to == MM_GATE_RELATIVE_CUBLASLT ? "*" MM_GEMM_LT_SUFFIX " (gemm --json)" : reference_name(o));
+            return MM_USAGE;
+        }
+    }
+    if (a->ep_slice != b->ep_slice) { /* an emulated rank has no NVLink traffic: never a real run's match */
+        char was[32] = "a real run", is[32] = "a real run";
+        if (a->ep_slice) mm_fmt(was, sizeof was, "an EP %d slice", a->ep_slice);
+        if (b->ep_slice) mm_fmt(is, sizeof is, "an EP %d slice", b->ep_slice);
+        mm_error("gate: baseline is %s, current %s: an emulated slice matches only a slice of the same EP size", was, is);
+        return MM_USAGE;
+    }
+    if (strcmp(a->config, b->config) != 0) {
+        mm_error("gate: baseline is of config '%s', current of '%s': no row can match", a->config, b->config);
+        return MM_USAGE;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (a->rows[i].accuracy[0]) {
+            mm_error("gate: %s: %s/%d: %s: not a baseline to compare against", baseline, a->rows[i].mode,
+                     a->rows[i].batch, a->rows[i].accuracy);
+            return MM_USAGE;
+        }
+    return MM_OK;
+}
+
 mm_status gate_files(const char *baseline, const char *current, const mm_gate_opts *o,
                      FILE *out, const char *markdown_path)
 {
@@ -476,47 +516,12 @@ mm_status gate_files(const char *baseline, const char *current, const mm_gate_op
         release(&b);
         return s;
     }
-    if (!o->ignore_device && (strcmp(a.gpu, b.gpu) != 0 || a.ep != b.ep)) {
-        mm_error("gate: baseline ran on %s at EP %d, current on %s at EP %d (--ignore-device to "
-                 "compare anyway)", a.gpu, a.ep, b.gpu, b.ep);
+    s = files_comparable(&a, &b, baseline, o);
+    if (s != MM_OK) {
         release(&a);
         release(&b);
-        return MM_USAGE;
+        return s;
     }
-    if (o->relative_to >= 0) {
-        int timed = 0;
-        for (int i = 0; i < a.n; i++) timed += a.rows[i].has_time && is_reference(o, a.rows[i].mode);
-        if (!timed) {
-            mm_error("gate: --relative-to %s: the baseline has no timed %s row", reference_name(o),
-                     o->relative_to == MM_GATE_RELATIVE_CUBLASLT ? "*" MM_GEMM_LT_SUFFIX " (gemm --json)" : reference_name(o));
-            release(&a);
-            release(&b);
-            return MM_USAGE;
-        }
-    }
-    if (a.ep_slice != b.ep_slice) { /* an emulated rank has no NVLink traffic: never a real run's match */
-        char was[32] = "a real run", is[32] = "a real run";
-        if (a.ep_slice) mm_fmt(was, sizeof was, "an EP %d slice", a.ep_slice);
-        if (b.ep_slice) mm_fmt(is, sizeof is, "an EP %d slice", b.ep_slice);
-        mm_error("gate: baseline is %s, current %s: an emulated slice matches only a slice of the same EP size", was, is);
-        release(&a);
-        release(&b);
-        return MM_USAGE;
-    }
-    if (strcmp(a.config, b.config) != 0) {
-        mm_error("gate: baseline is of config '%s', current of '%s': no row can match", a.config, b.config);
-        release(&a);
-        release(&b);
-        return MM_USAGE;
-    }
-    for (int i = 0; i < a.n; i++)
-        if (a.rows[i].accuracy[0]) {
-            mm_error("gate: %s: %s/%d: %s: not a baseline to compare against", baseline, a.rows[i].mode,
-                     a.rows[i].batch, a.rows[i].accuracy);
-            release(&a);
-            release(&b);
-            return MM_USAGE;
-        }
     if (a.interleave != b.interleave)
         mm_warn("gate: the baseline timed its modes %s, the current run %s: at large batches the GPU's "
                 "clock states then differ between the two (README, How a number is taken)",
