@@ -443,8 +443,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
         const mm_config *full = b->full;
         const int ranks = b->slice ? b->slice : rt->world;
         mm_floor fl;
-        if (b->slice) plan_slice_floor(full, ranks, batch, &ceil, &fl);
-        else plan_floor(full, ranks, batch, &ceil, &fl);
+        plan_rank_floor(full, ranks, batch, b->slice, &ceil, &fl);
         /* the same floor for this batch's own routing: the busiest rank's active experts (the
          * same host generator as the GPU's, same seed), the other terms as expected */
         mm_seed_floor sf = {0};

@@ -51,9 +51,10 @@ void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c
     if (out->t_nvlink_us > out->floor_us) { out->floor_us = out->t_nvlink_us; out->bound = BOUND_NVLINK; }
 }
 
-void plan_slice_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out)
+void plan_rank_floor(const mm_config *cfg, int ranks, int batch, int slice, const mm_ceilings *c, mm_floor *out)
 {
     plan_floor(cfg, ranks, batch, c, out);
+    if (!slice) return;
     out->nvlink_bytes = 0;
     out->t_nvlink_us = 0;
     out->floor_us = out->t_hbm_us;
@@ -237,8 +238,7 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
             continue;
         }
         mm_floor fl;
-        if (slice) plan_slice_floor(cfg, ranks, batches[b], c, &fl);
-        else plan_floor(cfg, ranks, batches[b], c, &fl);
+        plan_rank_floor(cfg, ranks, batches[b], slice, c, &fl);
         const mm_fused_form form = plan_fused_form(&fl);
         fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s %10.1f %6s\n", fl.batch,
                 fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
@@ -261,8 +261,7 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
         }
         mm_floor fl;
         mm_seed_floor sf;
-        if (slice) plan_slice_floor(cfg, ranks, batches[b], c, &fl);
-        else plan_floor(cfg, ranks, batches[b], c, &fl);
+        plan_rank_floor(cfg, ranks, batches[b], slice, c, &fl);
         MM_TRY(plan_seed_floor(cfg, routing, seed, ranks, batches[b], c, &sf));
         fprintf(f, "%7d %8d %6d %11.1f %9.1f %16.2f %6d %5d %8.2f\n", sf.batch, sf.active, sf.rank,
                 sf.weight_bytes / 1e6, sf.t_hbm_us, fl.t_hbm_us > 0 ? sf.t_hbm_us / fl.t_hbm_us : 0.0, sf.tiles,

@@ -34,9 +34,9 @@ typedef struct {
 
 /* Expected figures for uniform routing with distinct top-k (formulas in README "plan"). */
 void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out);
-/* --ep-slice: the floor of one rank of EP `ranks` emulated on one GPU: that rank's weights and
- * FLOPs, and no NVLink bytes (its dispatch and combine stay on the GPU). */
-void plan_slice_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out);
+/* plan_floor, or with `slice` (--ep-slice: one rank of EP `ranks` emulated on one GPU) that rank's
+ * weights and FLOPs without NVLink bytes (its dispatch and combine stay on the GPU). */
+void plan_rank_floor(const mm_config *cfg, int ranks, int batch, int slice, const mm_ceilings *c, mm_floor *out);
 
 /* How the fused kernel is expected to run its GEMM items at a batch (uniform routing): the rows
  * an active expert receives, cut into row tiles of 128, and whether the tiles average enough

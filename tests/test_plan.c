@@ -54,7 +54,7 @@ static void slice_floor(void **state)
     mm_config c = flash();
     mm_floor real, slice;
     plan_floor(&c, 8, 8192, &H200, &real);
-    plan_slice_floor(&c, 8, 8192, &H200, &slice);
+    plan_rank_floor(&c, 8, 8192, 1, &H200, &slice);
     near(slice.flops, real.flops, 1e-15);
     near(slice.weight_bytes, real.weight_bytes, 1e-15);
     assert_true(slice.nvlink_bytes == 0.0 && slice.t_nvlink_us == 0.0);
@@ -64,7 +64,7 @@ static void slice_floor(void **state)
     mm_ceilings slow_link = H200;
     slow_link.nvlink_gbps = 1.0;
     plan_floor(&c, 8, 64, &slow_link, &real);
-    plan_slice_floor(&c, 8, 64, &slow_link, &slice);
+    plan_rank_floor(&c, 8, 64, 1, &slow_link, &slice);
     assert_int_equal(real.bound, BOUND_NVLINK);
     assert_int_equal(slice.bound, BOUND_HBM);
     near(slice.floor_us, 206.54, 1e-4);
