@@ -325,6 +325,9 @@ cudaError_t mm_launch_poison(void *ptr, uint64_t bytes, cudaStream_t stream);
  * every byte (`iteration` as the value; --l2-flush on), or with `clean` a read through L2 that
  * leaves it holding clean lines (--l2-flush clean). */
 cudaError_t mm_launch_l2_flush(void *buf, uint64_t bytes, int clean, int iteration, cudaStream_t stream);
+/* One read of [ptr, ptr + bytes) (a multiple of 16), each word once: timed, the HBM ceiling.
+ * `sink`: a device word the kernel may write (so its loads are not dead). */
+cudaError_t mm_launch_hbm_read(const void *ptr, uint64_t bytes, uint32_t *sink, cudaStream_t stream);
 /* One thread sleeping `ns` by the global timer: the GPU idles (bench --idle-ms) in stream order. */
 cudaError_t mm_launch_idle(uint64_t ns, cudaStream_t stream);
 static inline uint64_t mm_l2_flush_bytes(uint64_t l2_bytes)

@@ -140,6 +140,36 @@ extern "C" cudaError_t mm_launch_l2_flush(void *ptr, uint64_t bytes, int clean, 
     return cudaGetLastError();
 }
 
+/* The HBM read ceiling: every 16-byte word of [p, p + words) read once, four loads a thread in
+ * flight (one in flight left ~2 MB outstanding on an H100, short of its latency-bandwidth
+ * product), XORed into a value written to `sink` only if it matches a key, so no load is dead. */
+__global__ void hbm_read_kernel(const uint4 *p, uint64_t words, uint32_t *sink)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    uint32_t acc = 0;
+    uint64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < words; i += 4 * stride) {
+        const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                    d = __ldcs(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < words; i += stride) {
+        const uint4 a = __ldcs(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+extern "C" cudaError_t mm_launch_hbm_read(const void *ptr, uint64_t bytes, uint32_t *sink, cudaStream_t stream)
+{
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    hbm_read_kernel<<<4 * sms, 256, 0, stream>>>((const uint4 *)ptr, bytes / 16u, sink);
+    return cudaGetLastError();
+}
+
 /* Self-test of the grid-wide sync: every CTA adds 1 to `arrivals` per round, syncs, and checks
  * that all gridDim.x arrivals of the round are visible; `missing_cta` (-1: none) leaves at once,
  * as a CTA that never arrives would, so the others must time out. */

@@ -105,6 +105,10 @@ static void header(FILE *f, const mm_results *r, style st)
                "swiglu limit %s), EP %d%s",
             p, m->config, m->hidden, m->inter, m->experts, m->topk, m->scale_fmt, m->swiglu_limit,
             m->ep, nl);
+    if (m->hbm_gbps > 0)
+        fprintf(f, "%sceilings of the floors: HBM %.0f GB/s (%s), FP8 GEMM %.0f TFLOP/s and NVLink %.0f GB/s (constants)%s",
+                p, m->hbm_gbps, m->hbm_measured ? "measured: a read of the local experts' weights" : "constant",
+                m->fp8_tflops, m->nvlink_gbps, nl);
     if (m->ep_slice)
         fprintf(f, "%sEP %d slice: one rank's work of EP %d emulated on this GPU (%d experts, the rows rank 0 receives "
                    "from %d x batch tokens); no NVLink traffic and no waits on other ranks%s",
@@ -368,6 +372,15 @@ cJSON *report_meta_json(const mm_meta *m)
     cJSON_AddBoolToObject(o, "interleave", m->interleave);
     cJSON_AddNumberToObject(o, "idle_ms", m->idle_ms);
     cJSON_AddNumberToObject(o, "ep_slice", m->ep_slice);
+    if (m->hbm_gbps > 0) {
+        cJSON *c = cJSON_AddObjectToObject(o, "ceilings");
+        cJSON_AddNumberToObject(c, "hbm_gbps", m->hbm_gbps);
+        cJSON_AddStringToObject(c, "hbm", m->hbm_measured ? "measured" : "constant");
+        cJSON_AddNumberToObject(c, "fp8_tflops", m->fp8_tflops);
+        cJSON_AddStringToObject(c, "fp8", "constant");
+        cJSON_AddNumberToObject(c, "nvlink_gbps", m->nvlink_gbps);
+        cJSON_AddStringToObject(c, "nvlink", "constant");
+    }
     return o;
 }
 

@@ -19,6 +19,11 @@ static void fill(mm_results *r)
     mm_fmt(r->meta.routing, sizeof r->meta.routing, "uniform");
     r->meta.iters = 3;
     r->meta.idle_ms = 10;
+    r->meta.hbm_gbps = 4321.0; /* measured */
+    r->meta.hbm_measured = 1;
+    r->meta.fp8_tflops = 1325.0;
+    r->meta.nvlink_gbps = 370.0;
+    r->meta.ep_slice = 8;
     double samples[3] = {10.0, 12.0, 11.0};
     mm_row row;
     memset(&row, 0, sizeof row);
@@ -131,6 +136,9 @@ static void text_tables(void **state)
     char *t = render(report_text, &r);
     assert_non_null(strstr(t, "## fused vs normal"));
     assert_non_null(strstr(t, "idle 10 ms before each call"));
+    assert_non_null(strstr(t, "# ceilings of the floors: HBM 4321 GB/s (measured: a read of the local experts' weights), "
+                              "FP8 GEMM 1325 TFLOP/s and NVLink 370 GB/s (constants)"));
+    assert_non_null(strstr(t, "# EP 8 slice: one rank's work of EP 8 emulated on this GPU"));
     assert_non_null(strstr(t, "## fused vs ll"));
     assert_non_null(strstr(t, "speedup"));
     assert_non_null(strstr(t, "3.00"));     /* 33 / 11 */
@@ -163,6 +171,11 @@ static void json_round_trip(void **state)
     assert_string_equal(cJSON_GetObjectItem(meta, "gpu")->valuestring, "NVIDIA H200");
     assert_int_equal(cJSON_GetObjectItem(meta, "ep")->valueint, 2);
     assert_int_equal(cJSON_GetObjectItem(meta, "idle_ms")->valueint, 10);
+    assert_int_equal(cJSON_GetObjectItem(meta, "ep_slice")->valueint, 8);
+    cJSON *ceil = cJSON_GetObjectItem(meta, "ceilings");
+    assert_true(cJSON_GetObjectItem(ceil, "hbm_gbps")->valuedouble == 4321.0);
+    assert_string_equal(cJSON_GetObjectItem(ceil, "hbm")->valuestring, "measured");
+    assert_string_equal(cJSON_GetObjectItem(ceil, "fp8")->valuestring, "constant");
     cJSON *rows = cJSON_GetObjectItem(root, "results");
     assert_int_equal(cJSON_GetArraySize(rows), 3);
     cJSON *r0 = cJSON_GetArrayItem(rows, 0);
