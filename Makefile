@@ -75,7 +75,7 @@ BUILD := build
 PURE_SRC := src/common.c src/config.c src/sweep.c src/plan.c src/stats.c src/report.c \
             src/cli.c src/datagen_host.c src/gate.c src/reference.c src/scenarios.c src/lt_layout.c \
             src/gemm_report.c src/power.c
-HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/selftest.c src/version.c src/main.c
+HOST_SRC := $(PURE_SRC) src/launch.c src/runtime.c src/timing.c src/bench.c src/check.c src/modes.c src/mode_ll.c src/mode_fused.c src/mode_normal.c src/gemm_bench.c src/gemm_cublaslt.c src/ceilings.c src/selftest.c src/version.c src/main.c
 CU_SRC := $(wildcard kernels/*.cu)
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/%.o)

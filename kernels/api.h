@@ -328,6 +328,12 @@ cudaError_t mm_launch_l2_flush(void *buf, uint64_t bytes, int clean, int iterati
 /* One read of [ptr, ptr + bytes) (a multiple of 16), each word once: timed, the HBM ceiling.
  * `sink`: a device word the kernel may write (so its loads are not dead). */
 cudaError_t mm_launch_hbm_read(const void *ptr, uint64_t bytes, uint32_t *sink, cudaStream_t stream);
+/* Finite FP8 e4m3 bytes over [ptr, ptr + bytes) (a multiple of 4): the operands of a timed GEMM. */
+cudaError_t mm_launch_fill_fp8(void *ptr, uint64_t bytes, uint32_t seed, cudaStream_t stream);
+/* This rank's stores of `bytes_per_peer` into every peer's window at offset + rank * bytes_per_peer
+ * (`ctas` CTAs dealt over the peers; at least 2 ranks): timed, the NVLink write ceiling. */
+cudaError_t mm_launch_nvlink_write(mm_comm comm, uint64_t offset, uint64_t bytes_per_peer, int ctas,
+                                   cudaStream_t stream);
 /* One thread sleeping `ns` by the global timer: the GPU idles (bench --idle-ms) in stream order. */
 cudaError_t mm_launch_idle(uint64_t ns, cudaStream_t stream);
 static inline uint64_t mm_l2_flush_bytes(uint64_t l2_bytes)

@@ -140,18 +140,21 @@ extern "C" cudaError_t mm_launch_l2_flush(void *ptr, uint64_t bytes, int clean, 
     return cudaGetLastError();
 }
 
-/* The HBM read ceiling: every 16-byte word of [p, p + words) read once, four loads a thread in
+/* The HBM read ceiling: every 16-byte word of [p, p + words) read once, eight loads a thread in
  * flight (one in flight left ~2 MB outstanding on an H100, short of its latency-bandwidth
  * product), XORed into a value written to `sink` only if it matches a key, so no load is dead. */
+#define HBM_READ_UNROLL 8
 __global__ void hbm_read_kernel(const uint4 *p, uint64_t words, uint32_t *sink)
 {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     uint32_t acc = 0;
     uint64_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < words; i += 4 * stride) {
-        const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
-                    d = __ldcs(p + i + 3 * stride);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    for (; i + (HBM_READ_UNROLL - 1) * stride < words; i += HBM_READ_UNROLL * stride) {
+        uint4 v[HBM_READ_UNROLL];
+#pragma unroll
+        for (int u = 0; u < HBM_READ_UNROLL; u++) v[u] = __ldcs(p + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < HBM_READ_UNROLL; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < words; i += stride) {
         const uint4 a = __ldcs(p + i);
@@ -167,6 +170,47 @@ extern "C" cudaError_t mm_launch_hbm_read(const void *ptr, uint64_t bytes, uint3
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
     hbm_read_kernel<<<4 * sms, 256, 0, stream>>>((const uint4 *)ptr, bytes / 16u, sink);
+    return cudaGetLastError();
+}
+
+/* Bytes that are finite e4m3 values of every magnitude (0x7f and 0xff, the NaNs, never occur:
+ * bits 3 and 7 of the pattern's mask are clear), from a hash of the index and `seed`. */
+__global__ void fill_fp8_kernel(uint32_t *p, uint64_t words, uint32_t seed)
+{
+    for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t h = (i + seed) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+        p[i] = (uint32_t)(h >> 16) & 0x77777777u;
+    }
+}
+
+extern "C" cudaError_t mm_launch_fill_fp8(void *ptr, uint64_t bytes, uint32_t seed, cudaStream_t stream)
+{
+    fill_fp8_kernel<<<1024, 256, 0, stream>>>((uint32_t *)ptr, bytes / 4u, seed);
+    return cudaGetLastError();
+}
+
+/* The NVLink write ceiling: this rank stores `bytes_per_peer` (a multiple of 16) into every other
+ * rank's window at offset + me * bytes_per_peer, 16-byte stores, the CTAs dealt round-robin over
+ * the peers so all links carry traffic at once (the pattern of a dispatch). */
+__global__ void nvlink_write_kernel(mm_comm comm, uint64_t offset, uint64_t bytes_per_peer)
+{
+    const int me = comm.peers.rank, others = comm.peers.ranks - 1;
+    const int peer_slot = blockIdx.x % others, ctas_per_peer = gridDim.x / others;
+    const int dst = (me + 1 + peer_slot) % comm.peers.ranks;
+    if (blockIdx.x >= ctas_per_peer * others) return;
+    uint4 *region = (uint4 *)(comm.peers.base[dst] + offset + (uint64_t)me * bytes_per_peer);
+    const uint64_t words = bytes_per_peer / 16u, stride = (uint64_t)ctas_per_peer * blockDim.x;
+    const uint4 v = make_uint4(me + 1u, 0x9e3779b9u, (uint32_t)offset, 0x5a5a5a5au);
+    for (uint64_t i = (uint64_t)(blockIdx.x / others) * blockDim.x + threadIdx.x; i < words; i += stride)
+        region[i] = v;
+}
+
+extern "C" cudaError_t mm_launch_nvlink_write(mm_comm comm, uint64_t offset, uint64_t bytes_per_peer, int ctas,
+                                              cudaStream_t stream)
+{
+    if (comm.peers.ranks < 2) return cudaErrorInvalidValue;
+    nvlink_write_kernel<<<ctas, 512, 0, stream>>>(comm, offset, bytes_per_peer);
     return cudaGetLastError();
 }
 

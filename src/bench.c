@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ceilings.h"
 #include "datagen_host.h"
 #include "launch.h"
 #include "modes.h"
@@ -36,8 +37,7 @@ typedef struct {
     const mm_config *full; /* the model's config (all experts): the routing and the floors */
     int run_max;        /* tokens a call may carry: max_tokens, or N x max_tokens for a slice */
     int run_tokens;     /* the tokens of the current batch's calls */
-    mm_ceilings ceil;   /* the floors' ceilings: HBM measured on these GPUs where it can be */
-    int hbm_measured;
+    mm_ceiling_set ceil; /* the floors' ceilings: measured on these GPUs where they can be */
     int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
     uint64_t mode_sym[MODE_COUNT]; /* where each mode's region starts in the symmetric buffer */
     void *mode_state[MODE_COUNT];
@@ -429,7 +429,7 @@ static mm_status time_modes(bench_state *b, const mm_options *o, const mm_timing
 static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o, mm_results *res)
 {
     mm_runtime *rt = &b->rt;
-    const mm_ceilings ceil = b->ceil;
+    const mm_ceilings ceil = b->ceil.value;
     mm_timing timing = {o->warmup, o->iters, o->l2_flush, o->graph, -1, o->idle_ms * 1000};
     double *samples = calloc((size_t)o->iters * MODE_COUNT, sizeof(double));
     if (!samples) return MM_RUNTIME;
@@ -668,29 +668,21 @@ mm_status bench_main(const mm_options *o, const mm_config *model, int argc, char
         mm_status agreed, local = alloc_inputs(b, cfg, o);
         s = mpi_agree(local, &agreed);
         if (s == MM_OK) s = agreed;
-        if (s == MM_OK) s = setup_modes(b, cfg);
-    }
-    /* the HBM ceiling of these GPUs: a read of this rank's local experts' weights (the stream
-     * the modes' floors count); the other ceilings stay plan's constants */
-    b->ceil = (mm_ceilings){MM_DEFAULT_HBM_GBPS, MM_DEFAULT_NVLINK_GBPS, MM_DEFAULT_FP8_TFLOPS};
-    if (s == MM_OK) {
+        /* the floors' ceilings, measured on these GPUs before the modes set up their regions of
+         * the symmetric buffer (the NVLink write uses them) */
+        ceiling_set_defaults(&b->ceil, &o->ceilings, o->ceilings_given);
         const size_t per_expert = (size_t)2 * cfg->inter * cfg->hidden;
-        double hbm = 0;
-        s = runtime_measure_hbm(rt, b->w1 + (size_t)rt->rank * b->local_experts * per_expert,
-                                (uint64_t)b->local_experts * per_expert, &hbm);
-        if (s == MM_OK && hbm > 0) {
-            b->ceil.hbm_gbps = hbm;
-            b->hbm_measured = 1;
-        }
+        const mm_ceiling_inputs in = {b->w1 + (size_t)rt->rank * b->local_experts * per_expert,
+                                      (uint64_t)b->local_experts * per_expert, MM_SYM_HEAD_BYTES, sym};
+        if (s == MM_OK) s = ceilings_measure(rt, &in, o->ceilings_given, &b->ceil);
+        if (s == MM_OK) s = setup_modes(b, cfg);
     }
     if (s == MM_OK) {
         meta_fill_common(&res.meta, o, model, argc, argv);
         runtime_fill_meta(rt, &res.meta);
         res.meta.ep_slice = b->slice;
-        res.meta.hbm_gbps = b->ceil.hbm_gbps;
-        res.meta.fp8_tflops = b->ceil.fp8_tflops;
-        res.meta.nvlink_gbps = b->ceil.nvlink_gbps;
-        res.meta.hbm_measured = b->hbm_measured;
+        res.meta.has_ceilings = 1;
+        res.meta.ceilings = b->ceil;
         s = sweep(b, cfg, o, &res);
     }
     /* --sweeps: again, from the same process and buffers; a failed row of an earlier sweep

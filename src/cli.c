@@ -86,9 +86,12 @@ static const struct {
      "emulate one rank of EP N on this one GPU: it holds E / N experts and runs the rows rank 0 of EP N "
      "receives from N x batch tokens under --routing; dispatch and combine stay on the GPU (no NVLink traffic, "
      "no waits on other ranks); floors without NVLink (2..4096; without mpirun)"},
-    {"hbm-gbps", 1, OPT_HBM, P, "X", "HBM ceiling (default 3900, measured H200)"},
-    {"nvlink-gbps", 1, OPT_NVLINK, P, "X", "NVLink one-direction ceiling (default 370)"},
-    {"fp8-tflops", 1, OPT_FP8, P, "X", "FP8 block-scaled GEMM ceiling (default 1325)"},
+    {"hbm-gbps", 1, OPT_HBM, B | P, "X",
+     "HBM read ceiling of the floors (plan's default 3900, an H200's; bench measures it unless given)"},
+    {"nvlink-gbps", 1, OPT_NVLINK, B | P, "X",
+     "NVLink one-direction ceiling (plan's default 370; bench measures it on 2+ GPUs unless given)"},
+    {"fp8-tflops", 1, OPT_FP8, B | P, "X",
+     "FP8 block-scaled GEMM ceiling (plan's default 1325; bench measures it with cuBLASLt unless given)"},
     {"filter", 1, OPT_FILTER, C, "STR", "run only scenarios whose name contains STR"},
     {"tol", 1, OPT_TOL, C | M, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
     {"baseline", 1, OPT_BASELINE, G, "FILE", "results JSON to compare against (required)"},
@@ -278,11 +281,18 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         s = parse_int(v, 1, 4096, &n, sub, sizeof sub);
         o->ranks = (int)n;
         break;
-    case OPT_HBM: s = parse_double(v, 1e-3, 1e9, &o->ceilings.hbm_gbps, sub, sizeof sub); break;
+    case OPT_HBM:
+        s = parse_double(v, 1e-3, 1e9, &o->ceilings.hbm_gbps, sub, sizeof sub);
+        o->ceilings_given |= 1u << CEIL_HBM;
+        break;
     case OPT_NVLINK:
         s = parse_double(v, 1e-3, 1e9, &o->ceilings.nvlink_gbps, sub, sizeof sub);
+        o->ceilings_given |= 1u << CEIL_NVLINK;
         break;
-    case OPT_FP8: s = parse_double(v, 1e-3, 1e9, &o->ceilings.fp8_tflops, sub, sizeof sub); break;
+    case OPT_FP8:
+        s = parse_double(v, 1e-3, 1e9, &o->ceilings.fp8_tflops, sub, sizeof sub);
+        o->ceilings_given |= 1u << CEIL_FP8;
+        break;
     case OPT_FILTER:
         if (strlen(v) >= sizeof o->filter) {
             mm_fmt(err, errlen, "--filter: too long");

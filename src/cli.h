@@ -51,6 +51,7 @@ typedef struct {
     int ep_slice; /* bench, plan: emulate one rank of EP N on one GPU (0: off) */
     int weights;  /* --weights: -1 the config's, else an mm_weights_fmt */
     mm_ceilings ceilings;
+    unsigned ceilings_given; /* bit mm_ceiling_kind: given on the command line (bench measures the others) */
     char filter[128];
     double tol;
     /* gate */

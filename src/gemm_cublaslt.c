@@ -304,3 +304,118 @@ void lt_runner_destroy(lt_runner *r)
     lt_layout_free(&r->lay);
     free(r);
 }
+
+/* The FP8 tensor-core ceiling: one n x n x n block-scaled matmul (the layout of the expert loop:
+ * weights with 128x128 block scales, activations with 1x128 scales, FP32 compute, BF16 out) on
+ * finite FP8 operands, the best of ten timed calls after two untimed. Only its time is used, so
+ * every scale is 1 and no scale layout needs establishing. */
+mm_status lt_square_tflops(int n, cudaStream_t st, double *tflops, char *why, size_t why_len)
+{
+    *tflops = 0;
+    why[0] = '\0';
+    mm_status s = MM_OK;
+    const size_t nb = (size_t)n / 128, bytes = (size_t)n * n;
+    uint8_t *a = NULL, *b = NULL;
+    uint16_t *d = NULL;
+    float *sa = NULL, *sb = NULL, *ones = NULL;
+    void *workspace = NULL;
+    cublasLtHandle_t h = NULL;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    float best_ms = 0;
+#define SQ_CUDA(call)                                                                               \
+    do {                                                                                            \
+        cudaError_t c_ = (call);                                                                    \
+        if (c_ != cudaSuccess) {                                                                    \
+            mm_error("CUDA %s in %s", cudaGetErrorName(c_), #call);                                 \
+            s = MM_RUNTIME;                                                                         \
+            goto done;                                                                              \
+        }                                                                                           \
+    } while (0)
+#define SQ_LT(call, what)                                                                           \
+    do {                                                                                            \
+        cublasStatus_t r_ = (call);                                                                 \
+        if (r_ != CUBLAS_STATUS_SUCCESS) {                                                          \
+            mm_fmt(why, why_len, "cuBLASLt %s: status %d", what, (int)r_);                          \
+            goto done;                                                                              \
+        }                                                                                           \
+    } while (0)
+    ones = malloc(bytes / 128 * sizeof(float));
+    if (!ones) return MM_RUNTIME;
+    for (size_t i = 0; i < bytes / 128; i++) ones[i] = 1.0f;
+    SQ_CUDA(cudaMalloc((void **)&a, bytes));
+    SQ_CUDA(cudaMalloc((void **)&b, bytes));
+    SQ_CUDA(cudaMalloc((void **)&d, bytes * 2));
+    SQ_CUDA(cudaMalloc((void **)&sa, nb * nb * sizeof(float)));
+    SQ_CUDA(cudaMalloc((void **)&sb, bytes / 128 * sizeof(float)));
+    SQ_CUDA(cudaMalloc(&workspace, LT_WORKSPACE));
+    SQ_CUDA(mm_launch_fill_fp8(a, bytes, 1, st));
+    SQ_CUDA(mm_launch_fill_fp8(b, bytes, 2, st));
+    SQ_CUDA(cudaMemcpyAsync(sa, ones, nb * nb * sizeof(float), cudaMemcpyHostToDevice, st));
+    SQ_CUDA(cudaMemcpyAsync(sb, ones, bytes / 128 * sizeof(float), cudaMemcpyHostToDevice, st));
+    SQ_CUDA(cudaEventCreate(&t0));
+    SQ_CUDA(cudaEventCreate(&t1));
+    SQ_LT(cublasLtCreate(&h), "handle");
+    SQ_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+    {
+        int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof a_mode), "A scale mode");
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof b_mode), "B scale mode");
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A scales");
+        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B scales");
+    }
+    SQ_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "A layout");
+    SQ_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "B layout");
+    SQ_LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, (uint64_t)n, (uint64_t)n, n), "D layout");
+    SQ_LT(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    {
+        uint64_t ws_bytes = LT_WORKSPACE;
+        SQ_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                   sizeof ws_bytes),
+              "workspace");
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        SQ_LT(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &res, &found), "heuristic");
+        if (found == 0) {
+            mm_fmt(why, why_len, "cuBLASLt: no algorithm for a %d^3 block-scaled FP8 matmul", n);
+            goto done;
+        }
+        const float alpha = 1.0f, beta = 0.0f;
+        for (int i = 0; i < 12; i++) {
+            float ms = 0;
+            SQ_CUDA(cudaEventRecord(t0, st));
+            SQ_LT(cublasLtMatmul(h, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &res.algo, workspace, LT_WORKSPACE,
+                                 st),
+                  "matmul");
+            SQ_CUDA(cudaEventRecord(t1, st));
+            SQ_CUDA(cudaEventSynchronize(t1));
+            SQ_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+            if (i >= 2 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+        }
+    }
+    if (best_ms > 0) *tflops = 2.0 * n * (double)n * n / (best_ms * 1e-3) / 1e12;
+done:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (op) cublasLtMatmulDescDestroy(op);
+    if (h) cublasLtDestroy(h);
+    if (t0) cudaEventDestroy(t0);
+    if (t1) cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(d);
+    cudaFree(sa);
+    cudaFree(sb);
+    cudaFree(workspace);
+    free(ones);
+    return s;
+#undef SQ_CUDA
+#undef SQ_LT
+}

@@ -39,4 +39,9 @@ mm_status lt_runner_output(lt_runner *r, cudaStream_t st, const uint16_t **out);
 const char *lt_runner_layout(const lt_runner *r);
 void lt_runner_destroy(lt_runner *r);
 
+/* The FP8 tensor-core ceiling: TFLOP/s of cuBLASLt's best n x n x n block-scaled FP8 matmul (n a
+ * multiple of 128). MM_OK with *tflops 0 and `why` filled when cuBLASLt cannot run it; MM_RUNTIME
+ * on a CUDA error. */
+mm_status lt_square_tflops(int n, cudaStream_t st, double *tflops, char *why, size_t why_len);
+
 #endif

@@ -27,6 +27,21 @@ double plan_expert_weight_bytes(const mm_config *cfg)
     return fp8 + scales;
 }
 
+const char *ceiling_source_name(mm_ceiling_source s)
+{
+    return s == CEIL_MEASURED ? "measured" : s == CEIL_GIVEN ? "given" : "constant";
+}
+
+void ceiling_set_defaults(mm_ceiling_set *set, const mm_ceilings *values, unsigned given)
+{
+    memset(set, 0, sizeof *set);
+    set->value = *values;
+    for (int k = 0; k < CEIL_COUNT; k++) {
+        set->source[k] = (given >> k) & 1u ? CEIL_GIVEN : CEIL_CONSTANT;
+        mm_fmt(set->how[k], sizeof set->how[k], "%s", (given >> k) & 1u ? "on the command line" : "not measured");
+    }
+}
+
 void plan_floor(const mm_config *cfg, int ranks, int batch, const mm_ceilings *c, mm_floor *out)
 {
     double experts = cfg->experts, k = cfg->topk, h = cfg->hidden, i = cfg->inter;

@@ -18,6 +18,19 @@ typedef struct {
     double hbm_gbps, nvlink_gbps, fp8_tflops;
 } mm_ceilings;
 
+/* Where each ceiling a bench's floors divide by came from (src/ceilings.c): measured on the GPUs
+ * that run, given on the command line, or plan's constant (with why it was not measured). */
+typedef enum { CEIL_HBM = 0, CEIL_FP8 = 1, CEIL_NVLINK = 2, CEIL_COUNT = 3 } mm_ceiling_kind;
+typedef enum { CEIL_CONSTANT = 0, CEIL_MEASURED = 1, CEIL_GIVEN = 2 } mm_ceiling_source;
+typedef struct {
+    mm_ceilings value;
+    mm_ceiling_source source[CEIL_COUNT];
+    char how[CEIL_COUNT][112]; /* what was measured, or why the constant stayed */
+} mm_ceiling_set;
+const char *ceiling_source_name(mm_ceiling_source s);
+/* plan's constants (or the given values: bit k of `given` for kind k), each with its reason */
+void ceiling_set_defaults(mm_ceiling_set *set, const mm_ceilings *values, unsigned given);
+
 typedef enum { BOUND_HBM = 0, BOUND_TC = 1, BOUND_NVLINK = 2 } mm_bound;
 const char *bound_name(mm_bound b);
 

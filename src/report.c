@@ -105,10 +105,18 @@ static void header(FILE *f, const mm_results *r, style st)
                "swiglu limit %s), EP %d%s",
             p, m->config, m->hidden, m->inter, m->experts, m->topk, m->scale_fmt, m->swiglu_limit,
             m->ep, nl);
-    if (m->hbm_gbps > 0)
-        fprintf(f, "%sceilings of the floors: HBM %.0f GB/s (%s), FP8 GEMM %.0f TFLOP/s and NVLink %.0f GB/s (constants)%s",
-                p, m->hbm_gbps, m->hbm_measured ? "measured: a read of the local experts' weights" : "constant",
-                m->fp8_tflops, m->nvlink_gbps, nl);
+    if (m->has_ceilings) {
+        static const char *const what[CEIL_COUNT] = {"HBM %.0f GB/s", "FP8 GEMM %.0f TFLOP/s", "NVLink %.0f GB/s"};
+        const double v[CEIL_COUNT] = {m->ceilings.value.hbm_gbps, m->ceilings.value.fp8_tflops,
+                                      m->ceilings.value.nvlink_gbps};
+        fprintf(f, "%sceilings of the floors:", p);
+        for (int k = 0; k < CEIL_COUNT; k++) {
+            fprintf(f, k ? "; " : " ");
+            fprintf(f, what[k], v[k]);
+            fprintf(f, " (%s: %s)", ceiling_source_name(m->ceilings.source[k]), m->ceilings.how[k]);
+        }
+        fprintf(f, "%s", nl);
+    }
     if (m->ep_slice)
         fprintf(f, "%sEP %d slice: one rank's work of EP %d emulated on this GPU (%d experts, the rows rank 0 receives "
                    "from %d x batch tokens); no NVLink traffic and no waits on other ranks%s",
@@ -372,14 +380,19 @@ cJSON *report_meta_json(const mm_meta *m)
     cJSON_AddBoolToObject(o, "interleave", m->interleave);
     cJSON_AddNumberToObject(o, "idle_ms", m->idle_ms);
     cJSON_AddNumberToObject(o, "ep_slice", m->ep_slice);
-    if (m->hbm_gbps > 0) {
+    if (m->has_ceilings) {
+        static const char *const key[CEIL_COUNT] = {"hbm_gbps", "fp8_tflops", "nvlink_gbps"};
+        static const char *const src[CEIL_COUNT] = {"hbm", "fp8", "nvlink"};
+        const double v[CEIL_COUNT] = {m->ceilings.value.hbm_gbps, m->ceilings.value.fp8_tflops,
+                                      m->ceilings.value.nvlink_gbps};
         cJSON *c = cJSON_AddObjectToObject(o, "ceilings");
-        cJSON_AddNumberToObject(c, "hbm_gbps", m->hbm_gbps);
-        cJSON_AddStringToObject(c, "hbm", m->hbm_measured ? "measured" : "constant");
-        cJSON_AddNumberToObject(c, "fp8_tflops", m->fp8_tflops);
-        cJSON_AddStringToObject(c, "fp8", "constant");
-        cJSON_AddNumberToObject(c, "nvlink_gbps", m->nvlink_gbps);
-        cJSON_AddStringToObject(c, "nvlink", "constant");
+        for (int k = 0; k < CEIL_COUNT; k++) {
+            char how_key[32];
+            cJSON_AddNumberToObject(c, key[k], v[k]);
+            cJSON_AddStringToObject(c, src[k], ceiling_source_name(m->ceilings.source[k]));
+            mm_fmt(how_key, sizeof how_key, "%s_how", src[k]);
+            cJSON_AddStringToObject(c, how_key, m->ceilings.how[k]);
+        }
     }
     return o;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "plan.h"
 #include "power.h"
 #include "stats.h"
 #include "sweep.h"
@@ -84,10 +85,9 @@ typedef struct {
     int interleave; /* a batch's modes timed side by side */
     int idle_ms;    /* the GPU idled this long before each timed call (--idle-ms) */
     int ep_slice;   /* --ep-slice N: one rank of EP N emulated on this GPU (0: a real run) */
-    /* the ceilings the floors were computed with (bench): HBM measured on these GPUs where the
-     * local weights are large enough (hbm_measured), else plan's constants */
-    double hbm_gbps, fp8_tflops, nvlink_gbps;
-    int hbm_measured;
+    /* the ceilings the floors were computed with (bench), each with where it came from */
+    int has_ceilings;
+    mm_ceiling_set ceilings;
     char git_rev[48];
     char host[96];
     char date[40];

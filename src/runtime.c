@@ -360,43 +360,6 @@ mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration)
     return MM_OK;
 }
 
-mm_status runtime_measure_hbm(mm_runtime *rt, const void *buf, uint64_t bytes, double *gbps)
-{
-    *gbps = 0;
-    bytes &= ~(uint64_t)15;
-    double best_ms = 0;
-    cudaError_t e = cudaSuccess;
-    /* at least 32x the L2, so at most a few percent of a read can hit lines left in it */
-    if (bytes > 0 && bytes >= 32 * (uint64_t)rt->l2_bytes) {
-        uint32_t *sink = NULL;
-        cudaEvent_t t0 = NULL, t1 = NULL;
-        e = cudaMalloc((void **)&sink, sizeof(uint32_t));
-        if (e == cudaSuccess) e = cudaEventCreate(&t0);
-        if (e == cudaSuccess) e = cudaEventCreate(&t1);
-        for (int i = 0; i < 7 && e == cudaSuccess; i++) { /* two untimed, then the best of five */
-            float ms = 0;
-            e = cudaEventRecord(t0, rt->stream);
-            if (e == cudaSuccess) e = mm_launch_hbm_read(buf, bytes, sink, rt->stream);
-            if (e == cudaSuccess) e = cudaEventRecord(t1, rt->stream);
-            if (e == cudaSuccess) e = cudaEventSynchronize(t1);
-            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, t0, t1);
-            if (e == cudaSuccess && i >= 2 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
-        }
-        if (t0) cudaEventDestroy(t0);
-        if (t1) cudaEventDestroy(t1);
-        cudaFree(sink);
-    }
-    /* every rank reaches the reduction, even after an error; the slowest rank bounds the layer,
-     * and one that could not measure (0) leaves the constant */
-    double mine = e == cudaSuccess && best_ms > 0 ? (double)bytes / (best_ms * 1e-3) / 1e9 : 0;
-    MPI_TRY(MPI_Allreduce(&mine, gbps, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
-    if (e != cudaSuccess) {
-        mm_error("CUDA %s (%s) measuring the HBM read ceiling", cudaGetErrorName(e), cudaGetErrorString(e));
-        return MM_RUNTIME;
-    }
-    return MM_OK;
-}
-
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m)
 {
     mm_fmt(m->gpu, sizeof m->gpu, "%s", rt->gpu_name);

@@ -99,10 +99,6 @@ mm_status runtime_device_barrier(mm_runtime *rt);
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
-/* The HBM read ceiling of this rank's GPU: the best of a few timed reads of [buf, buf + bytes),
- * in GB/s, the slowest rank's (every rank calls it; collective). *gbps is 0 when the buffer is too
- * small to leave the L2 out of it (the caller keeps its constant). */
-mm_status runtime_measure_hbm(mm_runtime *rt, const void *buf, uint64_t bytes, double *gbps);
 /* The local GPUs; none (no GPU, no driver, a driver older than the runtime) is one line naming
  * which, as `command`'s error, and MM_USAGE. */
 mm_status runtime_gpu_count(const char *host, const char *command, int *count);

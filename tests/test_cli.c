@@ -93,6 +93,14 @@ static void parses(void **state)
     assert_int_equal(run(&o, err, 6, p), MM_OK);
     assert_int_equal(o.ranks, 8);
     assert_true(o.ceilings.hbm_gbps == 4000.0);
+    assert_int_equal(o.ceilings_given, 1u << CEIL_HBM);
+    /* bench measures a ceiling unless it is given */
+    const char *bc[] = {"megamoe", "bench", "--fp8-tflops", "1100", "--nvlink-gbps", "400"};
+    assert_int_equal(run(&o, err, 6, bc), MM_OK);
+    assert_int_equal(o.ceilings_given, (1u << CEIL_FP8) | (1u << CEIL_NVLINK));
+    assert_true(o.ceilings.fp8_tflops == 1100.0 && o.ceilings.hbm_gbps == MM_DEFAULT_HBM_GBPS);
+    const char *cc[] = {"megamoe", "check", "--hbm-gbps", "4000"};
+    assert_int_equal(run(&o, err, 4, cc), MM_USAGE);
     const char *h[] = {"megamoe", "check", "--help"};
     assert_int_equal(run(&o, err, 3, h), MM_OK);
     assert_true(o.help);

@@ -19,10 +19,13 @@ static void fill(mm_results *r)
     mm_fmt(r->meta.routing, sizeof r->meta.routing, "uniform");
     r->meta.iters = 3;
     r->meta.idle_ms = 10;
-    r->meta.hbm_gbps = 4321.0; /* measured */
-    r->meta.hbm_measured = 1;
-    r->meta.fp8_tflops = 1325.0;
-    r->meta.nvlink_gbps = 370.0;
+    const mm_ceilings plan_values = {MM_DEFAULT_HBM_GBPS, MM_DEFAULT_NVLINK_GBPS, 1200.0};
+    ceiling_set_defaults(&r->meta.ceilings, &plan_values, 1u << CEIL_FP8);
+    r->meta.has_ceilings = 1;
+    r->meta.ceilings.value.hbm_gbps = 4321.0;
+    r->meta.ceilings.source[CEIL_HBM] = CEIL_MEASURED;
+    mm_fmt(r->meta.ceilings.how[CEIL_HBM], sizeof r->meta.ceilings.how[CEIL_HBM], "a read of 1.00 GB");
+    mm_fmt(r->meta.ceilings.how[CEIL_NVLINK], sizeof r->meta.ceilings.how[CEIL_NVLINK], "one GPU: no link to time");
     r->meta.ep_slice = 8;
     double samples[3] = {10.0, 12.0, 11.0};
     mm_row row;
@@ -136,8 +139,8 @@ static void text_tables(void **state)
     char *t = render(report_text, &r);
     assert_non_null(strstr(t, "## fused vs normal"));
     assert_non_null(strstr(t, "idle 10 ms before each call"));
-    assert_non_null(strstr(t, "# ceilings of the floors: HBM 4321 GB/s (measured: a read of the local experts' weights), "
-                              "FP8 GEMM 1325 TFLOP/s and NVLink 370 GB/s (constants)"));
+    assert_non_null(strstr(t, "# ceilings of the floors: HBM 4321 GB/s (measured: a read of 1.00 GB); FP8 GEMM 1200 "
+                              "TFLOP/s (given: on the command line); NVLink 370 GB/s (constant: one GPU: no link to time)"));
     assert_non_null(strstr(t, "# EP 8 slice: one rank's work of EP 8 emulated on this GPU"));
     assert_non_null(strstr(t, "## fused vs ll"));
     assert_non_null(strstr(t, "speedup"));
@@ -175,7 +178,10 @@ static void json_round_trip(void **state)
     cJSON *ceil = cJSON_GetObjectItem(meta, "ceilings");
     assert_true(cJSON_GetObjectItem(ceil, "hbm_gbps")->valuedouble == 4321.0);
     assert_string_equal(cJSON_GetObjectItem(ceil, "hbm")->valuestring, "measured");
-    assert_string_equal(cJSON_GetObjectItem(ceil, "fp8")->valuestring, "constant");
+    assert_string_equal(cJSON_GetObjectItem(ceil, "hbm_how")->valuestring, "a read of 1.00 GB");
+    assert_string_equal(cJSON_GetObjectItem(ceil, "fp8")->valuestring, "given");
+    assert_true(cJSON_GetObjectItem(ceil, "fp8_tflops")->valuedouble == 1200.0);
+    assert_string_equal(cJSON_GetObjectItem(ceil, "nvlink")->valuestring, "constant");
     cJSON *rows = cJSON_GetObjectItem(root, "results");
     assert_int_equal(cJSON_GetArraySize(rows), 3);
     cJSON *r0 = cJSON_GetArrayItem(rows, 0);
