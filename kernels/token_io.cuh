@@ -180,35 +180,51 @@ __device__ __forceinline__ void mm_combine_token(const __nv_bfloat16 *in, const 
 /* Items per thread whose rows are in flight together: 2 x 8 x 16 bytes is 64 registers. */
 #define MM_COMBINE_UNROLL 2
 
+/* Which of item f's k slots hold a row (bit k: ids[t][k] >= 0); 0 past the last item. */
+__device__ __forceinline__ unsigned mm_combine_valid(const int32_t *ids, int f, int total, int cols, int topk)
+{
+    unsigned valid = 0;
+    if (f < total) {
+        const int32_t *id = ids + (size_t)(f / cols) * topk;
+#pragma unroll
+        for (int k = 0; k < MM_COMBINE_ROWS; k++)
+            if (k < topk) valid |= (id[k] >= 0 ? 1u : 0u) << k;
+    }
+    return valid;
+}
+
 /* y for tokens [0, tokens) as one flat space of (token, 16-byte column) items, item f = token *
  * hidden / 8 + column, each thread taking items first, first + stride, ... with the rows of
  * MM_COMBINE_UNROLL items in flight at once. One token per CTA (mm_combine_token) keeps a CTA's
  * 384 threads on 512 columns (Flash) in two rounds of one memory latency each, a latency per
- * round and token: at 8192 tokens per rank the fused combine read its rows at ~1.5 TB/s. Every
- * row of k < topk is loaded (combine_recv holds them all; an invalid k's stale row is loaded and
- * not added) so the rows' loads do not wait for the ids'. The sum per column is mm_sum_rows8's:
- * FP32 in k order, invalid k skipped, so the bits do not depend on the item split. */
+ * round and token: at 8192 tokens per rank the fused combine read its rows at ~1.5 TB/s. Only
+ * the rows of valid k are loaded: where routing leaves slots empty (an EP slice, whose tokens'
+ * picks on other ranks are masked, keeps ~1.4 of 6 at Flash EP8) a load of every slot read ~4x
+ * the bytes. The ids of the next round are loaded while this round's rows are in flight, so the
+ * rows' loads do not wait for them. The sum per column is mm_sum_rows8's: FP32 in k order,
+ * invalid k skipped, so the bits do not depend on the item split. */
 __device__ __forceinline__ void mm_combine_flat(const __nv_bfloat16 *in, const int32_t *ids, int tokens, int topk,
                                                 int hidden, __nv_bfloat16 *y, int first, int stride)
 {
     const int cols = hidden / 8, total = tokens * cols; /* < 2^31 for any token count a rank takes */
+    unsigned next[MM_COMBINE_UNROLL];
+#pragma unroll
+    for (int u = 0; u < MM_COMBINE_UNROLL; u++) next[u] = mm_combine_valid(ids, first + u * stride, total, cols, topk);
     for (int f0 = first; f0 < total; f0 += MM_COMBINE_UNROLL * stride) {
         uint4 v[MM_COMBINE_UNROLL][MM_COMBINE_ROWS];
         unsigned valid[MM_COMBINE_UNROLL];
 #pragma unroll
         for (int u = 0; u < MM_COMBINE_UNROLL; u++) {
             const int f = f0 + u * stride, t = f / cols, c = f - t * cols;
-            valid[u] = 0;
-            if (f >= total) continue;
+            valid[u] = next[u];
             const __nv_bfloat16 *row = in + (size_t)t * topk * hidden + (size_t)c * 8;
-            const int32_t *id = ids + (size_t)t * topk;
 #pragma unroll
             for (int k = 0; k < MM_COMBINE_ROWS; k++)
-                if (k < topk) {
-                    v[u][k] = *(const uint4 *)(row + (size_t)k * hidden);
-                    valid[u] |= (id[k] >= 0 ? 1u : 0u) << k;
-                }
+                if ((valid[u] >> k) & 1u) v[u][k] = *(const uint4 *)(row + (size_t)k * hidden);
         }
+#pragma unroll
+        for (int u = 0; u < MM_COMBINE_UNROLL; u++)
+            next[u] = mm_combine_valid(ids, f0 + (MM_COMBINE_UNROLL + u) * stride, total, cols, topk);
 #pragma unroll
         for (int u = 0; u < MM_COMBINE_UNROLL; u++) {
             const int f = f0 + u * stride, t = f / cols, c = f - t * cols;

@@ -71,15 +71,27 @@ static void free_buffers(gpu_buffers *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Runs one scenario on this rank; the GPU reference's output stays in b->y_ref. */
+/* The tokens of a call: `gen` tokens from `first` under the routing, or for an EP slice (`local`
+ * > 0: the slice's experts are [0, local)) those of them that pick one of its experts, the other
+ * picks masked (ep_slice_select), compacted; their count into *tokens. Host arrays. */
+static int call_tokens_host(const mm_route_params *hp, uint64_t first, int gen, int topk, int local, int32_t *ids,
+                            float *w)
+{
+    host_gen_routing(hp, first, gen, ids, w);
+    return local ? ep_slice_select(ids, w, gen, topk, local) : gen;
+}
+
+/* Runs one scenario on this rank; the GPU reference's output stays in b->y_ref. `gen` tokens are
+ * generated from `first`; an EP slice (`local` > 0 experts) keeps those that reach it, *tokens. */
 static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_config *cfg,
-                               uint64_t seed, gpu_buffers *b, int tokens, uint64_t first,
+                               uint64_t seed, gpu_buffers *b, int gen, int local, int *tokens, uint64_t first,
                                mm_route_tables *tab, mm_route_params *hp, mm_x_params *xp)
 {
     size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, e = (size_t)cfg->experts;
-    size_t t = (size_t)tokens, k = (size_t)cfg->topk;
-    size_t ws = mm_reference_workspace_bytes(tokens, cfg->hidden, cfg->inter, cfg->topk);
+    size_t t = (size_t)gen, k = (size_t)cfg->topk;
+    size_t ws = mm_reference_workspace_bytes(gen, cfg->hidden, cfg->inter, cfg->topk);
     size_t weights = e * 3 * h * in + e * 3 * (h / 128) * (in / 128) * 4;
+    size_t cdf_entries = (size_t)hp->experts;
     char what[128];
     mm_fmt(what, sizeof what, "check %s (reference)", sc->name);
     MM_TRY(runtime_check_fit(rt, what, weights + ws + t * h * 10 + t * k * 8));
@@ -92,20 +104,36 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
     CUDA_TRY(cudaMalloc(&b->ws, ws));
     CUDA_TRY(cudaMalloc((void **)&b->y_ref, t * h * 8 + 16));
-    CUDA_TRY(cudaMalloc((void **)&b->cdf, e * 4));
+    CUDA_TRY(cudaMalloc((void **)&b->cdf, cdf_entries * 4));
     CUDA_TRY(cudaMalloc((void **)&b->softplus, sizeof tab->softplus));
-    CUDA_TRY(cudaMemcpy(b->cdf, tab->zipf_cdf, e * 4, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(b->cdf, tab->zipf_cdf, cdf_entries * 4, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(b->softplus, tab->softplus, sizeof tab->softplus, cudaMemcpyHostToDevice));
     mm_route_params dp = *hp;
     dp.zipf_cdf = b->cdf;
     dp.softplus = b->softplus;
     int ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
-    CUDA_TRY(mm_launch_gen_x(*xp, first, tokens, cfg->hidden, b->x, rt->stream));
-    CUDA_TRY(mm_launch_gen_routing(dp, first, tokens, b->ids, b->w, rt->stream));
+    CUDA_TRY(mm_launch_gen_routing(dp, first, gen, b->ids, b->w, rt->stream));
+    *tokens = gen;
+    if (local) {
+        /* the slice's tokens: selected on the host, from the GPU's routing (bit-identical to the
+         * host's, which host_versus_gpu selects from alike) */
+        int32_t *ids = malloc(t * k * 4 + 4);
+        float *w = malloc(t * k * 4 + 4);
+        cudaError_t ce = ids && w ? cudaSuccess : cudaErrorMemoryAllocation;
+        if (ce == cudaSuccess) ce = cudaMemcpy(ids, b->ids, t * k * 4, cudaMemcpyDeviceToHost);
+        if (ce == cudaSuccess) ce = cudaMemcpy(w, b->w, t * k * 4, cudaMemcpyDeviceToHost);
+        if (ce == cudaSuccess) *tokens = ep_slice_select(ids, w, gen, (int)k, local);
+        if (ce == cudaSuccess) ce = cudaMemcpy(b->ids, ids, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice);
+        if (ce == cudaSuccess) ce = cudaMemcpy(b->w, w, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice);
+        free(ids);
+        free(w);
+        CUDA_TRY(ce);
+    }
+    CUDA_TRY(mm_launch_gen_x(*xp, first, *tokens, cfg->hidden, b->x, rt->stream));
     /* Every expert, the remote ones regenerated here: weights never cross NVLink for a check. */
     CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
                                    b->s1, b->w2, b->s2, rt->stream));
-    mm_reference_args a = {tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
+    mm_reference_args a = {*tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
                            cfg->swiglu_limit, ue8m0, b->x, b->ids, b->w, b->w1, b->s1, b->w2, b->s2,
                            b->ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, rt->stream));
@@ -113,23 +141,24 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     return MM_OK;
 }
 
-/* Host reference on this rank's tokens, compared with the GPU reference. */
+/* Host reference on this rank's tokens (the same `gen` and slice selection as run_reference),
+ * compared with the GPU reference. */
 static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_buffers *b,
-                                 int tokens, uint64_t first, const mm_route_params *hp,
+                                 int gen, int local, uint64_t first, const mm_route_params *hp,
                                  const mm_x_params *xp, mm_diff_acc *acc)
 {
-    size_t h = (size_t)cfg->hidden, t = (size_t)tokens, k = (size_t)cfg->topk;
+    size_t h = (size_t)cfg->hidden, t = (size_t)gen, k = (size_t)cfg->topk;
     uint16_t *x = malloc(t * h * 2 + 2);
     int32_t *ids = malloc(t * k * 4 + 4);
     float *w = malloc(t * k * 4 + 4);
     double *y_host = malloc(t * h * 8 + 8), *y_gpu = malloc(t * h * 8 + 8);
-    mm_generated_experts *gen = generated_experts_new(cfg, seed);
-    mm_status s = (x && ids && w && y_host && y_gpu && gen) ? MM_OK : MM_RUNTIME;
+    mm_generated_experts *gen_experts = generated_experts_new(cfg, seed);
+    mm_status s = (x && ids && w && y_host && y_gpu && gen_experts) ? MM_OK : MM_RUNTIME;
     if (s == MM_OK) {
-        host_gen_x(*xp, first, tokens, cfg->hidden, x);
-        host_gen_routing(hp, first, tokens, ids, w);
-        mm_expert_source src = generated_experts_source(gen);
-        s = ref_host_layer(cfg, &src, x, ids, w, tokens, y_host);
+        t = (size_t)call_tokens_host(hp, first, gen, (int)k, local, ids, w);
+        host_gen_x(*xp, first, (int)t, cfg->hidden, x);
+        mm_expert_source src = generated_experts_source(gen_experts);
+        s = ref_host_layer(cfg, &src, x, ids, w, (int)t, y_host);
     }
     if (s == MM_OK && t > 0) {
         cudaError_t e = cudaMemcpy(y_gpu, b->y_ref, t * h * 8, cudaMemcpyDeviceToHost);
@@ -140,7 +169,7 @@ static mm_status host_versus_gpu(const mm_config *cfg, uint64_t seed, const gpu_
         for (size_t i = 0; s == MM_OK && i < t * h; i++) diff_acc_add(acc, y_gpu[i], y_host[i]);
     }
     free(x); free(ids); free(w); free(y_host); free(y_gpu);
-    generated_experts_free(gen);
+    generated_experts_free(gen_experts);
     return s;
 }
 
@@ -258,27 +287,37 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         for (int m = 0; m < MODE_COUNT; m++) res->mode[m] = res->ref;
         return MM_OK;
     }
+    /* the routing is the model's at its EP size: an EP N slice's at N, over all E experts */
+    mm_config full = cfg;
+    int route_ranks = rt->world, local = 0;
+    if (sc->ep_slice) {
+        if (scenario_full_config(sc, &full, why, sizeof why) != MM_OK) return MM_USAGE;
+        route_ranks = sc->ep_slice;
+        local = cfg.experts;
+    }
     mm_routing routing;
     char sub[256];
     if (parse_routing(sc->routing, &routing, sub, sizeof sub) != MM_OK) return MM_USAGE;
     mm_route_tables tab;
-    MM_TRY(route_tables_make(&routing, cfg.experts, o->seed, &tab));
-    mm_route_params hp = route_params(&routing, &cfg, rt->world, o->seed, tab.zipf_cdf,
+    MM_TRY(route_tables_make(&routing, full.experts, o->seed, &tab));
+    mm_route_params hp = route_params(&routing, &full, route_ranks, o->seed, tab.zipf_cdf,
                                       tab.zipf_mult, tab.softplus);
     mm_x_params xp = {o->seed, 0, 0};
     scenario_x_exponents(sc, &xp.exp_lo, &xp.exp_count);
 
     gpu_buffers b;
     memset(&b, 0, sizeof b);
-    int tokens = counts[rt->rank];
-    mm_status local = run_reference(rt, sc, &cfg, o->seed, &b, tokens, (uint64_t)first, &tab, &hp, &xp);
+    const int gen = scenario_call_tokens_max(sc, rt->rank);
+    int tokens = 0;
+    mm_status local_s = run_reference(rt, sc, &cfg, o->seed, &b, gen, local, &tokens, (uint64_t)first, &tab, &hp, &xp);
+    if (sc->ep_slice) mm_fmt(res->tokens, sizeof res->tokens, "%d of %d", tokens, gen);
     mm_diff_acc acc;
     memset(&acc, 0, sizeof acc);
     int host = scenario_host_reference(sc);
-    if (local == MM_OK && host)
-        local = host_versus_gpu(&cfg, o->seed, &b, tokens, (uint64_t)first, &hp, &xp, &acc);
+    if (local_s == MM_OK && host)
+        local_s = host_versus_gpu(&cfg, o->seed, &b, gen, local, (uint64_t)first, &hp, &xp, &acc);
     mm_status agreed;
-    MM_TRY(mpi_agree(local, &agreed));
+    MM_TRY(mpi_agree(local_s, &agreed));
     if (agreed != MM_OK) {
         free_buffers(&b);
         route_tables_free(&tab);
@@ -293,6 +332,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
     }
     int max_tokens = 0;
     for (int r = 0; r < rt->world; r++) max_tokens = counts[r] > max_tokens ? counts[r] : max_tokens;
+    if (sc->ep_slice) max_tokens = tokens; /* one GPU: the call's tokens */
     mm_status s = MM_OK;
     uint16_t *outputs[MODE_COUNT] = {NULL};
     for (int m = 0; m < MODE_COUNT && s == MM_OK; m++) {
@@ -334,7 +374,7 @@ static uint64_t scenarios_sym_bytes(const mm_options *o, int world)
             continue;
         int max_tokens = 1;
         for (int r = 0; r < world; r++)
-            max_tokens = scenario_tokens(sc, r) > max_tokens ? scenario_tokens(sc, r) : max_tokens;
+            max_tokens = scenario_call_tokens_max(sc, r) > max_tokens ? scenario_call_tokens_max(sc, r) : max_tokens;
         for (int m = 0; m < MODE_COUNT; m++) {
             const mm_mode_ops *ops = mode_ops((mm_mode)m);
             if (ops->missing || !(o->modes & (1u << m))) continue;

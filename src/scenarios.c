@@ -12,86 +12,98 @@
 #define SMALL 256, 128, 0, 4, 2, 10.0, 0
 
 static const mm_scenario scenarios[] = {
-    {"smoke", SMALL, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"smoke", SMALL, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* the real shapes */
-    {"flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"flash-t512", FLASH, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"pro-t512", PRO, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"v3-t1", V3, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"v3-t64", V3, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"v3-t512", V3, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"flash-t512", FLASH, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"pro-t512", PRO, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"v3-t1", V3, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"v3-t64", V3, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"v3-t512", V3, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* hidden x intermediate, including sizes that are not powers of two or multiples of 256 */
-    {"shape-h128-i128", 128, 128, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h256-i512", 256, 512, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h512-i256", 512, 256, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h1536-i384", 1536, 384, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h2048-i1536", 2048, 1536, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h3072-i640", 3072, 640, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h4096-i3072", 4096, 3072, 0, 2, 2, 10.0, 0, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"shape-h7168-i128", 7168, 128, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"shape-h128-i128", 128, 128, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h256-i512", 256, 512, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h512-i256", 512, 256, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h1536-i384", 1536, 384, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h2048-i1536", 2048, 1536, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h3072-i640", 3072, 640, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h4096-i3072", 4096, 3072, 0, 2, 2, 10.0, 0, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h7168-i128", 7168, 128, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* top-k and experts per rank */
-    {"topk-1", 256, 256, 0, 8, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"topk-1", 256, 256, 0, 8, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* past 8: fused's combine takes its per-token path (token_io.cuh MM_COMBINE_ROWS) */
-    {"topk-12", 256, 256, 0, 16, 12, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"experts-per-rank-48", 256, 128, 0, 48, 8, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"topk-12", 256, 256, 0, 16, 12, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"experts-per-rank-48", 256, 128, 0, 48, 8, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* every routing generator */
-    {"route-uniform", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"route-balanced", SMALL, 64, TOKENS_SAME, "balanced", X_NORMAL, NULL},
-    {"route-zipf", 256, 128, 0, 8, 2, 10.0, 0, 64, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL},
-    {"route-hot", SMALL, 64, TOKENS_SAME, "hot", X_NORMAL, NULL},
-    {"route-rank-skew", SMALL, 64, TOKENS_SAME, "rank-skew:0.9", X_NORMAL, NULL},
-    {"route-deepseek", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "deepseek", X_NORMAL, NULL},
-    {"masked-0.3", SMALL, 64, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL},
-    {"masked-0.7", SMALL, 64, TOKENS_SAME, "masked:0.7", X_NORMAL, NULL},
-    {"masked-1.0", SMALL, 64, TOKENS_SAME, "masked:1", X_NORMAL, NULL},
+    {"route-uniform", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"route-balanced", SMALL, 64, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"route-zipf", 256, 128, 0, 8, 2, 10.0, 0, 64, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 0},
+    {"route-hot", SMALL, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
+    {"route-rank-skew", SMALL, 64, TOKENS_SAME, "rank-skew:0.9", X_NORMAL, NULL, 0},
+    {"route-deepseek", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 0},
+    {"masked-0.3", SMALL, 64, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL, 0},
+    {"masked-0.7", SMALL, 64, TOKENS_SAME, "masked:0.7", X_NORMAL, NULL, 0},
+    {"masked-1.0", SMALL, 64, TOKENS_SAME, "masked:1", X_NORMAL, NULL, 0},
     /* where tokens go */
-    {"all-experts-remote", SMALL, 32, TOKENS_SAME, "rank-skew:1", X_NORMAL, NULL},
-    {"one-expert-for-all", 256, 128, 0, 4, 1, 10.0, 0, 64, TOKENS_SAME, "hot", X_NORMAL, NULL},
-    {"unpicked-experts", 256, 128, 0, 8, 2, 10.0, 0, 16, TOKENS_SAME, "hot", X_NORMAL, NULL},
+    {"all-experts-remote", SMALL, 32, TOKENS_SAME, "rank-skew:1", X_NORMAL, NULL, 0},
+    {"one-expert-for-all", 256, 128, 0, 4, 1, 10.0, 0, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
+    {"unpicked-experts", 256, 128, 0, 8, 2, 10.0, 0, 16, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
     /* token counts */
-    {"tokens-0-everywhere", SMALL, 0, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"tokens-0-on-rank-0", SMALL, 37, TOKENS_FIRST_EMPTY, "uniform", X_NORMAL, NULL},
-    {"tokens-uneven", SMALL, 3, TOKENS_UNEVEN, "uniform", X_NORMAL, NULL},
-    {"tokens-1", SMALL, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"tokens-3", SMALL, 3, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-0-everywhere", SMALL, 0, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-0-on-rank-0", SMALL, 37, TOKENS_FIRST_EMPTY, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-uneven", SMALL, 3, TOKENS_UNEVEN, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-1", SMALL, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-3", SMALL, 3, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* fused's dispatch runs its tokens in rounds of up to 8 a CTA over two buffers: here 4 rounds
      * (132 CTAs), so each buffer is refilled; past ll's cap (ll skips it) */
-    {"tokens-4096", SMALL, 4096, TOKENS_SAME, "uniform", X_NORMAL, NULL},
+    {"tokens-4096", SMALL, 4096, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
     /* fused folds 1..8 rows past a full tile into it (swapped MMAs, gemm_schedule.h
      * mm_fused_extra_rows; its folding form runs near 128 rows an expert, mm_fused_fold_kernel):
      * balanced routing over 4 experts gives every expert 132 or 129 rows at EP1 (4 and 1 extra),
      * or 132 at EP2 (4 extra; 66 at EP1) */
-    {"fold-extra-rows", 256, 128, 4, 0, 2, 10.0, 0, 264, TOKENS_SAME, "balanced", X_NORMAL, NULL},
-    {"fold-extra-rows-1", 512, 256, 4, 0, 2, 10.0, 0, 258, TOKENS_SAME, "balanced", X_NORMAL, NULL},
-    {"fold-extra-rows-ep2", 256, 256, 4, 0, 2, 10.0, 0, 132, TOKENS_SAME, "balanced", X_NORMAL, NULL},
+    {"fold-extra-rows", 256, 128, 4, 0, 2, 10.0, 0, 264, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"fold-extra-rows-1", 512, 256, 4, 0, 2, 10.0, 0, 258, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"fold-extra-rows-ep2", 256, 256, 4, 0, 2, 10.0, 0, 132, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
     /* fused's tiles of 33-64 rows, past what its small tiles' park holds side by side at 32 rows
      * a side (branch exp/fused-ring-5): 48 rows an expert at EP1 (a call that is not large: the
      * gate pass, then the up pass), and 176 (large: a full tile and a split one of 48) */
-    {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL},
-    {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL},
+    {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
     /* numerics */
-    {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"limit-none", 256, 128, 0, 4, 2, LIMIT_NONE, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"scales-fp32", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"scales-ue8m0", 256, 128, 0, 4, 2, 10.0, 1, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL},
-    {"x-tiny", SMALL, 64, TOKENS_SAME, "uniform", X_TINY, NULL},
-    {"x-huge", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL},
-    {"x-mixed", SMALL, 64, TOKENS_SAME, "uniform", X_MIXED, NULL},
+    {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"limit-none", 256, 128, 0, 4, 2, LIMIT_NONE, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"scales-fp32", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"scales-ue8m0", 256, 128, 0, 4, 2, 10.0, 1, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"x-tiny", SMALL, 64, TOKENS_SAME, "uniform", X_TINY, NULL, 0},
+    {"x-huge", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0},
+    {"x-mixed", SMALL, 64, TOKENS_SAME, "uniform", X_MIXED, NULL, 0},
+    /* one rank of EP N on one GPU (bench --ep-slice): E / N experts, the tokens of N x T that
+     * pick one of them with their other picks masked, so most tokens keep 1-2 of their k rows
+     * (the combine's masked slots) and the experts' rows are as ragged as the routing makes them;
+     * flash-t160's ~700 tokens stay under ll's cap (fused = ll bit for bit), flash-t1024's ~4.5k
+     * run fused's large form (dual items, folded rows) */
+    {"slice8-small", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
+    {"slice8-tokens-1", 256, 128, 0, 4, 2, 10.0, 0, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
+    {"slice8-zipf", 256, 128, 0, 8, 6, 10.0, 0, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 8},
+    {"slice8-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
+    {"slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8},
+    {"slice8-flash-t1024", FLASH, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
+    {"slice4-pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 4},
     /* the same tokens at EP1 and at this EP size must give bit-identical outputs */
-    {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py"},
+    {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py", 0},
 };
 
 int scenario_count(void)
@@ -104,7 +116,32 @@ const mm_scenario *scenario_get(int i)
     return i >= 0 && i < scenario_count() ? &scenarios[i] : NULL;
 }
 
+static mm_status config_at(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len);
+
 mm_status scenario_config(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len)
+{
+    if (!s->ep_slice) return config_at(s, ranks, out, why, len);
+    if (ranks != 1) {
+        mm_fmt(why, len, "an EP %d slice runs on one GPU (without mpirun)", s->ep_slice);
+        memset(out, 0, sizeof *out);
+        return MM_USAGE;
+    }
+    MM_TRY(config_at(s, s->ep_slice, out, why, len));
+    out->experts /= s->ep_slice;
+    return MM_OK;
+}
+
+mm_status scenario_full_config(const mm_scenario *s, mm_config *out, char *why, size_t len)
+{
+    return config_at(s, s->ep_slice ? s->ep_slice : 1, out, why, len);
+}
+
+int scenario_call_tokens_max(const mm_scenario *s, int rank)
+{
+    return scenario_tokens(s, rank) * (s->ep_slice ? s->ep_slice : 1);
+}
+
+static mm_status config_at(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len)
 {
     memset(out, 0, sizeof *out);
     mm_fmt(out->name, sizeof out->name, "%s", s->name);
@@ -150,10 +187,10 @@ int scenario_tokens(const mm_scenario *s, int rank)
 
 int scenario_host_reference(const mm_scenario *s)
 {
-    long long size = (long long)s->hidden * s->inter;
-    if (size <= 512 * 512) return s->tokens <= 1024;
-    if (size <= 4096 * 3072) return s->tokens <= 16;
-    return s->tokens <= 1;
+    const long long size = (long long)s->hidden * s->inter, tokens = scenario_call_tokens_max(s, 0);
+    if (size <= 512 * 512) return tokens <= 1024;
+    if (size <= 4096 * 3072) return tokens <= 16;
+    return tokens <= 1;
 }
 
 void scenario_x_exponents(const mm_scenario *s, int *lo, int *count)

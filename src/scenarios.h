@@ -25,6 +25,8 @@ typedef struct {
     const char *routing;
     mm_x_kind x_kind;
     const char *needs;    /* non-NULL: what the scenario needs that may be missing (SKIP note) */
+    int ep_slice;         /* N > 0: one rank of EP N on one GPU (bench --ep-slice): E / N experts, the
+                           * tokens of N x `tokens` that pick one of them, other picks masked */
 } mm_scenario;
 
 int scenario_count(void);
@@ -33,8 +35,14 @@ const mm_scenario *scenario_get(int i);
 /* The config the scenario runs at `ranks`; MM_USAGE with a reason if it cannot run there. */
 mm_status scenario_config(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len);
 
-/* Tokens of rank r. */
+/* Tokens of rank r (an EP slice: the tokens per rank of the EP it emulates). */
 int scenario_tokens(const mm_scenario *s, int rank);
+/* The most tokens a call of rank r can carry: scenario_tokens, or N times it for an EP N slice
+ * (whose call carries those of the N x tokens that reach rank 0). */
+int scenario_call_tokens_max(const mm_scenario *s, int rank);
+/* An EP N slice's model: the config at EP N whose routing picks the slice's tokens
+ * (scenario_config gives the slice itself, E / N experts at EP 1). */
+mm_status scenario_full_config(const mm_scenario *s, mm_config *out, char *why, size_t len);
 
 /* Small enough for the host reference (double precision, plain loops, experts regenerated on the
  * host): small shapes up to a few hundred tokens, model shapes at one token per rank. */

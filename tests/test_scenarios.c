@@ -36,6 +36,12 @@ static void configs_at_ep1_ep2(void **state)
         for (int i = 0; i < scenario_count(); i++) {
             mm_config c;
             char why[160];
+            if (scenario_get(i)->ep_slice && ranks > 1) {
+                /* a slice is one GPU's: a SKIP reason under mpirun */
+                assert_int_equal(scenario_config(scenario_get(i), ranks, &c, why, sizeof why), MM_USAGE);
+                assert_non_null(strstr(why, "one GPU"));
+                continue;
+            }
             if (scenario_config(scenario_get(i), ranks, &c, why, sizeof why) != MM_OK)
                 fail_msg("%s at EP%d: %s", scenario_get(i)->name, ranks, why);
             assert_int_equal(c.hidden % 128, 0);
@@ -71,12 +77,42 @@ static void tokens_and_reference(void **state)
     assert_true(lo + n - 1 < -13); /* 2^-14 * 16 (outlier) * ~3 stays under the 1e-4 floor */
 }
 
+static void ep_slices(void **state)
+{
+    (void)state;
+    mm_config c, full;
+    char why[160];
+    const mm_scenario *small = by_name("slice8-small"), *flash = by_name("slice8-flash-t1024");
+    assert_non_null(small);
+    assert_non_null(flash);
+    assert_non_null(by_name("slice4-pro-t64"));
+    /* the slice holds E / N experts at EP 1; its routing is the model's at EP N */
+    assert_int_equal(scenario_config(small, 1, &c, why, sizeof why), MM_OK);
+    assert_int_equal(scenario_full_config(small, &full, why, sizeof why), MM_OK);
+    assert_int_equal(c.experts, 8);
+    assert_int_equal(full.experts, 64);
+    assert_int_equal(c.topk, full.topk);
+    assert_int_equal(scenario_config(flash, 1, &c, why, sizeof why), MM_OK);
+    assert_int_equal(c.experts, 32);
+    assert_int_equal(c.hidden, 4096);
+    /* a call carries up to N x T tokens, and the host reference takes them by that count */
+    assert_int_equal(scenario_tokens(small, 0), 64);
+    assert_int_equal(scenario_call_tokens_max(small, 0), 512);
+    assert_int_equal(scenario_call_tokens_max(by_name("smoke"), 0), 4);
+    assert_true(scenario_host_reference(small));
+    assert_false(scenario_host_reference(by_name("slice8-flash-t64")));
+    /* a real run's full config is its own */
+    assert_int_equal(scenario_full_config(by_name("smoke"), &full, why, sizeof why), MM_OK);
+    assert_int_equal(full.experts, 4);
+}
+
 int run_scenario_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(list),
         cmocka_unit_test(configs_at_ep1_ep2),
         cmocka_unit_test(tokens_and_reference),
+        cmocka_unit_test(ep_slices),
     };
     return cmocka_run_group_tests_name("scenarios", tests, NULL, NULL);
 }

@@ -31,6 +31,9 @@ expect 0 dry-run-gemm-skewed lab/ab.sh run build/ab-test --gemm 49152 --tile 192
 expect 0 dry-run-bench lab/ab.sh run build/ab-test --configs deepseek-v4-flash --rounds 2 --dry-run
 [ "$(grep -c ' bench --config configs/deepseek-v4-flash.json --modes fused ' /tmp/test_ab.$$.out)" = 4 ] ||
     { fail=$((fail + 1)); echo "FAIL dry-run-bench: commands wrong"; cat /tmp/test_ab.$$.out; }
+expect 0 dry-run-bench-extra lab/ab.sh run build/ab-test --configs deepseek-v4-flash --rounds 1 --bench-extra "--ep-slice 8" --dry-run
+[ "$(grep -c ' --breakdown --ep-slice 8 --json ' /tmp/test_ab.$$.out)" = 2 ] ||
+    { fail=$((fail + 1)); echo "FAIL dry-run-bench-extra: flags not passed on"; cat /tmp/test_ab.$$.out; }
 if git rev-parse --git-dir >/dev/null 2>&1; then
     expect 0 prepare-head lab/ab.sh prepare HEAD
     [ "$(cat build/ab-old/REV)" = "$(git rev-parse --short HEAD)" ] && [ -f build/ab-old/Makefile ] &&
