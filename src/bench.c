@@ -224,9 +224,13 @@ static mm_status gen_batch(bench_state *b, const mm_config *cfg, const mm_option
         if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
         if (e == cudaSuccess) {
             b->run_tokens = ep_slice_select(ids, w, all, k, cfg->experts);
-            e = cudaMemcpy(b->topk_ids, ids, sizeof(int32_t) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice);
+            /* in the stream's order (it does not wait for the legacy stream), then waited for */
+            e = cudaMemcpyAsync(b->topk_ids, ids, sizeof(int32_t) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice,
+                                rt->stream);
             if (e == cudaSuccess)
-                e = cudaMemcpy(b->topk_w, w, sizeof(float) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice);
+                e = cudaMemcpyAsync(b->topk_w, w, sizeof(float) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice,
+                                    rt->stream);
+            if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
         }
         free(ids);
         free(w);

@@ -120,11 +120,16 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
         int32_t *ids = malloc(t * k * 4 + 4);
         float *w = malloc(t * k * 4 + 4);
         cudaError_t ce = ids && w ? cudaSuccess : cudaErrorMemoryAllocation;
-        if (ce == cudaSuccess) ce = cudaMemcpy(ids, b->ids, t * k * 4, cudaMemcpyDeviceToHost);
-        if (ce == cudaSuccess) ce = cudaMemcpy(w, b->w, t * k * 4, cudaMemcpyDeviceToHost);
+        /* in the stream's order (it does not wait for the legacy stream), then waited for */
+        if (ce == cudaSuccess) ce = cudaMemcpyAsync(ids, b->ids, t * k * 4, cudaMemcpyDeviceToHost, rt->stream);
+        if (ce == cudaSuccess) ce = cudaMemcpyAsync(w, b->w, t * k * 4, cudaMemcpyDeviceToHost, rt->stream);
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(rt->stream);
         if (ce == cudaSuccess) *tokens = ep_slice_select(ids, w, gen, (int)k, local);
-        if (ce == cudaSuccess) ce = cudaMemcpy(b->ids, ids, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice);
-        if (ce == cudaSuccess) ce = cudaMemcpy(b->w, w, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice);
+        if (ce == cudaSuccess)
+            ce = cudaMemcpyAsync(b->ids, ids, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice, rt->stream);
+        if (ce == cudaSuccess)
+            ce = cudaMemcpyAsync(b->w, w, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice, rt->stream);
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(rt->stream);
         free(ids);
         free(w);
         CUDA_TRY(ce);
