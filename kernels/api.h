@@ -53,6 +53,14 @@ cudaError_t mm_launch_gen_routing(mm_route_params params, uint64_t first_token, 
 cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, int hidden, int inter,
                                   int ue8m0, uint8_t *w1, float *w1_scale, uint8_t *w2,
                                   float *w2_scale, cudaStream_t stream);
+/* FP4 experts (kernels/fp4.h, generator pattern `pattern`): codes and UE8M0 exponents of W1
+ * (c1 [E][2I][H/2], e1 [E][2I][H/32]) and W2 (c2 [E][H][I/2], e2 [E][H][I/32]). */
+cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden, int inter,
+                                      uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2, cudaStream_t stream);
+/* Adds to *past the groups of `rows` rows of K / 32 exponents each that lie past the exact range
+ * of their 128-wide block (fp4.h mm_fp4_past_groups). */
+cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,
+                                      cudaStream_t stream);
 /* GPU reference (reference.cu): this rank's tokens through the whole layer, y in double. */
 typedef struct {
     int tokens, hidden, inter, topk;
@@ -66,6 +74,9 @@ typedef struct {
     const float *s1;        /* [E][2I/128][H/128] */
     const uint8_t *w2;      /* [E][H][I] */
     const float *s2;        /* [E][H/128][I/128] */
+    /* FP4 experts instead (c1 not NULL; the FP8 pointers unused): codes and exponents as
+     * mm_launch_gen_fp4_weights lays them out */
+    const uint8_t *c1, *e1, *c2, *e2;
     void *workspace;        /* mm_reference_workspace_bytes */
     double *y;              /* [T][H] */
 } mm_reference_args;

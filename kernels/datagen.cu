@@ -3,8 +3,10 @@
  * gen_x: one thread per (token, 8 channels), 16-byte stores.
  * gen_routing: one thread per token (top-k selection is sequential per token).
  * gen_weights: one CTA per 128x128 block: every thread keeps its 64 values in registers, the CTA
- *   reduces the block's amax in shared memory, then quantizes with the block's scale. */
+ *   reduces the block's amax in shared memory, then quantizes with the block's scale.
+ * gen_fp4: grid-stride, one thread per code byte (two weights) or per exponent. */
 #include "datagen.h"
+#include "fp4.h"
 #include "api.h"
 
 __global__ void gen_x_kernel(mm_x_params seed, uint64_t first_token, int tokens, int hidden,
@@ -119,5 +121,53 @@ extern "C" cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, in
     unsigned b2 = (unsigned)count * (unsigned)((hidden / 128) * (inter / 128));
     gen_weights_kernel<<<b2, 256, 0, stream>>>(seed, 1, first_expert, hidden, inter, ue8m0, w2,
                                                w2_scale);
+    return cudaGetLastError();
+}
+
+/* One matrix of `count` experts: codes [count][rows][cols / 2] and exponents [count][rows][cols / 32]. */
+__global__ void gen_fp4_kernel(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
+                               uint8_t *codes, uint8_t *exps)
+{
+    const uint64_t bytes = (uint64_t)count * rows * (cols / 2), groups = (uint64_t)count * rows * (cols / MM_FP4_GROUP);
+    const uint64_t per_row_b = (uint64_t)cols / 2, per_row_g = (uint64_t)cols / MM_FP4_GROUP;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < bytes + groups;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        if (i < bytes) {
+            const uint64_t r = i / per_row_b, c = 2 * (i % per_row_b);
+            const uint64_t e = first_expert + r / rows, row = r % rows;
+            codes[i] = (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, e, row, c) |
+                                 mm_gen_fp4_code(seed, pattern, matrix, e, row, c + 1) << 4);
+        } else {
+            const uint64_t j = i - bytes, r = j / per_row_g, g = j % per_row_g;
+            exps[j] = mm_gen_fp4_scale(seed, pattern, matrix, first_expert + r / rows, r % rows, g);
+        }
+    }
+}
+
+extern "C" cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden,
+                                                 int inter, uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2,
+                                                 cudaStream_t stream)
+{
+    if (count <= 0) return cudaSuccess;
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 0, first_expert, count, 2 * inter, hidden, c1, e1);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 1, first_expert, count, hidden, inter, c2, e2);
+    return cudaGetLastError();
+}
+
+__global__ void fp4_past_kernel(const uint8_t *exps, long long rows, int k, unsigned long long *past)
+{
+    unsigned long long mine = 0;
+    for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x)
+        mine += (unsigned long long)mm_fp4_past_groups(exps + r * (k / MM_FP4_GROUP), k);
+    if (mine) atomicAdd(past, mine);
+}
+
+extern "C" cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,
+                                                 cudaStream_t stream)
+{
+    if (rows <= 0) return cudaSuccess;
+    fp4_past_kernel<<<264, 256, 0, stream>>>(exps, rows, k, past);
     return cudaGetLastError();
 }

@@ -88,32 +88,70 @@ MM_HD int mm_fp4_expand_block(const uint8_t *codes, const uint8_t *s, uint8_t *f
     return past;
 }
 
-/* ---- the generator: MXFP4 experts as real checkpoints look ------------------------------- */
+/* ---- the generator: MXFP4 experts as real checkpoints look, and the patterns check adds ------ */
 
-/* Code of weight (row, k) of an expert's matrix (0 = W1, 1 = W2): every one of the 16 codes,
+/* What the generator draws. bench and gemm draw MM_FP4_REAL; check's FP4 scenarios the others. */
+typedef enum {
+    MM_FP4_REAL = 0,     /* as checkpoints: every code, a block's exponents within 4 steps, outliers */
+    MM_FP4_SPREAD_LIMIT, /* every block's exponents span exactly 14 steps: the widest exact spread */
+    MM_FP4_SPREAD_PAST,  /* one group of every block 15..20 steps below the block's largest */
+    MM_FP4_ZEROS,        /* every code +-0 in one row of four */
+    MM_FP4_LARGEST,      /* every code +-6 (the largest E2M1 magnitude), the row's exponent 3 steps up */
+    MM_FP4_PATTERNS
+} mm_fp4_pattern;
+
+/* Code of weight (row, k) of an expert's matrix (0 = W1, 1 = W2). Real: every one of the 16 codes,
  * magnitudes weighted towards the small ones as trained weights are (and +-0 rare), signs even. */
-MM_HD uint8_t mm_gen_fp4_code(uint64_t seed, int matrix, uint64_t expert, uint64_t row, uint64_t k)
+MM_HD uint8_t mm_gen_fp4_code(uint64_t seed, int pattern, int matrix, uint64_t expert, uint64_t row, uint64_t k)
 {
     const uint64_t h = mm_hash(seed, matrix == 0 ? MM_STREAM_W1 : MM_STREAM_W2, expert, row * 65536u + k);
+    const uint8_t sign = (uint8_t)((h & 1u) << 3);
+    if (pattern == MM_FP4_ZEROS && row % 4u == 0u) return sign;
+    if (pattern == MM_FP4_LARGEST) return (uint8_t)(7u | sign);
     /* magnitude codes 0..7 with weights 1, 6, 6, 5, 4, 3, 2, 1 of 28 */
     const uint32_t u = (uint32_t)(h >> 40) % 28u;
     const uint8_t mag = u < 1 ? 0 : u < 7 ? 1 : u < 13 ? 2 : u < 18 ? 3 : u < 22 ? 4 : u < 25 ? 5 : u < 27 ? 6 : 7;
-    return (uint8_t)(mag | ((h & 1u) << 3));
+    return (uint8_t)(mag | sign);
 }
 
-/* UE8M0 exponent of group g (weights 32g .. 32g + 31) of a row: a per-row base (the row's
+/* UE8M0 exponent of group g (weights 32g .. 32g + 31) of a row. Real: a per-row base (the row's
  * magnitude), a slow drift along K (every 8 groups), a group in 3 one step lower, and one group in
  * 64 an outlier 2^3 above its row, as checkpoints' exponents spread: a 128-wide block spans at
- * most 4 steps, well inside the exact range. */
-MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int matrix, uint64_t expert, uint64_t row, uint64_t g)
+ * most 4 steps, well inside the exact range. The spread patterns set each block's four groups
+ * below the row's base by {0, 14, 7, 3} (exactly the limit) or {0, 3, 15..20, 1} (one past it),
+ * rotated by the block so every group position takes each offset. */
+MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t expert, uint64_t row, uint64_t g)
 {
     const uint64_t stream = MM_STREAM_BLOCK + 16u * (matrix == 0 ? MM_STREAM_W1 : MM_STREAM_W2);
     const int base = 127 - 11 - (int)(mm_hash(seed, stream, expert, row) % 4u);
-    const int drift = (int)(mm_hash(seed, stream + 1u, expert, row * 4096u + g / 8u) % 3u) - 1;
     const uint64_t h = mm_hash(seed, stream + 2u, expert, row * 65536u + g);
+    const int slot = (int)((g + g / MM_FP4_GROUPS) % MM_FP4_GROUPS);
+    if (pattern == MM_FP4_SPREAD_LIMIT) {
+        const int below[MM_FP4_GROUPS] = {0, MM_FP4_D_MAX - MM_FP4_D_MIN, 7, 3};
+        return (uint8_t)(base - below[slot]);
+    }
+    if (pattern == MM_FP4_SPREAD_PAST) {
+        const int below[MM_FP4_GROUPS] = {0, 3, MM_FP4_D_MAX - MM_FP4_D_MIN + 1 + (int)(h % 6u), 1};
+        return (uint8_t)(base - below[slot]);
+    }
+    if (pattern == MM_FP4_LARGEST) return (uint8_t)(base + 3);
+    const int drift = (int)(mm_hash(seed, stream + 1u, expert, row * 4096u + g / 8u) % 3u) - 1;
     const int outlier = (h & 63u) == 0u ? 3 : 0;
     const int jitter = ((h >> 8) % 3u) == 0u ? -1 : 0;
     return (uint8_t)(base + drift + outlier + jitter);
+}
+
+/* Groups of one row's exponents (K / 32 of them) that lie past the exact range of their 128-wide
+ * block: the count check reports, never silent. */
+MM_HD int mm_fp4_past_groups(const uint8_t *exps, int k)
+{
+    int past = 0;
+    for (int kb = 0; kb < k / 128; kb++) {
+        const uint8_t *s = exps + kb * MM_FP4_GROUPS;
+        const int r = mm_fp4_block_ref(s);
+        for (int g = 0; g < MM_FP4_GROUPS; g++) past += (int)s[g] - r < MM_FP4_D_MIN;
+    }
+    return past;
 }
 
 #endif

@@ -6,7 +6,9 @@
  * remote ones regenerated from the seed):
  *   quant_x   thread per (token, 128-block): recipe step 2 -> qx, sx
  *   gemm      warp per (pair, output row): sum over 128-blocks of sa * sw * (exact double sum of
- *             FP8 products); pair = (token, k), masked slots write nothing and are skipped later
+ *             FP8 products); pair = (token, k), masked slots write nothing and are skipped later.
+ *             FP4 experts: each 128-block's weights expanded to FP8 relative to the row's
+ *             reference exponent R (fp4.h), promoted with sa * 2^(R - 127)
  *   act       thread per (pair, 128-block of I): step 4 in double, rounded to FP32, step 5
  *   combine   thread per (token, channel): step 7 in k order, kept in double
  *   compare   block-reduced sums for calc_diff, max |diff|, max |ref|, non-finite count
@@ -14,6 +16,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "fp4.h"
 #include "recipe.h"
 
 __device__ __forceinline__ void load_decode_table(double *table)
@@ -64,6 +67,40 @@ __global__ void ref_gemm_kernel(const uint8_t *qa, const float *sa, int a_per_to
         }
         for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
         acc += (double)sa[a_row * kb_count + kb] * (double)wscale[kb] * part;
+    }
+    if (lane == 0) out[(long long)p * n_out + n] = acc;
+}
+
+/* ref_gemm_kernel with FP4 weights: codes [E][n_out][k / 2], exponents [E][n_out][k / 32]. Lane l
+ * takes weights 4l .. 4l + 3 of each block, all in group l / 8. */
+__global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_per_token_topk, const int32_t *ids,
+                                    int pairs, int topk, const uint8_t *codes, const uint8_t *exps, int n_out, int k,
+                                    double *out)
+{
+    __shared__ double table[256];
+    load_decode_table(table);
+    int warps = blockDim.x / 32, lane = threadIdx.x % 32;
+    long long item = (long long)blockIdx.x * warps + threadIdx.x / 32;
+    if (item >= (long long)pairs * n_out) return;
+    int p = (int)(item / n_out), n = (int)(item % n_out);
+    int e = ids[p];
+    if (e < 0) return;
+    int kb_count = k / 128;
+    long long a_row = a_per_token_topk ? p / topk : p;
+    const uint8_t *arow = qa + a_row * k;
+    const long long wrow = (long long)e * n_out + n;
+    const uint8_t *crow = codes + wrow * (k / 2), *erow = exps + wrow * (k / MM_FP4_GROUP);
+    double acc = 0.0;
+    for (int kb = 0; kb < kb_count; kb++) {
+        const uint8_t *s = erow + kb * MM_FP4_GROUPS;
+        const int r = mm_fp4_block_ref(s), d = (int)s[lane / 8] - r;
+        double part = 0.0;
+        for (int j = 0; j < 4; j++) {
+            int c = kb * 128 + lane * 4 + j;
+            part += table[arow[c]] * table[mm_fp4_to_fp8(mm_fp4_code(crow, c), d)];
+        }
+        for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        acc += (double)sa[a_row * kb_count + kb] * ldexp(1.0, r - 127) * part;
     }
     if (lane == 0) out[(long long)p * n_out + n] = acc;
 }
@@ -137,12 +174,20 @@ extern "C" cudaError_t mm_launch_reference(mm_reference_args a, cudaStream_t str
 
     ref_quant_kernel<<<grid_for((long long)t * (a.hidden / 128), 128), 128, 0, stream>>>(
         a.x, a.tokens, a.hidden, a.ue8m0, qx, sx);
-    ref_gemm_kernel<<<grid_for((long long)pairs * 2 * a.inter, 8), 256, 0, stream>>>(
-        qx, sx, 1, a.ids, (int)pairs, a.topk, a.w1, a.s1, 2 * a.inter, a.hidden, g1);
+    if (a.c1)
+        ref_gemm_fp4_kernel<<<grid_for((long long)pairs * 2 * a.inter, 8), 256, 0, stream>>>(
+            qx, sx, 1, a.ids, (int)pairs, a.topk, a.c1, a.e1, 2 * a.inter, a.hidden, g1);
+    else
+        ref_gemm_kernel<<<grid_for((long long)pairs * 2 * a.inter, 8), 256, 0, stream>>>(
+            qx, sx, 1, a.ids, (int)pairs, a.topk, a.w1, a.s1, 2 * a.inter, a.hidden, g1);
     ref_act_kernel<<<grid_for((long long)pairs * (a.inter / 128), 128), 128, 0, stream>>>(
         g1, a.ids, a.topk_w, (int)pairs, a.inter, a.has_limit, a.limit, a.ue8m0, qh, sh);
-    ref_gemm_kernel<<<grid_for((long long)pairs * a.hidden, 8), 256, 0, stream>>>(
-        qh, sh, 0, a.ids, (int)pairs, a.topk, a.w2, a.s2, a.hidden, a.inter, yk);
+    if (a.c1)
+        ref_gemm_fp4_kernel<<<grid_for((long long)pairs * a.hidden, 8), 256, 0, stream>>>(
+            qh, sh, 0, a.ids, (int)pairs, a.topk, a.c2, a.e2, a.hidden, a.inter, yk);
+    else
+        ref_gemm_kernel<<<grid_for((long long)pairs * a.hidden, 8), 256, 0, stream>>>(
+            qh, sh, 0, a.ids, (int)pairs, a.topk, a.w2, a.s2, a.hidden, a.inter, yk);
     ref_combine_kernel<<<grid_for((long long)t * a.hidden, 256), 256, 0, stream>>>(
         yk, a.ids, a.tokens, a.topk, a.hidden, a.y);
     return cudaGetLastError();

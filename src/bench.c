@@ -274,7 +274,8 @@ static mm_status reference_for(bench_state *b, const mm_config *cfg, int batch)
     if (b->ref_batch == batch) return MM_OK;
     mm_reference_args a = {b->run_tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
                            cfg->swiglu_limit, cfg->scale_fmt == MM_SCALE_UE8M0, b->x, b->topk_ids,
-                           b->topk_w, b->w1, b->w1_scale, b->w2, b->w2_scale, b->ref_ws, b->y_ref};
+                           b->topk_w, b->w1, b->w1_scale, b->w2, b->w2_scale, NULL, NULL, NULL, NULL,
+                           b->ref_ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, b->rt.stream));
     CUDA_TRY(cudaStreamSynchronize(b->rt.stream));
     b->ref_batch = batch;

@@ -36,6 +36,9 @@ typedef struct {
     cell mode[MODE_COUNT];
     long long fused_ll_diff; /* outputs where fused and ll differ in any bit; -1: not both ran */
     double seconds;          /* rank 0's wall time for the scenario: references, modes, checks */
+    /* FP4 experts: weight groups past the exact range of their block (rounded in e4m3 and so
+     * counted, never silent), and all groups; -1: FP8 experts */
+    long long fp4_past, fp4_groups;
 } scenario_result;
 
 static void judge(cell *c, const mm_diff_acc *acc, double tol)
@@ -57,6 +60,8 @@ typedef struct {
     float *w;
     uint8_t *w1, *w2;
     float *s1, *s2;
+    uint8_t *c1, *e1, *c2, *e2; /* FP4 experts (the FP8 ones are then not made) */
+    unsigned long long *past;
     void *ws;
     double *y_ref;
     uint32_t *cdf;
@@ -67,6 +72,7 @@ static void free_buffers(gpu_buffers *b)
 {
     cudaFree(b->x); cudaFree(b->ids); cudaFree(b->w);
     cudaFree(b->w1); cudaFree(b->w2); cudaFree(b->s1); cudaFree(b->s2);
+    cudaFree(b->c1); cudaFree(b->e1); cudaFree(b->c2); cudaFree(b->e2); cudaFree(b->past);
     cudaFree(b->ws); cudaFree(b->y_ref); cudaFree(b->cdf); cudaFree(b->softplus);
     memset(b, 0, sizeof *b);
 }
@@ -98,10 +104,19 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     CUDA_TRY(cudaMalloc((void **)&b->x, t * h * 2 + 16));
     CUDA_TRY(cudaMalloc((void **)&b->ids, t * k * 4 + 16));
     CUDA_TRY(cudaMalloc((void **)&b->w, t * k * 4 + 16));
-    CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * in * h));
-    CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * in));
-    CUDA_TRY(cudaMalloc((void **)&b->s1, e * (2 * in / 128) * (h / 128) * 4));
-    CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
+    const int fp4 = cfg->weights == MM_WEIGHTS_FP4;
+    if (fp4) {
+        CUDA_TRY(cudaMalloc((void **)&b->c1, e * in * h));
+        CUDA_TRY(cudaMalloc((void **)&b->e1, e * 2 * in * h / 32));
+        CUDA_TRY(cudaMalloc((void **)&b->c2, e * h * in / 2));
+        CUDA_TRY(cudaMalloc((void **)&b->e2, e * h * in / 32));
+        CUDA_TRY(cudaMalloc((void **)&b->past, sizeof *b->past));
+    } else {
+        CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * in * h));
+        CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * in));
+        CUDA_TRY(cudaMalloc((void **)&b->s1, e * (2 * in / 128) * (h / 128) * 4));
+        CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
+    }
     CUDA_TRY(cudaMalloc(&b->ws, ws));
     CUDA_TRY(cudaMalloc((void **)&b->y_ref, t * h * 8 + 16));
     CUDA_TRY(cudaMalloc((void **)&b->cdf, cdf_entries * 4));
@@ -136,11 +151,19 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     }
     CUDA_TRY(mm_launch_gen_x(*xp, first, *tokens, cfg->hidden, b->x, rt->stream));
     /* Every expert, the remote ones regenerated here: weights never cross NVLink for a check. */
-    CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
-                                   b->s1, b->w2, b->s2, rt->stream));
+    if (fp4) {
+        CUDA_TRY(mm_launch_gen_fp4_weights(seed, cfg->fp4_pattern, 0, cfg->experts, cfg->hidden, cfg->inter, b->c1,
+                                           b->e1, b->c2, b->e2, rt->stream));
+        CUDA_TRY(cudaMemsetAsync(b->past, 0, sizeof *b->past, rt->stream));
+        CUDA_TRY(mm_launch_fp4_past_groups(b->e1, (long long)e * 2 * in, cfg->hidden, b->past, rt->stream));
+        CUDA_TRY(mm_launch_fp4_past_groups(b->e2, (long long)e * h, cfg->inter, b->past, rt->stream));
+    } else {
+        CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
+                                       b->s1, b->w2, b->s2, rt->stream));
+    }
     mm_reference_args a = {*tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
                            cfg->swiglu_limit, ue8m0, b->x, b->ids, b->w, b->w1, b->s1, b->w2, b->s2,
-                           b->ws, b->y_ref};
+                           b->c1, b->e1, b->c2, b->e2, b->ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
     return MM_OK;
@@ -277,6 +300,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
     char why[160];
     memset(res, 0, sizeof *res);
     res->fused_ll_diff = -1;
+    res->fp4_past = res->fp4_groups = -1;
     res->sc = sc;
     scenario_shape_text(sc, rt->world, res->shape, sizeof res->shape);
     int counts[MM_MAX_PEERS], first = 0;
@@ -328,6 +352,12 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         route_tables_free(&tab);
         return agreed;
     }
+    if (cfg.weights == MM_WEIGHTS_FP4) {
+        unsigned long long past = 0;
+        CUDA_TRY(cudaMemcpy(&past, b.past, sizeof past, cudaMemcpyDeviceToHost));
+        res->fp4_past = (long long)past;
+        res->fp4_groups = (long long)cfg.experts * 3 * cfg.hidden / 32 * cfg.inter;
+    }
     if (host) {
         MM_TRY(diff_acc_allreduce(&acc));
         judge(&res->ref, &acc, o->tol);
@@ -348,6 +378,8 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         if (!(o->modes & (1u << m))) mm_fmt(c->note, sizeof c->note, "not requested");
         else if (ops->missing) mm_fmt(c->note, sizeof c->note, "%s", ops->missing);
         else if (sc->needs) mm_fmt(c->note, sizeof c->note, "needs %s", sc->needs);
+        else if (cfg.weights == MM_WEIGHTS_FP4)
+            mm_fmt(c->note, sizeof c->note, "FP4 experts: not implemented in the GEMM core yet (reference only)");
         else if (m == MODE_LL && max_tokens > o->ll_max)
             mm_fmt(c->note, sizeof c->note, "above the ll cap of %d tokens per rank", o->ll_max);
         else if ((s = modes_supported(ops, &cfg, rt->world, &ok, c->note, sizeof c->note)) != MM_OK || !ok)
@@ -414,6 +446,9 @@ static void print_row(FILE *f, const scenario_result *r)
             r->seconds);
     if (r->fused_ll_diff > 0)
         fprintf(f, "    fused vs ll: %lld outputs differ in some bit (they must be identical)\n", r->fused_ll_diff);
+    if (r->fp4_past > 0)
+        fprintf(f, "    fp4: %lld of %lld weight groups past the exact range (rounded in e4m3, docs/recipe.md)\n",
+                r->fp4_past, r->fp4_groups);
     const cell *cells[4] = {&r->ref, &r->mode[0], &r->mode[1], &r->mode[2]};
     const char *labels[4] = {"reference", "fused", "normal", "ll"};
     for (int i = 0; i < 4; i++)
@@ -456,6 +491,11 @@ static mm_status write_json(const char *path, const mm_meta *meta, const scenari
         cJSON_AddItemToObject(s, "reference", cell_json(&r[i].ref));
         for (int k = 0; k < MODE_COUNT; k++) cJSON_AddItemToObject(s, mode_name((mm_mode)k), cell_json(&r[i].mode[k]));
         cJSON_AddNumberToObject(s, "seconds", r[i].seconds);
+        cJSON_AddStringToObject(s, "weights", r[i].fp4_groups >= 0 ? "fp4" : "fp8");
+        if (r[i].fp4_groups >= 0) {
+            cJSON_AddNumberToObject(s, "fp4_groups", (double)r[i].fp4_groups);
+            cJSON_AddNumberToObject(s, "fp4_groups_past_limit", (double)r[i].fp4_past);
+        }
         if (r[i].fused_ll_diff >= 0) cJSON_AddNumberToObject(s, "fused_ll_bit_differences", (double)r[i].fused_ll_diff);
         else cJSON_AddNullToObject(s, "fused_ll_bit_differences");
         cJSON_AddItemToArray(arr, s);

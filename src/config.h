@@ -39,6 +39,8 @@ typedef struct {
     double swiglu_limit;
     mm_scale_fmt scale_fmt; /* quantization_config.scale_fmt or scale_fmt: "ue8m0" or fp32 */
     mm_weights_fmt weights; /* quantization_config.quant_method "mxfp4": FP4; else FP8 */
+    int fp4_pattern;        /* what the FP4 experts are generated as (kernels/fp4.h mm_fp4_pattern):
+                             * a check scenario's; a model config's are MM_FP4_REAL */
     /* "bench" object (all optional; 0 = not given) */
     int n_batches;
     int batches[MM_MAX_BATCHES];

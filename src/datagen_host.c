@@ -129,23 +129,25 @@ void host_gen_expert(uint64_t seed, int expert, int hidden, int inter, int ue8m0
     gen_matrix(seed, 1, expert, hidden, inter, ue8m0, w2, w2_scale);
 }
 
-static void gen_fp4_matrix(uint64_t seed, int matrix, int expert, int rows, int cols, uint8_t *codes, uint8_t *exps)
+static void gen_fp4_matrix(uint64_t seed, int pattern, int matrix, int expert, int rows, int cols, uint8_t *codes,
+                           uint8_t *exps)
 {
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < cols; c += 2)
             codes[(size_t)r * (cols / 2) + c / 2] =
-                (uint8_t)(mm_gen_fp4_code(seed, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c) |
-                          mm_gen_fp4_code(seed, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c + 1) << 4);
+                (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c) |
+                          mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c + 1) << 4);
         for (int g = 0; g < cols / MM_FP4_GROUP; g++)
-            exps[(size_t)r * (cols / MM_FP4_GROUP) + g] = mm_gen_fp4_scale(seed, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)g);
+            exps[(size_t)r * (cols / MM_FP4_GROUP) + g] =
+                mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)g);
     }
 }
 
-void host_gen_fp4_expert(uint64_t seed, int expert, int hidden, int inter, uint8_t *c1, uint8_t *e1, uint8_t *c2,
-                         uint8_t *e2)
+void host_gen_fp4_expert(uint64_t seed, int pattern, int expert, int hidden, int inter, uint8_t *c1, uint8_t *e1,
+                         uint8_t *c2, uint8_t *e2)
 {
-    gen_fp4_matrix(seed, 0, expert, 2 * inter, hidden, c1, e1);
-    gen_fp4_matrix(seed, 1, expert, hidden, inter, c2, e2);
+    gen_fp4_matrix(seed, pattern, 0, expert, 2 * inter, hidden, c1, e1);
+    gen_fp4_matrix(seed, pattern, 1, expert, hidden, inter, c2, e2);
 }
 
 int ep_slice_select(int32_t *ids, float *w, int tokens, int topk, int local)

@@ -31,10 +31,10 @@ mm_x_params x_params_default(uint64_t seed);
 void host_gen_x(mm_x_params params, uint64_t first_token, int tokens, int hidden, uint16_t *x);
 void host_gen_routing(const mm_route_params *p, uint64_t first_token, int tokens, int32_t *ids,
                       float *w);
-/* One MXFP4 expert (kernels/fp4.h): codes [rows][K / 2] and UE8M0 exponents [rows][K / 32] of
- * W1 ([2I][H]: c1, e1) and W2 ([H][I]: c2, e2). */
-void host_gen_fp4_expert(uint64_t seed, int expert, int hidden, int inter, uint8_t *c1, uint8_t *e1, uint8_t *c2,
-                         uint8_t *e2);
+/* One MXFP4 expert (kernels/fp4.h, `pattern` an mm_fp4_pattern): codes [rows][K / 2] and UE8M0
+ * exponents [rows][K / 32] of W1 ([2I][H]: c1, e1) and W2 ([H][I]: c2, e2). */
+void host_gen_fp4_expert(uint64_t seed, int pattern, int expert, int hidden, int inter, uint8_t *c1, uint8_t *e1,
+                         uint8_t *c2, uint8_t *e2);
 
 /* --ep-slice: the tokens rank 0 of an EP deployment receives rows from. Of `tokens` tokens' top-k
  * picks over all experts (ids, w: [tokens][topk]), keeps the tokens that pick at least one of

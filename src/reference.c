@@ -233,7 +233,7 @@ static const mm_expert_weights *generated_get(void *ctx, int expert)
     int i = g->next;
     g->next = (g->next + 1) % CACHE_SLOTS;
     if (g->cfg.weights == MM_WEIGHTS_FP4)
-        host_gen_fp4_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter, g->c1[i], g->e1[i], g->c2[i], g->e2[i]);
+        host_gen_fp4_expert(g->seed, g->cfg.fp4_pattern, expert, g->cfg.hidden, g->cfg.inter, g->c1[i], g->e1[i], g->c2[i], g->e2[i]);
     else
         host_gen_expert(g->seed, expert, g->cfg.hidden, g->cfg.inter, g->cfg.scale_fmt == MM_SCALE_UE8M0, g->w1[i],
                         g->s1[i], g->w2[i], g->s2[i]);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "sweep.h"
+#include "../kernels/fp4.h"
 
 /* Model shapes (../shared/reference/models.md). */
 #define FLASH 4096, 2048, 256, 0, 6, 10.0, 1
@@ -12,98 +13,111 @@
 #define SMALL 256, 128, 0, 4, 2, 10.0, 0
 
 static const mm_scenario scenarios[] = {
-    {"smoke", SMALL, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"smoke", SMALL, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* the real shapes */
-    {"flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"flash-t512", FLASH, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"pro-t512", PRO, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"v3-t1", V3, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"v3-t64", V3, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"v3-t512", V3, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"flash-t512", FLASH, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"pro-t512", PRO, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"v3-t1", V3, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"v3-t64", V3, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"v3-t512", V3, 512, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* hidden x intermediate, including sizes that are not powers of two or multiples of 256 */
-    {"shape-h128-i128", 128, 128, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h256-i512", 256, 512, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h512-i256", 512, 256, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h1536-i384", 1536, 384, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h2048-i1536", 2048, 1536, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h3072-i640", 3072, 640, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h4096-i3072", 4096, 3072, 0, 2, 2, 10.0, 0, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"shape-h7168-i128", 7168, 128, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"shape-h128-i128", 128, 128, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h256-i512", 256, 512, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h512-i256", 512, 256, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h1536-i384", 1536, 384, 0, 4, 2, 10.0, 0, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h2048-i1536", 2048, 1536, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h3072-i640", 3072, 640, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h4096-i3072", 4096, 3072, 0, 2, 2, 10.0, 0, 4, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"shape-h7168-i128", 7168, 128, 0, 4, 2, 10.0, 0, 8, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* top-k and experts per rank */
-    {"topk-1", 256, 256, 0, 8, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"topk-1", 256, 256, 0, 8, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"topk-2", 256, 256, 0, 8, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"topk-6", 256, 256, 0, 8, 6, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"topk-8", 256, 256, 0, 8, 8, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* past 8: fused's combine takes its per-token path (token_io.cuh MM_COMBINE_ROWS) */
-    {"topk-12", 256, 256, 0, 16, 12, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"experts-per-rank-48", 256, 128, 0, 48, 8, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"topk-12", 256, 256, 0, 16, 12, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"experts-per-rank-1", 256, 128, 0, 1, 1, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"experts-per-rank-2", 256, 128, 0, 2, 2, 10.0, 0, 32, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"experts-per-rank-32", 256, 128, 0, 32, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"experts-per-rank-48", 256, 128, 0, 48, 8, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* every routing generator */
-    {"route-uniform", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"route-balanced", SMALL, 64, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
-    {"route-zipf", 256, 128, 0, 8, 2, 10.0, 0, 64, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 0},
-    {"route-hot", SMALL, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
-    {"route-rank-skew", SMALL, 64, TOKENS_SAME, "rank-skew:0.9", X_NORMAL, NULL, 0},
-    {"route-deepseek", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 0},
-    {"masked-0.3", SMALL, 64, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL, 0},
-    {"masked-0.7", SMALL, 64, TOKENS_SAME, "masked:0.7", X_NORMAL, NULL, 0},
-    {"masked-1.0", SMALL, 64, TOKENS_SAME, "masked:1", X_NORMAL, NULL, 0},
+    {"route-uniform", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"route-balanced", SMALL, 64, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
+    {"route-zipf", 256, 128, 0, 8, 2, 10.0, 0, 64, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 0, 0},
+    {"route-hot", SMALL, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0, 0},
+    {"route-rank-skew", SMALL, 64, TOKENS_SAME, "rank-skew:0.9", X_NORMAL, NULL, 0, 0},
+    {"route-deepseek", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 0, 0},
+    {"masked-0.3", SMALL, 64, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL, 0, 0},
+    {"masked-0.7", SMALL, 64, TOKENS_SAME, "masked:0.7", X_NORMAL, NULL, 0, 0},
+    {"masked-1.0", SMALL, 64, TOKENS_SAME, "masked:1", X_NORMAL, NULL, 0, 0},
     /* where tokens go */
-    {"all-experts-remote", SMALL, 32, TOKENS_SAME, "rank-skew:1", X_NORMAL, NULL, 0},
-    {"one-expert-for-all", 256, 128, 0, 4, 1, 10.0, 0, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
-    {"unpicked-experts", 256, 128, 0, 8, 2, 10.0, 0, 16, TOKENS_SAME, "hot", X_NORMAL, NULL, 0},
+    {"all-experts-remote", SMALL, 32, TOKENS_SAME, "rank-skew:1", X_NORMAL, NULL, 0, 0},
+    {"one-expert-for-all", 256, 128, 0, 4, 1, 10.0, 0, 64, TOKENS_SAME, "hot", X_NORMAL, NULL, 0, 0},
+    {"unpicked-experts", 256, 128, 0, 8, 2, 10.0, 0, 16, TOKENS_SAME, "hot", X_NORMAL, NULL, 0, 0},
     /* token counts */
-    {"tokens-0-everywhere", SMALL, 0, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-0-on-rank-0", SMALL, 37, TOKENS_FIRST_EMPTY, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-uneven", SMALL, 3, TOKENS_UNEVEN, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-1", SMALL, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-3", SMALL, 3, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-0-everywhere", SMALL, 0, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-0-on-rank-0", SMALL, 37, TOKENS_FIRST_EMPTY, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-uneven", SMALL, 3, TOKENS_UNEVEN, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-1", SMALL, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-3", SMALL, 3, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-37", SMALL, 37, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-1000", SMALL, 1000, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"tokens-max", SMALL, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* fused's dispatch runs its tokens in rounds of up to 8 a CTA over two buffers: here 4 rounds
      * (132 CTAs), so each buffer is refilled; past ll's cap (ll skips it) */
-    {"tokens-4096", SMALL, 4096, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
+    {"tokens-4096", SMALL, 4096, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     /* fused folds 1..8 rows past a full tile into it (swapped MMAs, gemm_schedule.h
      * mm_fused_extra_rows; its folding form runs near 128 rows an expert, mm_fused_fold_kernel):
      * balanced routing over 4 experts gives every expert 132 or 129 rows at EP1 (4 and 1 extra),
      * or 132 at EP2 (4 extra; 66 at EP1) */
-    {"fold-extra-rows", 256, 128, 4, 0, 2, 10.0, 0, 264, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
-    {"fold-extra-rows-1", 512, 256, 4, 0, 2, 10.0, 0, 258, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
-    {"fold-extra-rows-ep2", 256, 256, 4, 0, 2, 10.0, 0, 132, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"fold-extra-rows", 256, 128, 4, 0, 2, 10.0, 0, 264, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
+    {"fold-extra-rows-1", 512, 256, 4, 0, 2, 10.0, 0, 258, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
+    {"fold-extra-rows-ep2", 256, 256, 4, 0, 2, 10.0, 0, 132, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
     /* fused's tiles of 33-64 rows, past what its small tiles' park holds side by side at 32 rows
      * a side (branch exp/fused-ring-5): 48 rows an expert at EP1 (a call that is not large: the
      * gate pass, then the up pass), and 176 (large: a full tile and a split one of 48) */
-    {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
-    {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0},
+    {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
+    {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
     /* numerics */
-    {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"limit-none", 256, 128, 0, 4, 2, LIMIT_NONE, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"scales-fp32", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"scales-ue8m0", 256, 128, 0, 4, 2, 10.0, 1, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0},
-    {"x-tiny", SMALL, 64, TOKENS_SAME, "uniform", X_TINY, NULL, 0},
-    {"x-huge", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0},
-    {"x-mixed", SMALL, 64, TOKENS_SAME, "uniform", X_MIXED, NULL, 0},
+    {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"limit-none", 256, 128, 0, 4, 2, LIMIT_NONE, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"scales-fp32", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"scales-ue8m0", 256, 128, 0, 4, 2, 10.0, 1, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
+    {"x-tiny", SMALL, 64, TOKENS_SAME, "uniform", X_TINY, NULL, 0, 0},
+    {"x-huge", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0, 0},
+    {"x-mixed", SMALL, 64, TOKENS_SAME, "uniform", X_MIXED, NULL, 0, 0},
     /* one rank of EP N on one GPU (bench --ep-slice): E / N experts, the tokens of N x T that
      * pick one of them with their other picks masked, so most tokens keep 1-2 of their k rows
      * (the combine's masked slots) and the experts' rows are as ragged as the routing makes them;
      * flash-t160's ~700 tokens stay under ll's cap (fused = ll bit for bit), flash-t1024's ~4.5k
      * run fused's large form (dual items, folded rows) */
-    {"slice8-small", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
-    {"slice8-tokens-1", 256, 128, 0, 4, 2, 10.0, 0, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
-    {"slice8-zipf", 256, 128, 0, 8, 6, 10.0, 0, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 8},
-    {"slice8-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
-    {"slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8},
-    {"slice8-flash-t1024", FLASH, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8},
-    {"slice4-pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 4},
+    {"slice8-small", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
+    {"slice8-tokens-1", 256, 128, 0, 4, 2, 10.0, 0, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
+    {"slice8-zipf", 256, 128, 0, 8, 6, 10.0, 0, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 8, 0},
+    {"slice8-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
+    {"slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 0},
+    {"slice8-flash-t1024", FLASH, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
+    {"slice4-pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 4, 0},
+    /* FP4 experts (MXFP4; docs/recipe.md "FP4 weights"): the GPU reference against the host's,
+     * each written apart; the modes SKIP until the GEMM core streams FP4. Realistic experts at the
+     * model shapes and on ragged experts, exponents spread to the exact limit and past it (those
+     * groups rounded and counted), rows of zeros, only the largest magnitude. */
+    {"fp4-smoke", SMALL, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-ragged", 512, 256, 0, 8, 6, 10.0, 1, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-spread-limit", 512, 256, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_SPREAD_LIMIT},
+    {"fp4-spread-past", 512, 256, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_SPREAD_PAST},
+    {"fp4-zeros", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_ZEROS},
+    {"fp4-largest", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0, 1 + MM_FP4_LARGEST},
     /* the same tokens at EP1 and at this EP size must give bit-identical outputs */
-    {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py", 0},
+    {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py", 0, 0},
 };
 
 int scenario_count(void)
@@ -154,6 +168,8 @@ static mm_status config_at(const mm_scenario *s, int ranks, mm_config *out, char
     out->has_swiglu_limit = s->limit > 0;
     out->swiglu_limit = s->limit > 0 ? s->limit : 0.0;
     out->scale_fmt = s->ue8m0 ? MM_SCALE_UE8M0 : MM_SCALE_FP32;
+    out->weights = s->fp4 ? MM_WEIGHTS_FP4 : MM_WEIGHTS_FP8;
+    out->fp4_pattern = s->fp4 ? s->fp4 - 1 : 0;
     if (out->experts % ranks != 0) {
         mm_fmt(why, len, "%d experts do not divide over %d ranks", out->experts, ranks);
         return MM_USAGE;
@@ -205,6 +221,6 @@ void scenario_x_exponents(const mm_scenario *s, int *lo, int *count)
 
 void scenario_shape_text(const mm_scenario *s, int ranks, char *buf, size_t len)
 {
-    int experts = s->experts ? s->experts : s->experts_per_rank * ranks;
-    mm_fmt(buf, len, "%dx%d e%d k%d", s->hidden, s->inter, experts, s->topk);
+    int experts = s->experts ? s->experts : s->experts_per_rank * (s->ep_slice ? s->ep_slice : ranks);
+    mm_fmt(buf, len, "%dx%d e%d k%d%s", s->hidden, s->inter, experts, s->topk, s->fp4 ? " fp4" : "");
 }

@@ -27,6 +27,7 @@ typedef struct {
     const char *needs;    /* non-NULL: what the scenario needs that may be missing (SKIP note) */
     int ep_slice;         /* N > 0: one rank of EP N on one GPU (bench --ep-slice): E / N experts, the
                            * tokens of N x `tokens` that pick one of them, other picks masked */
+    int fp4;              /* 0: FP8 experts; 1 + an mm_fp4_pattern (kernels/fp4.h): FP4 experts so drawn */
 } mm_scenario;
 
 int scenario_count(void);

@@ -73,20 +73,20 @@ static void generator(void **state)
 {
     (void)state;
     int seen[16] = {0};
-    for (int k = 0; k < 8192; k++) seen[mm_gen_fp4_code(1, 0, 3, 7, (uint64_t)k)]++;
+    for (int k = 0; k < 8192; k++) seen[mm_gen_fp4_code(1, MM_FP4_REAL, 0, 3, 7, (uint64_t)k)]++;
     for (int c = 0; c < 16; c++) assert_true(seen[c] > 0);
     assert_true(seen[1] + seen[9] > seen[7] + seen[15]); /* 0.5 more common than 6 */
     int rows_differ = 0, drifts = 0, outliers = 0, widest = 0;
     for (uint64_t row = 0; row < 64; row++) {
-        rows_differ += mm_gen_fp4_scale(1, 0, 3, row, 0) != mm_gen_fp4_scale(1, 0, 3, 0, 0);
+        rows_differ += mm_gen_fp4_scale(1, MM_FP4_REAL, 0, 3, row, 0) != mm_gen_fp4_scale(1, MM_FP4_REAL, 0, 3, 0, 0);
         for (uint64_t g = 0; g < 128; g += 4) {
             uint8_t s[4];
-            for (int j = 0; j < 4; j++) s[j] = mm_gen_fp4_scale(1, 1, 3, row, g + (uint64_t)j);
+            for (int j = 0; j < 4; j++) s[j] = mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g + (uint64_t)j);
             int lo = s[0], hi = s[0];
             for (int j = 1; j < 4; j++) { lo = s[j] < lo ? s[j] : lo; hi = s[j] > hi ? s[j] : hi; }
             widest = hi - lo > widest ? hi - lo : widest;
-            drifts += mm_gen_fp4_scale(1, 1, 3, row, g) != mm_gen_fp4_scale(1, 1, 3, row, 0);
-            for (int j = 0; j < 4; j++) outliers += s[j] >= mm_gen_fp4_scale(1, 1, 3, row, g) + 3;
+            drifts += mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g) != mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, 0);
+            for (int j = 0; j < 4; j++) outliers += s[j] >= mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g) + 3;
         }
     }
     assert_true(rows_differ > 20);
@@ -94,8 +94,54 @@ static void generator(void **state)
     assert_true(outliers > 5 && outliers < 200);
     assert_true(widest == 4); /* an outlier beside a lowered group: inside the exact range */
     /* the same bits for the same indices */
-    assert_int_equal(mm_gen_fp4_scale(9, 0, 1, 2, 3), mm_gen_fp4_scale(9, 0, 1, 2, 3));
-    assert_int_equal(mm_gen_fp4_code(9, 1, 1, 2, 3), mm_gen_fp4_code(9, 1, 1, 2, 3));
+    assert_int_equal(mm_gen_fp4_scale(9, MM_FP4_REAL, 0, 1, 2, 3), mm_gen_fp4_scale(9, MM_FP4_REAL, 0, 1, 2, 3));
+    assert_int_equal(mm_gen_fp4_code(9, MM_FP4_REAL, 1, 1, 2, 3), mm_gen_fp4_code(9, MM_FP4_REAL, 1, 1, 2, 3));
+}
+
+/* check's patterns: the spread at the limit stays exact, one group past it per block is counted,
+ * the zero rows and the largest codes are what they say. */
+static void patterns(void **state)
+{
+    (void)state;
+    enum { K = 512 };
+    uint8_t exps[K / 32], codes[K / 2], fp8[128];
+    for (uint64_t row = 0; row < 16; row++) {
+        for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)g);
+        assert_int_equal(mm_fp4_past_groups(exps, K), 0);
+        for (int kb = 0; kb < K / 128; kb++) {
+            int lo = 255, hi = 0, slot_lo = -1;
+            for (int g = 0; g < 4; g++) {
+                const int v = exps[kb * 4 + g];
+                if (v < lo) { lo = v; slot_lo = g; }
+                hi = v > hi ? v : hi;
+            }
+            assert_int_equal(hi - lo, MM_FP4_D_MAX - MM_FP4_D_MIN);
+            assert_int_equal(slot_lo, (1 - kb % 4 + 4) % 4); /* the offsets rotate with the block */
+        }
+        for (int c = 0; c < K; c += 2)
+            codes[c / 2] = (uint8_t)(mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c) |
+                                     mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c + 1) << 4);
+        for (int kb = 0; kb < K / 128; kb++) { /* at the limit every weight is still exact */
+            int ref = 0;
+            assert_int_equal(mm_fp4_expand_block(codes + kb * 64, exps + kb * 4, fp8, &ref), 0);
+            for (int j = 0; j < 128; j++)
+                assert_true(ldexp((double)mm_fp8_decode(fp8[j]), ref - 127) ==
+                            ldexp((double)mm_e2m1_decode(mm_fp4_code(codes + kb * 64, j)), exps[kb * 4 + j / 32] - 127));
+        }
+        for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_PAST, 1, 2, row, (uint64_t)g);
+        assert_int_equal(mm_fp4_past_groups(exps, K), K / 128); /* one a block */
+        for (int c = 0; c < 64; c++) {
+            const uint8_t z = mm_gen_fp4_code(5, MM_FP4_ZEROS, 0, 2, row, (uint64_t)c);
+            if (row % 4 == 0) assert_int_equal(z & 7, 0);
+            assert_int_equal(mm_gen_fp4_code(5, MM_FP4_LARGEST, 0, 2, row, (uint64_t)c) & 7, 7);
+        }
+        /* group 0 of the spread pattern sits at the row's base; the largest are 3 steps above it */
+        assert_int_equal(mm_gen_fp4_scale(5, MM_FP4_LARGEST, 0, 2, row, 0),
+                         mm_gen_fp4_scale(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, 0) + 3);
+    }
+    /* real experts never pass the limit */
+    for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_REAL, 0, 2, 3, (uint64_t)g);
+    assert_int_equal(mm_fp4_past_groups(exps, K), 0);
 }
 
 int run_fp4_tests(void)
@@ -105,6 +151,7 @@ int run_fp4_tests(void)
         cmocka_unit_test(exact_range),
         cmocka_unit_test(expand),
         cmocka_unit_test(generator),
+        cmocka_unit_test(patterns),
     };
     return cmocka_run_group_tests_name("fp4", tests, NULL, NULL);
 }

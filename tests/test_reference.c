@@ -181,9 +181,9 @@ static void fp4_gemm_row(void **state)
     for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.01 * (b + 1));
     for (int n = 0; n < N; n++) { /* the generator's rows: every code, exponents drifting, outliers */
         for (int c = 0; c < K; c += 2)
-            codes[n * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(7, 0, 2, (uint64_t)n, (uint64_t)c) |
-                                                 mm_gen_fp4_code(7, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
-        for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, 0, 2, (uint64_t)n, (uint64_t)g);
+            codes[n * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c) |
+                                                 mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
+        for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)g);
     }
     double got[N];
     assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 0); /* generated blocks are inside the range */

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "scenarios.h"
+#include "../kernels/fp4.h"
 #include "test_util.h"
 
 static const mm_scenario *by_name(const char *name)
@@ -106,6 +107,30 @@ static void ep_slices(void **state)
     assert_int_equal(full.experts, 4);
 }
 
+static void fp4_scenarios(void **state)
+{
+    (void)state;
+    mm_config c;
+    char why[160], shape[64];
+    const char *names[] = {"fp4-smoke", "fp4-flash-t1", "fp4-pro-t1", "fp4-ragged", "fp4-spread-limit",
+                           "fp4-spread-past", "fp4-zeros", "fp4-largest"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const mm_scenario *s = by_name(names[i]);
+        if (!s) fail_msg("missing scenario %s", names[i]);
+        assert_int_equal(scenario_config(s, 1, &c, why, sizeof why), MM_OK);
+        assert_int_equal(c.weights, MM_WEIGHTS_FP4);
+        assert_true(scenario_host_reference(s)); /* every one but fp4-flash-t64 checks the GPU reference */
+    }
+    assert_int_equal(scenario_config(by_name("fp4-spread-past"), 1, &c, why, sizeof why), MM_OK);
+    assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
+    assert_int_equal(scenario_config(by_name("smoke"), 1, &c, why, sizeof why), MM_OK);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP8);
+    scenario_shape_text(by_name("fp4-smoke"), 2, shape, sizeof shape);
+    assert_string_equal(shape, "256x128 e8 k2 fp4");
+    scenario_shape_text(by_name("slice8-small"), 1, shape, sizeof shape);
+    assert_string_equal(shape, "256x128 e64 k6"); /* a slice's model, at its EP size */
+}
+
 int run_scenario_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +138,7 @@ int run_scenario_tests(void)
         cmocka_unit_test(configs_at_ep1_ep2),
         cmocka_unit_test(tokens_and_reference),
         cmocka_unit_test(ep_slices),
+        cmocka_unit_test(fp4_scenarios),
     };
     return cmocka_run_group_tests_name("scenarios", tests, NULL, NULL);
 }
