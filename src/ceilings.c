@@ -164,12 +164,20 @@ static mm_status measure_nvlink(mm_runtime *rt, const mm_ceiling_inputs *in, dou
     return MM_OK;
 }
 
+/* A measurement's status, agreed: a rank that failed stops every rank before the next collective. */
+static mm_status agreed(mm_status local)
+{
+    mm_status all;
+    MM_TRY(mpi_agree(local, &all));
+    return all;
+}
+
 mm_status ceilings_measure(mm_runtime *rt, const mm_ceiling_inputs *in, unsigned given, mm_ceiling_set *set)
 {
     double v = 0;
-    char how[112];
+    char how[112] = "";
     if (!((given >> CEIL_HBM) & 1u)) {
-        MM_TRY(measure_hbm(rt, in, &v, how, sizeof how));
+        MM_TRY(agreed(measure_hbm(rt, in, &v, how, sizeof how)));
         if (v > 0) {
             set->value.hbm_gbps = v;
             set->source[CEIL_HBM] = CEIL_MEASURED;
@@ -177,16 +185,18 @@ mm_status ceilings_measure(mm_runtime *rt, const mm_ceiling_inputs *in, unsigned
         mm_fmt(set->how[CEIL_HBM], sizeof set->how[CEIL_HBM], "%s", how);
     }
     if (!((given >> CEIL_FP8) & 1u)) {
-        MM_TRY(measure_fp8(rt, &v, how, sizeof how));
-        if (v > 0) set->value.fp8_tflops = v;
-        set->source[CEIL_FP8] = v > 0 ? CEIL_MEASURED : CEIL_CONSTANT;
+        MM_TRY(agreed(measure_fp8(rt, &v, how, sizeof how)));
+        if (v > 0) {
+            set->value.fp8_tflops = v;
+            set->source[CEIL_FP8] = CEIL_MEASURED;
+        }
         mm_fmt(set->how[CEIL_FP8], sizeof set->how[CEIL_FP8], "%s", how);
     }
     if (!((given >> CEIL_NVLINK) & 1u)) {
         if (rt->world < 2) {
             mm_fmt(set->how[CEIL_NVLINK], sizeof set->how[CEIL_NVLINK], "one GPU: no link to time");
         } else {
-            MM_TRY(measure_nvlink(rt, in, &v, how, sizeof how));
+            MM_TRY(agreed(measure_nvlink(rt, in, &v, how, sizeof how)));
             if (v > 0) {
                 set->value.nvlink_gbps = v;
                 set->source[CEIL_NVLINK] = CEIL_MEASURED;
