@@ -210,34 +210,9 @@ static mm_status gen_batch(bench_state *b, const mm_config *cfg, const mm_option
     mm_runtime *rt = &b->rt;
     b->run_tokens = batch;
     if (b->slice) {
-        const int all = b->slice * batch, k = cfg->topk;
-        int32_t *ids = malloc(sizeof(int32_t) * (size_t)all * k);
-        float *w = malloc(sizeof(float) * (size_t)all * k);
-        if (!ids || !w) {
-            free(ids);
-            free(w);
-            return MM_RUNTIME;
-        }
-        cudaError_t e = mm_launch_gen_routing(b->route, 0, all, b->topk_ids, b->topk_w, rt->stream);
-        if (e == cudaSuccess) e = cudaMemcpyAsync(ids, b->topk_ids, sizeof(int32_t) * (size_t)all * k, cudaMemcpyDeviceToHost, rt->stream);
-        if (e == cudaSuccess) e = cudaMemcpyAsync(w, b->topk_w, sizeof(float) * (size_t)all * k, cudaMemcpyDeviceToHost, rt->stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
-        if (e == cudaSuccess) {
-            b->run_tokens = ep_slice_select(ids, w, all, k, cfg->experts);
-            /* in the stream's order (it does not wait for the legacy stream), then waited for */
-            e = cudaMemcpyAsync(b->topk_ids, ids, sizeof(int32_t) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice,
-                                rt->stream);
-            if (e == cudaSuccess)
-                e = cudaMemcpyAsync(b->topk_w, w, sizeof(float) * (size_t)b->run_tokens * k, cudaMemcpyHostToDevice,
-                                    rt->stream);
-            if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
-        }
-        free(ids);
-        free(w);
-        if (e != cudaSuccess) {
-            mm_error("CUDA %s (%s) generating the EP %d slice's tokens", cudaGetErrorName(e), cudaGetErrorString(e), b->slice);
-            return MM_RUNTIME;
-        }
+        const int all = b->slice * batch;
+        CUDA_TRY(mm_launch_gen_routing(b->route, 0, all, b->topk_ids, b->topk_w, rt->stream));
+        MM_TRY(runtime_slice_select(rt, b->topk_ids, b->topk_w, all, cfg->topk, cfg->experts, &b->run_tokens));
         CUDA_TRY(mm_launch_gen_x(x_params_default(o->seed), 0, b->run_tokens, cfg->hidden, b->x, rt->stream));
         CUDA_TRY(cudaStreamSynchronize(rt->stream));
         return MM_OK;

@@ -129,26 +129,9 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     int ue8m0 = cfg->scale_fmt == MM_SCALE_UE8M0;
     CUDA_TRY(mm_launch_gen_routing(dp, first, gen, b->ids, b->w, rt->stream));
     *tokens = gen;
-    if (local) {
-        /* the slice's tokens: selected on the host, from the GPU's routing (bit-identical to the
-         * host's, which host_versus_gpu selects from alike) */
-        int32_t *ids = malloc(t * k * 4 + 4);
-        float *w = malloc(t * k * 4 + 4);
-        cudaError_t ce = ids && w ? cudaSuccess : cudaErrorMemoryAllocation;
-        /* in the stream's order (it does not wait for the legacy stream), then waited for */
-        if (ce == cudaSuccess) ce = cudaMemcpyAsync(ids, b->ids, t * k * 4, cudaMemcpyDeviceToHost, rt->stream);
-        if (ce == cudaSuccess) ce = cudaMemcpyAsync(w, b->w, t * k * 4, cudaMemcpyDeviceToHost, rt->stream);
-        if (ce == cudaSuccess) ce = cudaStreamSynchronize(rt->stream);
-        if (ce == cudaSuccess) *tokens = ep_slice_select(ids, w, gen, (int)k, local);
-        if (ce == cudaSuccess)
-            ce = cudaMemcpyAsync(b->ids, ids, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice, rt->stream);
-        if (ce == cudaSuccess)
-            ce = cudaMemcpyAsync(b->w, w, (size_t)*tokens * k * 4, cudaMemcpyHostToDevice, rt->stream);
-        if (ce == cudaSuccess) ce = cudaStreamSynchronize(rt->stream);
-        free(ids);
-        free(w);
-        CUDA_TRY(ce);
-    }
+    /* the slice's tokens, selected on the host from the GPU's routing (bit-identical to the
+     * host's, which host_versus_gpu selects from alike) */
+    if (local) MM_TRY(runtime_slice_select(rt, b->ids, b->w, gen, (int)k, local, tokens));
     CUDA_TRY(mm_launch_gen_x(*xp, first, *tokens, cfg->hidden, b->x, rt->stream));
     /* Every expert, the remote ones regenerated here: weights never cross NVLink for a check. */
     if (fp4) {

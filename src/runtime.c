@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "datagen_host.h"
 #include "launch.h"
 
 /* The device API's structures come from the headers we were built with: a library older than
@@ -357,6 +358,32 @@ mm_status runtime_device_barrier(mm_runtime *rt)
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration)
 {
     CUDA_TRY(mm_launch_l2_flush(rt->flush, rt->flush_bytes, mode == MM_L2_FLUSH_CLEAN, iteration, rt->stream));
+    return MM_OK;
+}
+
+mm_status runtime_slice_select(mm_runtime *rt, int32_t *ids, float *w, int tokens, int topk, int local, int *kept)
+{
+    const size_t n = (size_t)tokens * topk;
+    int32_t *h_ids = malloc(n * sizeof *h_ids + 4);
+    float *h_w = malloc(n * sizeof *h_w + 4);
+    cudaError_t e = h_ids && h_w ? cudaSuccess : cudaErrorMemoryAllocation;
+    *kept = 0;
+    /* in the stream's order (it does not wait for the legacy stream), then waited for */
+    if (e == cudaSuccess) e = cudaMemcpyAsync(h_ids, ids, n * sizeof *h_ids, cudaMemcpyDeviceToHost, rt->stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(h_w, w, n * sizeof *h_w, cudaMemcpyDeviceToHost, rt->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
+    if (e == cudaSuccess) *kept = ep_slice_select(h_ids, h_w, tokens, topk, local);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(ids, h_ids, (size_t)*kept * topk * sizeof *h_ids, cudaMemcpyHostToDevice, rt->stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(w, h_w, (size_t)*kept * topk * sizeof *h_w, cudaMemcpyHostToDevice, rt->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(rt->stream);
+    free(h_ids);
+    free(h_w);
+    if (e != cudaSuccess) {
+        mm_error("CUDA %s (%s) selecting an EP slice's tokens", cudaGetErrorName(e), cudaGetErrorString(e));
+        return MM_RUNTIME;
+    }
     return MM_OK;
 }
 

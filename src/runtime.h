@@ -99,6 +99,10 @@ mm_status runtime_device_barrier(mm_runtime *rt);
 mm_status runtime_flush_l2(mm_runtime *rt, int mode, int iteration);
 
 void runtime_fill_meta(const mm_runtime *rt, mm_meta *m);
+/* An EP slice's tokens (--ep-slice, check's slice scenarios): of `tokens` tokens' routing on the
+ * device (ids, w: [tokens][topk], written on rt->stream), those that pick one of experts [0, local),
+ * compacted in place with their other picks masked (datagen_host.h ep_slice_select); *kept of them. */
+mm_status runtime_slice_select(mm_runtime *rt, int32_t *ids, float *w, int tokens, int topk, int local, int *kept);
 /* The local GPUs; none (no GPU, no driver, a driver older than the runtime) is one line naming
  * which, as `command`'s error, and MM_USAGE. */
 mm_status runtime_gpu_count(const char *host, const char *command, int *count);
