@@ -109,7 +109,6 @@ static const mm_scenario scenarios[] = {
      * groups rounded and counted), rows of zeros, only the largest magnitude. */
     {"fp4-smoke", SMALL, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-flash-t1", FLASH, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
-    {"fp4-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-pro-t1", PRO, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-ragged", 512, 256, 0, 8, 6, 10.0, 1, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-spread-limit", 512, 256, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_SPREAD_LIMIT},

@@ -119,7 +119,7 @@ static void fp4_scenarios(void **state)
         if (!s) fail_msg("missing scenario %s", names[i]);
         assert_int_equal(scenario_config(s, 1, &c, why, sizeof why), MM_OK);
         assert_int_equal(c.weights, MM_WEIGHTS_FP4);
-        assert_true(scenario_host_reference(s)); /* every one but fp4-flash-t64 checks the GPU reference */
+        assert_true(scenario_host_reference(s)); /* each checks the GPU reference against the host's */
     }
     assert_int_equal(scenario_config(by_name("fp4-spread-past"), 1, &c, why, sizeof why), MM_OK);
     assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
