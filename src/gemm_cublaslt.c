@@ -55,6 +55,18 @@ static const char *const layout_names[4] = {
         }                                                                                           \
     } while (0)
 
+/* A CUDA call whose failure is named on stderr and ends the function at its `done` with status
+ * `s` MM_RUNTIME (the functions below that allocate). */
+#define LT_CUDA(call)                                                                               \
+    do {                                                                                            \
+        cudaError_t c_ = (call);                                                                    \
+        if (c_ != cudaSuccess) {                                                                    \
+            mm_error("CUDA %s in %s", cudaGetErrorName(c_), #call);                                 \
+            s = MM_RUNTIME;                                                                         \
+            goto done;                                                                              \
+        }                                                                                           \
+    } while (0)
+
 /* The per-expert descriptors for scale layout `layout`, and an algorithm for each. */
 static mm_status describe(lt_runner *r, int layout, char *why, size_t why_len)
 {
@@ -185,15 +197,6 @@ mm_status lt_runner_create(const lt_problem *p, const double *ref, cudaStream_t 
     ws_host = malloc((size_t)p->experts * nb * kb * 2 * sizeof(float));
     if (!r->op || !r->lb || !r->ld || !r->algo || !sa_host || !pack || !ws_host) goto oom;
 
-#define LT_CUDA(call)                                                                               \
-    do {                                                                                            \
-        cudaError_t c_ = (call);                                                                    \
-        if (c_ != cudaSuccess) {                                                                    \
-            mm_error("CUDA %s in %s", cudaGetErrorName(c_), #call);                                 \
-            s = MM_RUNTIME;                                                                         \
-            goto done;                                                                              \
-        }                                                                                           \
-    } while (0)
     LT_CUDA(cudaMalloc((void **)&r->x_pad, r->lay.rows_total * (size_t)p->k + 16));
     LT_CUDA(cudaMalloc((void **)&r->sa_pad[0], (r->lay.scales_total + 4) * sizeof(float)));
     LT_CUDA(cudaMalloc((void **)&r->sa_pad[1], (r->lay.scales_total + 4) * sizeof(float)));
@@ -276,7 +279,6 @@ cleanup:
     free(pack);
     free(ws_host);
     return s;
-#undef LT_CUDA
 }
 
 void lt_runner_destroy(lt_runner *r)
@@ -325,16 +327,8 @@ mm_status lt_square_tflops(int n, cudaStream_t st, double *tflops, char *why, si
     cublasLtMatmulPreference_t pref = NULL;
     cudaEvent_t t0 = NULL, t1 = NULL;
     float best_ms = 0;
-#define SQ_CUDA(call)                                                                               \
-    do {                                                                                            \
-        cudaError_t c_ = (call);                                                                    \
-        if (c_ != cudaSuccess) {                                                                    \
-            mm_error("CUDA %s in %s", cudaGetErrorName(c_), #call);                                 \
-            s = MM_RUNTIME;                                                                         \
-            goto done;                                                                              \
-        }                                                                                           \
-    } while (0)
-#define SQ_LT(call, what)                                                                           \
+/* a cuBLASLt status other than success: said in `why` (cuBLASLt cannot run it), to `done` */
+#define LT_OR_DONE(call, what)                                                                      \
     do {                                                                                            \
         cublasStatus_t r_ = (call);                                                                 \
         if (r_ != CUBLAS_STATUS_SUCCESS) {                                                          \
@@ -345,42 +339,42 @@ mm_status lt_square_tflops(int n, cudaStream_t st, double *tflops, char *why, si
     ones = malloc(bytes / 128 * sizeof(float));
     if (!ones) return MM_RUNTIME;
     for (size_t i = 0; i < bytes / 128; i++) ones[i] = 1.0f;
-    SQ_CUDA(cudaMalloc((void **)&a, bytes));
-    SQ_CUDA(cudaMalloc((void **)&b, bytes));
-    SQ_CUDA(cudaMalloc((void **)&d, bytes * 2));
-    SQ_CUDA(cudaMalloc((void **)&sa, nb * nb * sizeof(float)));
-    SQ_CUDA(cudaMalloc((void **)&sb, bytes / 128 * sizeof(float)));
-    SQ_CUDA(cudaMalloc(&workspace, LT_WORKSPACE));
-    SQ_CUDA(mm_launch_fill_fp8(a, bytes, 1, st));
-    SQ_CUDA(mm_launch_fill_fp8(b, bytes, 2, st));
-    SQ_CUDA(cudaMemcpyAsync(sa, ones, nb * nb * sizeof(float), cudaMemcpyHostToDevice, st));
-    SQ_CUDA(cudaMemcpyAsync(sb, ones, bytes / 128 * sizeof(float), cudaMemcpyHostToDevice, st));
-    SQ_CUDA(cudaEventCreate(&t0));
-    SQ_CUDA(cudaEventCreate(&t1));
-    SQ_LT(cublasLtCreate(&h), "handle");
-    SQ_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+    LT_CUDA(cudaMalloc((void **)&a, bytes));
+    LT_CUDA(cudaMalloc((void **)&b, bytes));
+    LT_CUDA(cudaMalloc((void **)&d, bytes * 2));
+    LT_CUDA(cudaMalloc((void **)&sa, nb * nb * sizeof(float)));
+    LT_CUDA(cudaMalloc((void **)&sb, bytes / 128 * sizeof(float)));
+    LT_CUDA(cudaMalloc(&workspace, LT_WORKSPACE));
+    LT_CUDA(mm_launch_fill_fp8(a, bytes, 1, st));
+    LT_CUDA(mm_launch_fill_fp8(b, bytes, 2, st));
+    LT_CUDA(cudaMemcpyAsync(sa, ones, nb * nb * sizeof(float), cudaMemcpyHostToDevice, st));
+    LT_CUDA(cudaMemcpyAsync(sb, ones, bytes / 128 * sizeof(float), cudaMemcpyHostToDevice, st));
+    LT_CUDA(cudaEventCreate(&t0));
+    LT_CUDA(cudaEventCreate(&t1));
+    LT_OR_DONE(cublasLtCreate(&h), "handle");
+    LT_OR_DONE(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
     {
         int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
         cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof a_mode), "A scale mode");
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof b_mode), "B scale mode");
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A scales");
-        SQ_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B scales");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof a_mode), "A scale mode");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof b_mode), "B scale mode");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A scales");
+        LT_OR_DONE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B scales");
     }
-    SQ_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "A layout");
-    SQ_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "B layout");
-    SQ_LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, (uint64_t)n, (uint64_t)n, n), "D layout");
-    SQ_LT(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    LT_OR_DONE(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "A layout");
+    LT_OR_DONE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)n, (uint64_t)n, n), "B layout");
+    LT_OR_DONE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, (uint64_t)n, (uint64_t)n, n), "D layout");
+    LT_OR_DONE(cublasLtMatmulPreferenceCreate(&pref), "preference");
     {
         uint64_t ws_bytes = LT_WORKSPACE;
-        SQ_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+        LT_OR_DONE(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                                    sizeof ws_bytes),
               "workspace");
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
-        SQ_LT(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &res, &found), "heuristic");
+        LT_OR_DONE(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &res, &found), "heuristic");
         if (found == 0) {
             mm_fmt(why, why_len, "cuBLASLt: no algorithm for a %d^3 block-scaled FP8 matmul", n);
             goto done;
@@ -388,13 +382,13 @@ mm_status lt_square_tflops(int n, cudaStream_t st, double *tflops, char *why, si
         const float alpha = 1.0f, beta = 0.0f;
         for (int i = 0; i < 12; i++) {
             float ms = 0;
-            SQ_CUDA(cudaEventRecord(t0, st));
-            SQ_LT(cublasLtMatmul(h, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &res.algo, workspace, LT_WORKSPACE,
+            LT_CUDA(cudaEventRecord(t0, st));
+            LT_OR_DONE(cublasLtMatmul(h, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &res.algo, workspace, LT_WORKSPACE,
                                  st),
                   "matmul");
-            SQ_CUDA(cudaEventRecord(t1, st));
-            SQ_CUDA(cudaEventSynchronize(t1));
-            SQ_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+            LT_CUDA(cudaEventRecord(t1, st));
+            LT_CUDA(cudaEventSynchronize(t1));
+            LT_CUDA(cudaEventElapsedTime(&ms, t0, t1));
             if (i >= 2 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
         }
     }
@@ -416,6 +410,5 @@ done:
     cudaFree(workspace);
     free(ones);
     return s;
-#undef SQ_CUDA
-#undef SQ_LT
+#undef LT_OR_DONE
 }
