@@ -5,7 +5,7 @@
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
 #   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
-#      scenarios under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
+#      scenarios, an EP slice and the FP4 references under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
 #   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 (both
@@ -82,9 +82,11 @@ if [ "$tools" != 0 ]; then
         # tokens-uneven is 3 tokens), where every tile is tiny: the small-tile path before compact
         # items raced there. Not tokens-37: under racecheck that run
         # finished in 17 s once and not within 100-200 s twice (cause not found; it passes unsanitized).
-        # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers
+        # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers;
+        # memcheck of an EP slice (the combine's masked slots) and of the FP4 references
         for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused \
-                   racecheck-dispatch:tokens-4096:fused; do
+                   racecheck-dispatch:tokens-4096:fused memcheck-slice:slice8-small:fused,normal,ll \
+                   memcheck-fp4:fp4-s:fused,normal,ll; do
             name=${run%%:*} tool=${name%%-*} filter=${run#*:}; modes=${filter#*:} filter=${filter%%:*}
             expect_rc 0 sanitizer-$name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
                 --report-api-errors no build/megamoe check --filter $filter --modes $modes --timeout-ms 60000
