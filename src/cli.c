@@ -29,7 +29,7 @@ enum {
     OPT_JSON, OPT_MARKDOWN, OPT_GRAPH, OPT_L2FLUSH, OPT_IDLE, OPT_CHECK, OPT_BREAKDOWN, OPT_MAXTOK,
     OPT_LLMAX, OPT_COMMSMS, OPT_TIMEOUT, OPT_RANKS, OPT_HBM, OPT_NVLINK, OPT_FP8, OPT_FILTER,
     OPT_TOL, OPT_BASELINE, OPT_CURRENT, OPT_MAXSLOW, OPT_MINGAP, OPT_IGNOREDEV, OPT_RELATIVE, OPT_EP, OPT_ROWS,
-    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION, OPT_EP_SLICE, OPT_WEIGHTS,
+    OPT_SPREAD, OPT_TILE, OPT_WIDE_SCALES, OPT_SWEEPS, OPT_INTERLEAVE, OPT_ENERGY, OPT_VERSION, OPT_EP_SLICE, OPT_WEIGHTS, OPT_CEILINGS,
 };
 
 #define B (1u << CMD_BENCH)
@@ -93,6 +93,9 @@ static const struct {
      "NVLink one-direction ceiling (plan's default 370; bench measures it on 2+ GPUs unless given)"},
     {"fp8-tflops", 1, OPT_FP8, B | P, "X",
      "FP8 block-scaled GEMM ceiling (plan's default 1325; bench measures it with cuBLASLt unless given)"},
+    {"ceilings", 1, OPT_CEILINGS, P, "FILE",
+     "the ceilings a bench results file measured on its GPUs (meta.ceilings) instead of the constants; "
+     "--hbm-gbps and the like still win"},
     {"filter", 1, OPT_FILTER, C, "STR", "run only scenarios whose name contains STR"},
     {"tol", 1, OPT_TOL, C | M, "X", "calc_diff pass bound, at most 1e-4 (default 1e-4)"},
     {"baseline", 1, OPT_BASELINE, G, "FILE", "results JSON to compare against (required)"},
@@ -294,6 +297,13 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         s = parse_double(v, 1e-3, 1e9, &o->ceilings.fp8_tflops, sub, sizeof sub);
         o->ceilings_given |= 1u << CEIL_FP8;
         break;
+    case OPT_CEILINGS:
+        if (strlen(v) >= sizeof o->ceilings_path) {
+            mm_fmt(err, errlen, "--ceilings: path too long");
+            return MM_USAGE;
+        }
+        mm_fmt(o->ceilings_path, sizeof o->ceilings_path, "%s", v);
+        return MM_OK;
     case OPT_FILTER:
         if (strlen(v) >= sizeof o->filter) {
             mm_fmt(err, errlen, "--filter: too long");

@@ -52,6 +52,7 @@ typedef struct {
     int weights;  /* --weights: -1 the config's, else an mm_weights_fmt */
     mm_ceilings ceilings;
     unsigned ceilings_given; /* bit mm_ceiling_kind: given on the command line (bench measures the others) */
+    char ceilings_path[512]; /* plan --ceilings: a bench results file whose meta.ceilings to use */
     char filter[128];
     double tol;
     /* gate */

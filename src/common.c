@@ -1,7 +1,10 @@
 #include "common.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int log_quiet;
 static int log_rank = -1;
@@ -78,4 +81,38 @@ void mm_fmt(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, len, fmt, ap);
     va_end(ap);
+}
+
+char *mm_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mm_fmt(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *bigger = realloc(buf, cap * 2 + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    const int failed = ferror(f);
+    fclose(f);
+    if (!buf || failed) {
+        mm_fmt(err, errlen, "cannot read %s: %s", path, buf ? "read error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
 }

@@ -39,6 +39,9 @@ void mm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mm_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format into a caller's buffer (truncating, always NUL-terminated). */
 void mm_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A whole file, NUL-terminated (the caller frees it), its length in *len; NULL with `err` set to
+ * "cannot read PATH: REASON". */
+char *mm_read_file(const char *path, size_t *len, char *err, size_t errlen);
 
 /* Runtime failures (CUDA/NCCL/MPI, timeouts) leave a file:line trace as they travel up; usage
  * errors and check failures stay one line, as promised to users. */

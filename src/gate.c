@@ -3,7 +3,6 @@
 #include "sweep.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,23 +210,13 @@ static mm_status load_accuracy(const char *path, int index, const cJSON *r, gate
 static mm_status load(const char *path, gate_file *g)
 {
     memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        mm_error("gate: cannot read %s: %s", path, strerror(errno));
+    char err[600];
+    size_t n = 0;
+    char *buf = mm_read_file(path, &n, err, sizeof err);
+    if (!buf) {
+        mm_error("gate: %s", err);
         return MM_USAGE;
     }
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *bigger = realloc(buf, cap * 2 + 1);
-        if (!bigger) { free(buf); buf = NULL; break; }
-        buf = bigger;
-        cap *= 2;
-    }
-    fclose(f);
-    if (!buf) return MM_RUNTIME;
     cJSON *root = cJSON_ParseWithLength(buf, n);
     free(buf);
     if (!root) {

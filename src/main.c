@@ -54,6 +54,18 @@ static int largest(const int *v, int n)
     return m;
 }
 
+/* plan --ceilings FILE: the ceilings bench measured (meta.ceilings) in place of the constants,
+ * but for those given on the command line. */
+static mm_status plan_file_ceilings(mm_options *o, char *err, size_t len)
+{
+    mm_ceilings file;
+    MM_TRY(report_read_ceilings(o->ceilings_path, &file, err, len));
+    if (!((o->ceilings_given >> CEIL_HBM) & 1u)) o->ceilings.hbm_gbps = file.hbm_gbps;
+    if (!((o->ceilings_given >> CEIL_FP8) & 1u)) o->ceilings.fp8_tflops = file.fp8_tflops;
+    if (!((o->ceilings_given >> CEIL_NVLINK) & 1u)) o->ceilings.nvlink_gbps = file.nvlink_gbps;
+    return MM_OK;
+}
+
 static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
 {
     int world = 1, rank = 0;
@@ -68,6 +80,8 @@ static mm_status cmd_plan(mm_options *o, const mm_config *cfg)
         s = MM_USAGE;
     } else if (s != MM_OK) {
         if (rank == 0) mm_error("config %s", err);
+    } else if (o->ceilings_path[0] && (s = plan_file_ceilings(o, err, sizeof err)) != MM_OK) {
+        if (rank == 0) mm_error("plan: --ceilings %s", err);
     } else if (rank == 0) {
         int max_tokens = largest(o->batches, o->n_batches);
         if (o->max_tokens_per_rank && o->max_tokens_per_rank < max_tokens)

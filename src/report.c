@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -495,6 +496,43 @@ mm_status json_write_atomic(const char *path, cJSON *root)
         }
     }
     cJSON_free(text);
+    return s;
+}
+
+mm_status report_read_ceilings(const char *path, mm_ceilings *c, char *err, size_t len)
+{
+    size_t n = 0;
+    char *buf = mm_read_file(path, &n, err, len);
+    if (!buf) return MM_USAGE;
+    cJSON *root = cJSON_ParseWithLength(buf, n);
+    free(buf);
+    const cJSON *meta = root ? cJSON_GetObjectItemCaseSensitive(root, "meta") : NULL;
+    const cJSON *ceil = meta ? cJSON_GetObjectItemCaseSensitive(meta, "ceilings") : NULL;
+    static const char *const key[CEIL_COUNT] = {"hbm_gbps", "fp8_tflops", "nvlink_gbps"};
+    double v[CEIL_COUNT] = {0, 0, 0};
+    mm_status s = MM_OK;
+    if (!root) {
+        mm_fmt(err, len, "%s is not valid JSON", path);
+        s = MM_USAGE;
+    } else if (!cJSON_IsObject(ceil)) {
+        mm_fmt(err, len, "%s has no meta.ceilings (a bench results file has them)", path);
+        s = MM_USAGE;
+    }
+    for (int k = 0; k < CEIL_COUNT && s == MM_OK; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(ceil, key[k]);
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble <= 0 || x->valuedouble > 1e9) {
+            mm_fmt(err, len, "%s: meta.ceilings.%s must be a positive number", path, key[k]);
+            s = MM_USAGE;
+        } else {
+            v[k] = x->valuedouble;
+        }
+    }
+    if (s == MM_OK) {
+        c->hbm_gbps = v[CEIL_HBM];
+        c->fp8_tflops = v[CEIL_FP8];
+        c->nvlink_gbps = v[CEIL_NVLINK];
+    }
+    cJSON_Delete(root);
     return s;
 }
 

@@ -111,6 +111,9 @@ const mm_row *results_find(const mm_results *r, mm_mode mode, int batch);
 /* Tables: one per baseline present (fused vs normal, fused vs ll), or fused alone. */
 void report_text(FILE *f, const mm_results *r);
 void report_markdown(FILE *f, const mm_results *r);
+/* The ceilings a bench results file's floors used (meta.ceilings: measured on its GPUs, or given),
+ * for plan --ceilings: MM_OK with *c filled, else MM_USAGE with `err` naming the file and why. */
+mm_status report_read_ceilings(const char *path, mm_ceilings *c, char *err, size_t len);
 /* Written atomically (temp file in the same directory, then rename). */
 mm_status report_json_write(const char *path, const mm_results *r);
 /* Renders `root` (a cJSON *, consumed) to `path` atomically; shared by every JSON writer. */

@@ -131,6 +131,41 @@ static cJSON *written_json(const mm_results *r)
     return test_take_json(path);
 }
 
+/* plan --ceilings reads back what bench wrote; a file without them, or with a bad one, is refused
+ * naming the file and the field. */
+static void ceilings_read_back(void **state)
+{
+    (void)state;
+    mm_results r;
+    fill(&r);
+    char path[64], err[700];
+    test_temp_path(path, sizeof path);
+    assert_int_equal(report_json_write(path, &r), MM_OK);
+    mm_ceilings c = {0, 0, 0};
+    assert_int_equal(report_read_ceilings(path, &c, err, sizeof err), MM_OK);
+    assert_true(c.hbm_gbps == 4321.0 && c.fp8_tflops == 1200.0 && c.nvlink_gbps == MM_DEFAULT_NVLINK_GBPS);
+    r.meta.has_ceilings = 0; /* a file from before measured ceilings */
+    assert_int_equal(report_json_write(path, &r), MM_OK);
+    assert_int_equal(report_read_ceilings(path, &c, err, sizeof err), MM_USAGE);
+    assert_non_null(strstr(err, "has no meta.ceilings"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"meta\": {\"ceilings\": {\"hbm_gbps\": 3000, \"fp8_tflops\": -1, \"nvlink_gbps\": 370}}}", f);
+    fclose(f);
+    assert_int_equal(report_read_ceilings(path, &c, err, sizeof err), MM_USAGE);
+    assert_non_null(strstr(err, "meta.ceilings.fp8_tflops must be a positive number"));
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"meta\": ", f);
+    fclose(f);
+    assert_int_equal(report_read_ceilings(path, &c, err, sizeof err), MM_USAGE);
+    assert_non_null(strstr(err, "is not valid JSON"));
+    unlink(path);
+    assert_int_equal(report_read_ceilings(path, &c, err, sizeof err), MM_USAGE);
+    assert_non_null(strstr(err, "cannot read"));
+    results_free(&r);
+}
+
 static void text_tables(void **state)
 {
     (void)state;
@@ -314,6 +349,7 @@ int run_report_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_tables),
         cmocka_unit_test(json_round_trip),
+        cmocka_unit_test(ceilings_read_back),
         cmocka_unit_test(statuses),
         cmocka_unit_test(stages),
         cmocka_unit_test(energy),
