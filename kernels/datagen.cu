@@ -124,23 +124,17 @@ extern "C" cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, in
     return cudaGetLastError();
 }
 
-/* One matrix of `count` experts: codes [count][rows][cols / 2] and exponents [count][rows][cols / 32]. */
+/* One matrix of `count` experts: codes [count][rows][cols / 2] and exponents [count][rows][cols / 32]
+ * (fp4.h mm_gen_fp4_byte: byte i of the two, back to back). */
 __global__ void gen_fp4_kernel(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
                                uint8_t *codes, uint8_t *exps)
 {
     const uint64_t bytes = (uint64_t)count * rows * (cols / 2), groups = (uint64_t)count * rows * (cols / MM_FP4_GROUP);
-    const uint64_t per_row_b = (uint64_t)cols / 2, per_row_g = (uint64_t)cols / MM_FP4_GROUP;
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < bytes + groups;
          i += (uint64_t)gridDim.x * blockDim.x) {
-        if (i < bytes) {
-            const uint64_t r = i / per_row_b, c = 2 * (i % per_row_b);
-            const uint64_t e = first_expert + r / rows, row = r % rows;
-            codes[i] = (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, e, row, c) |
-                                 mm_gen_fp4_code(seed, pattern, matrix, e, row, c + 1) << 4);
-        } else {
-            const uint64_t j = i - bytes, r = j / per_row_g, g = j % per_row_g;
-            exps[j] = mm_gen_fp4_scale(seed, pattern, matrix, first_expert + r / rows, r % rows, g);
-        }
+        const uint8_t v = mm_gen_fp4_byte(seed, pattern, matrix, first_expert, count, rows, cols, i);
+        if (i < bytes) codes[i] = v;
+        else exps[i - bytes] = v;
     }
 }
 

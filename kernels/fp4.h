@@ -141,6 +141,43 @@ MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t 
     return (uint8_t)(base + drift + outlier + jitter);
 }
 
+/* Byte i of one matrix of `count` experts from `first_expert` as the GPU generator lays it out:
+ * codes [count][rows][cols / 2] for i below count * rows * cols / 2, then the exponents
+ * [count][rows][cols / 32] (datagen.cu gen_fp4_kernel writes byte i; the CPU tests compare it with
+ * the host's experts). */
+MM_HD uint8_t mm_gen_fp4_byte(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
+                              uint64_t i)
+{
+    const uint64_t per_row_b = (uint64_t)cols / 2, per_row_g = (uint64_t)cols / MM_FP4_GROUP;
+    const uint64_t bytes = (uint64_t)count * rows * per_row_b;
+    if (i < bytes) {
+        const uint64_t r = i / per_row_b, c = 2 * (i % per_row_b);
+        const uint64_t e = (uint64_t)first_expert + r / (uint64_t)rows, row = r % (uint64_t)rows;
+        return (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, e, row, c) |
+                         mm_gen_fp4_code(seed, pattern, matrix, e, row, c + 1) << 4);
+    }
+    const uint64_t j = i - bytes, r = j / per_row_g, g = j % per_row_g;
+    return mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)first_expert + r / (uint64_t)rows, r % (uint64_t)rows, g);
+}
+
+/* The GPU reference's share of one FP4 block sum on lane `lane` of 32 (reference.cu): weights
+ * 4 lane .. 4 lane + 3 of K block kb of a row (codes `crow`, exponents `erow`), all in group
+ * lane / 8, expanded to FP8 relative to the block's reference exponent, times the activations
+ * `arow` (FP8), in double through `fp8` (the 256 FP8 values as doubles). The lanes' sum times
+ * sa * 2^(R - 127) is the block's term. */
+MM_HD double mm_fp4_ref_lane_part(const double *fp8, const uint8_t *arow, const uint8_t *crow, const uint8_t *erow,
+                                  int kb, int lane)
+{
+    const uint8_t *s = erow + kb * MM_FP4_GROUPS;
+    const int d = (int)s[lane / 8] - mm_fp4_block_ref(s);
+    double part = 0.0;
+    for (int j = 0; j < 4; j++) {
+        const int c = kb * 128 + lane * 4 + j;
+        part += fp8[arow[c]] * fp8[mm_fp4_to_fp8(mm_fp4_code(crow, c), d)];
+    }
+    return part;
+}
+
 /* Groups of one row's exponents (K / 32 of them) that lie past the exact range of their 128-wide
  * block: the count check reports, never silent. */
 MM_HD int mm_fp4_past_groups(const uint8_t *exps, int k)

@@ -72,7 +72,7 @@ __global__ void ref_gemm_kernel(const uint8_t *qa, const float *sa, int a_per_to
 }
 
 /* ref_gemm_kernel with FP4 weights: codes [E][n_out][k / 2], exponents [E][n_out][k / 32]. Lane l
- * takes weights 4l .. 4l + 3 of each block, all in group l / 8. */
+ * takes weights 4l .. 4l + 3 of each block, all in group l / 8 (fp4.h mm_fp4_ref_lane_part). */
 __global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_per_token_topk, const int32_t *ids,
                                     int pairs, int topk, const uint8_t *codes, const uint8_t *exps, int n_out, int k,
                                     double *out)
@@ -92,14 +92,9 @@ __global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_pe
     const uint8_t *crow = codes + wrow * (k / 2), *erow = exps + wrow * (k / MM_FP4_GROUP);
     double acc = 0.0;
     for (int kb = 0; kb < kb_count; kb++) {
-        const uint8_t *s = erow + kb * MM_FP4_GROUPS;
-        const int r = mm_fp4_block_ref(s), d = (int)s[lane / 8] - r;
-        double part = 0.0;
-        for (int j = 0; j < 4; j++) {
-            int c = kb * 128 + lane * 4 + j;
-            part += table[arow[c]] * table[mm_fp4_to_fp8(mm_fp4_code(crow, c), d)];
-        }
+        double part = mm_fp4_ref_lane_part(table, arow, crow, erow, kb, lane);
         for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        const int r = mm_fp4_block_ref(erow + kb * MM_FP4_GROUPS);
         acc += (double)sa[a_row * kb_count + kb] * ldexp(1.0, r - 127) * part;
     }
     if (lane == 0) out[(long long)p * n_out + n] = acc;

@@ -171,6 +171,53 @@ static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t
     return acc;
 }
 
+/* The GPU's FP4 pieces, checked here through the functions its kernels call: the generator's byte
+ * layout (gen_fp4_kernel) against the host's experts, and the reference's lane split of a block
+ * (ref_gemm_fp4_kernel) against the host reference row, past-limit groups included. */
+static void fp4_gpu_pieces(void **state)
+{
+    (void)state;
+    enum { H = 256, I = 128, FIRST = 3, COUNT = 2 };
+    static uint8_t c1[2 * I * H / 2], e1[2 * I * H / 32], c2[H * I / 2], e2[H * I / 32];
+    for (int pattern = 0; pattern < MM_FP4_PATTERNS; pattern++) {
+        const uint64_t codes1 = (uint64_t)COUNT * 2 * I * (H / 2), codes2 = (uint64_t)COUNT * H * (I / 2);
+        for (int e = 0; e < COUNT; e++) {
+            host_gen_fp4_expert(11, pattern, FIRST + e, H, I, c1, e1, c2, e2);
+            for (size_t i = 0; i < sizeof c1; i++)
+                assert_int_equal(mm_gen_fp4_byte(11, pattern, 0, FIRST, COUNT, 2 * I, H, e * sizeof c1 + i), c1[i]);
+            for (size_t i = 0; i < sizeof e1; i++)
+                assert_int_equal(mm_gen_fp4_byte(11, pattern, 0, FIRST, COUNT, 2 * I, H, codes1 + e * sizeof e1 + i), e1[i]);
+            for (size_t i = 0; i < sizeof c2; i++)
+                assert_int_equal(mm_gen_fp4_byte(11, pattern, 1, FIRST, COUNT, H, I, e * sizeof c2 + i), c2[i]);
+            for (size_t i = 0; i < sizeof e2; i++)
+                assert_int_equal(mm_gen_fp4_byte(11, pattern, 1, FIRST, COUNT, H, I, codes2 + e * sizeof e2 + i), e2[i]);
+        }
+    }
+    enum { K = 512 };
+    static uint8_t qa[K], codes[K / 2], exps[K / 32];
+    float sa[K / 128];
+    double fp8[256];
+    for (int v = 0; v < 256; v++) fp8[v] = (double)mm_fp8_decode((uint8_t)v);
+    for (int c = 0; c < K; c++) qa[c] = (uint8_t)((c * 37 + 11) % 0x7e) | (c % 5 == 0 ? 0x80 : 0);
+    for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.02 * (b + 1));
+    for (int pattern = 0; pattern < MM_FP4_PATTERNS; pattern++)
+        for (uint64_t row = 0; row < 6; row++) {
+            for (int c = 0; c < K; c += 2)
+                codes[c / 2] = (uint8_t)(mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c) |
+                                         mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c + 1) << 4);
+            for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, pattern, 1, 4, row, (uint64_t)g);
+            double gpu = 0.0, host = 0.0;
+            for (int kb = 0; kb < K / 128; kb++) {
+                double part = 0.0;
+                for (int lane = 0; lane < 32; lane++) part += mm_fp4_ref_lane_part(fp8, qa, codes, exps, kb, lane);
+                gpu += (double)sa[kb] * ldexp(1.0, mm_fp4_block_ref(exps + kb * 4) - 127) * part;
+            }
+            const long long past = ref_gemm_row_fp4(qa, sa, codes, exps, 1, K, &host);
+            assert_int_equal(past, pattern == MM_FP4_SPREAD_PAST ? K / 128 : 0);
+            assert_true(fabs(gpu - host) <= 1e-12 * fabs(host) + 1e-300);
+        }
+}
+
 static void fp4_gemm_row(void **state)
 {
     (void)state;
@@ -276,6 +323,7 @@ int run_reference_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(silu_no_limit),
         cmocka_unit_test(fp4_gemm_row),
+        cmocka_unit_test(fp4_gpu_pieces),
         cmocka_unit_test(fp4_layer_equals_fp8),
         cmocka_unit_test(limit_and_weight),
         cmocka_unit_test(masked_slot_gives_zeros),
