@@ -25,7 +25,7 @@
 #define CEIL_NVLINK_MAX_BYTES (64ull << 20) /* per peer */
 #define CEIL_NVLINK_MIN_BYTES (4ull << 20)
 
-/* Times `launch` (one call of it on rt->stream per timing), two untimed then `timed`; the best ms. */
+/* Times `fn` (one call of it on rt->stream per timing), two untimed then `timed`; the best ms. */
 typedef cudaError_t (*timed_fn)(mm_runtime *rt, void *ctx);
 
 static cudaError_t best_ms(mm_runtime *rt, timed_fn fn, void *ctx, int timed, int device_barrier, float *best)
