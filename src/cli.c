@@ -244,11 +244,13 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
     case OPT_JSON:
     case OPT_MARKDOWN:
     case OPT_BASELINE:
-    case OPT_CURRENT: {
+    case OPT_CURRENT:
+    case OPT_CEILINGS: {
         char *dst = id == OPT_JSON       ? o->json_path
                     : id == OPT_MARKDOWN ? o->markdown_path
                     : id == OPT_BASELINE ? o->baseline_path
-                                         : o->current_path;
+                    : id == OPT_CURRENT  ? o->current_path
+                                         : o->ceilings_path;
         if (!*v || strlen(v) >= sizeof o->json_path) {
             mm_fmt(err, errlen, "--%s: empty or too long path", name);
             return MM_USAGE;
@@ -297,13 +299,6 @@ static mm_status apply(mm_options *o, int id, const char *name, const char *v, c
         s = parse_double(v, 1e-3, 1e9, &o->ceilings.fp8_tflops, sub, sizeof sub);
         o->ceilings_given |= 1u << CEIL_FP8;
         break;
-    case OPT_CEILINGS:
-        if (strlen(v) >= sizeof o->ceilings_path) {
-            mm_fmt(err, errlen, "--ceilings: path too long");
-            return MM_USAGE;
-        }
-        mm_fmt(o->ceilings_path, sizeof o->ceilings_path, "%s", v);
-        return MM_OK;
     case OPT_FILTER:
         if (strlen(v) >= sizeof o->filter) {
             mm_fmt(err, errlen, "--filter: too long");
