@@ -174,35 +174,23 @@ static mm_status agreed(mm_status local)
 
 mm_status ceilings_measure(mm_runtime *rt, const mm_ceiling_inputs *in, unsigned given, mm_ceiling_set *set)
 {
-    double v = 0;
-    char how[112] = "";
-    if (!((given >> CEIL_HBM) & 1u)) {
-        MM_TRY(agreed(measure_hbm(rt, in, &v, how, sizeof how)));
-        if (v > 0) {
-            set->value.hbm_gbps = v;
-            set->source[CEIL_HBM] = CEIL_MEASURED;
-        }
-        mm_fmt(set->how[CEIL_HBM], sizeof set->how[CEIL_HBM], "%s", how);
-    }
-    if (!((given >> CEIL_FP8) & 1u)) {
-        MM_TRY(agreed(measure_fp8(rt, &v, how, sizeof how)));
-        if (v > 0) {
-            set->value.fp8_tflops = v;
-            set->source[CEIL_FP8] = CEIL_MEASURED;
-        }
-        mm_fmt(set->how[CEIL_FP8], sizeof set->how[CEIL_FP8], "%s", how);
-    }
-    if (!((given >> CEIL_NVLINK) & 1u)) {
-        if (rt->world < 2) {
-            mm_fmt(set->how[CEIL_NVLINK], sizeof set->how[CEIL_NVLINK], "one GPU: no link to time");
-        } else {
+    for (int k = 0; k < CEIL_COUNT; k++) {
+        if ((given >> k) & 1u) continue;
+        double v = 0;
+        char how[112] = "";
+        if (k == CEIL_HBM)
+            MM_TRY(agreed(measure_hbm(rt, in, &v, how, sizeof how)));
+        else if (k == CEIL_FP8)
+            MM_TRY(agreed(measure_fp8(rt, &v, how, sizeof how)));
+        else if (rt->world < 2)
+            mm_fmt(how, sizeof how, "one GPU: no link to time");
+        else
             MM_TRY(agreed(measure_nvlink(rt, in, &v, how, sizeof how)));
-            if (v > 0) {
-                set->value.nvlink_gbps = v;
-                set->source[CEIL_NVLINK] = CEIL_MEASURED;
-            }
-            mm_fmt(set->how[CEIL_NVLINK], sizeof set->how[CEIL_NVLINK], "%s", how);
+        if (v > 0) {
+            *ceiling_value(&set->value, (mm_ceiling_kind)k) = v;
+            set->source[k] = CEIL_MEASURED;
         }
+        mm_fmt(set->how[k], sizeof set->how[k], "%s", how);
     }
     return MM_OK;
 }

@@ -60,9 +60,9 @@ static mm_status plan_file_ceilings(mm_options *o, char *err, size_t len)
 {
     mm_ceilings file;
     MM_TRY(report_read_ceilings(o->ceilings_path, &file, err, len));
-    if (!((o->ceilings_given >> CEIL_HBM) & 1u)) o->ceilings.hbm_gbps = file.hbm_gbps;
-    if (!((o->ceilings_given >> CEIL_FP8) & 1u)) o->ceilings.fp8_tflops = file.fp8_tflops;
-    if (!((o->ceilings_given >> CEIL_NVLINK) & 1u)) o->ceilings.nvlink_gbps = file.nvlink_gbps;
+    for (int k = 0; k < CEIL_COUNT; k++)
+        if (!((o->ceilings_given >> k) & 1u))
+            *ceiling_value(&o->ceilings, (mm_ceiling_kind)k) = ceiling_get(&file, (mm_ceiling_kind)k);
     return MM_OK;
 }
 

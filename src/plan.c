@@ -32,6 +32,16 @@ const char *ceiling_source_name(mm_ceiling_source s)
     return s == CEIL_MEASURED ? "measured" : s == CEIL_GIVEN ? "given" : "constant";
 }
 
+double *ceiling_value(mm_ceilings *c, mm_ceiling_kind k)
+{
+    return k == CEIL_HBM ? &c->hbm_gbps : k == CEIL_FP8 ? &c->fp8_tflops : &c->nvlink_gbps;
+}
+
+double ceiling_get(const mm_ceilings *c, mm_ceiling_kind k)
+{
+    return *ceiling_value((mm_ceilings *)c, k); /* only read */
+}
+
 void ceiling_set_defaults(mm_ceiling_set *set, const mm_ceilings *values, unsigned given)
 {
     memset(set, 0, sizeof *set);

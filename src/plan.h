@@ -28,6 +28,9 @@ typedef struct {
     char how[CEIL_COUNT][112]; /* what was measured, or why the constant stayed */
 } mm_ceiling_set;
 const char *ceiling_source_name(mm_ceiling_source s);
+/* The ceiling of kind k in c (its field), to read or to set. */
+double *ceiling_value(mm_ceilings *c, mm_ceiling_kind k);
+double ceiling_get(const mm_ceilings *c, mm_ceiling_kind k);
 /* plan's constants (or the given values: bit k of `given` for kind k), each with its reason */
 void ceiling_set_defaults(mm_ceiling_set *set, const mm_ceilings *values, unsigned given);
 

@@ -108,12 +108,10 @@ static void header(FILE *f, const mm_results *r, style st)
             m->ep, nl);
     if (m->has_ceilings) {
         static const char *const what[CEIL_COUNT] = {"HBM %.0f GB/s", "FP8 GEMM %.0f TFLOP/s", "NVLink %.0f GB/s"};
-        const double v[CEIL_COUNT] = {m->ceilings.value.hbm_gbps, m->ceilings.value.fp8_tflops,
-                                      m->ceilings.value.nvlink_gbps};
         fprintf(f, "%sceilings of the floors:", p);
         for (int k = 0; k < CEIL_COUNT; k++) {
             fprintf(f, k ? "; " : " ");
-            fprintf(f, what[k], v[k]);
+            fprintf(f, what[k], ceiling_get(&m->ceilings.value, (mm_ceiling_kind)k));
             fprintf(f, " (%s: %s)", ceiling_source_name(m->ceilings.source[k]), m->ceilings.how[k]);
         }
         fprintf(f, "%s", nl);
@@ -384,12 +382,10 @@ cJSON *report_meta_json(const mm_meta *m)
     if (m->has_ceilings) {
         static const char *const key[CEIL_COUNT] = {"hbm_gbps", "fp8_tflops", "nvlink_gbps"};
         static const char *const src[CEIL_COUNT] = {"hbm", "fp8", "nvlink"};
-        const double v[CEIL_COUNT] = {m->ceilings.value.hbm_gbps, m->ceilings.value.fp8_tflops,
-                                      m->ceilings.value.nvlink_gbps};
         cJSON *c = cJSON_AddObjectToObject(o, "ceilings");
         for (int k = 0; k < CEIL_COUNT; k++) {
             char how_key[32];
-            cJSON_AddNumberToObject(c, key[k], v[k]);
+            cJSON_AddNumberToObject(c, key[k], ceiling_get(&m->ceilings.value, (mm_ceiling_kind)k));
             cJSON_AddStringToObject(c, src[k], ceiling_source_name(m->ceilings.source[k]));
             mm_fmt(how_key, sizeof how_key, "%s_how", src[k]);
             cJSON_AddStringToObject(c, how_key, m->ceilings.how[k]);
@@ -509,7 +505,7 @@ mm_status report_read_ceilings(const char *path, mm_ceilings *c, char *err, size
     const cJSON *meta = root ? cJSON_GetObjectItemCaseSensitive(root, "meta") : NULL;
     const cJSON *ceil = meta ? cJSON_GetObjectItemCaseSensitive(meta, "ceilings") : NULL;
     static const char *const key[CEIL_COUNT] = {"hbm_gbps", "fp8_tflops", "nvlink_gbps"};
-    double v[CEIL_COUNT] = {0, 0, 0};
+    mm_ceilings read = {0, 0, 0};
     mm_status s = MM_OK;
     if (!root) {
         mm_fmt(err, len, "%s is not valid JSON", path);
@@ -524,14 +520,10 @@ mm_status report_read_ceilings(const char *path, mm_ceilings *c, char *err, size
             mm_fmt(err, len, "%s: meta.ceilings.%s must be a positive number", path, key[k]);
             s = MM_USAGE;
         } else {
-            v[k] = x->valuedouble;
+            *ceiling_value(&read, (mm_ceiling_kind)k) = x->valuedouble;
         }
     }
-    if (s == MM_OK) {
-        c->hbm_gbps = v[CEIL_HBM];
-        c->fp8_tflops = v[CEIL_FP8];
-        c->nvlink_gbps = v[CEIL_NVLINK];
-    }
+    if (s == MM_OK) *c = read;
     cJSON_Delete(root);
     return s;
 }
