@@ -2,7 +2,7 @@
  * the peer's arrive across a 2-CTA cluster), wgmma descriptors and the wgmma instructions of the
  * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, all FP8 e4m3 into FP32).
  * One instruction each, no policy: what a stage, a ring or a tile does with them lives in
- * ring.cuh and gemm_tile.cuh. */
+ * gemm_tile.cuh. */
 #ifndef MEGAMOE_PTX_CUH
 #define MEGAMOE_PTX_CUH
 
