@@ -88,6 +88,64 @@ MM_HD int mm_fp4_expand_block(const uint8_t *codes, const uint8_t *s, uint8_t *f
     return past;
 }
 
+/* ---- the expansion in the GEMM core: eight codes at a time by byte permutes ---------------- */
+
+/* The smallest offset whose eight magnitudes times 2^d are all normal e4m3 (0.5 * 2^-5 = 2^-6):
+ * from it up to MM_FP4_D_MAX a group takes mm_fp4_expand_word; below it the per-code
+ * mm_fp4_to_fp8 (subnormals, and past the limit its rounding). */
+#define MM_FP4_D_FAST (-5)
+
+/* PTX prmt.b32 in its default mode: byte i of the result is byte (sel >> 4i) & 7 of the pair
+ * {a (bytes 0-3), b (bytes 4-7)}, its top bit copied over the whole byte where bit 3 of that
+ * nibble is set. The host's copy lets the CPU tests run the GEMM core's expansion bit for bit. */
+MM_HD uint32_t mm_prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+#ifdef __CUDA_ARCH__
+    return __byte_perm(a, b, sel);
+#else
+    const uint64_t pair = (uint64_t)a | (uint64_t)b << 32;
+    uint32_t out = 0;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t n = (sel >> (4 * i)) & 15u;
+        uint32_t byte = (uint32_t)(pair >> (8 * (n & 7u))) & 0xffu;
+        if (n & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+        out |= byte << (8 * i);
+    }
+    return out;
+#endif
+}
+
+/* Eight codes (a 32-bit word of packed codes, weight j in nibble j) times 2^d into eight e4m3
+ * bytes (lo: weights 0-3, hi: 4-7), for d in [MM_FP4_D_FAST, MM_FP4_D_MAX]. The magnitudes
+ * 0, 0.5, .., 6 are the e4m3 bytes 00 30 38 3C 40 44 48 4C; times 2^d each nonzero one gains d in
+ * its exponent field (8 d on the byte; no byte leaves 08..7C, so no carry crosses bytes), a
+ * table of 8 bytes in two registers that one permute reads for four codes at once. A code's
+ * sign (bit 3 of its nibble) becomes bit 7 of its byte: the nibbles' bytes spread to one a byte
+ * (bytes b0 b0 b1 b1), where the even nibbles' sign sits at bit 3 and the odd ones' at bit 7. */
+MM_HD void mm_fp4_expand_word(uint32_t w, int d, uint32_t *lo, uint32_t *hi)
+{
+    const uint32_t t0 = 0x3C383000u + (uint32_t)(d * 0x08080800), t1 = 0x4C484440u + (uint32_t)(d * 0x08080808);
+    const uint32_t y0 = mm_prmt(w, 0u, 0x1100u), y1 = mm_prmt(w, 0u, 0x3322u);
+    *lo = mm_prmt(t0, t1, w & 0x7777u) | ((y0 << 4) & 0x00800080u) | (y0 & 0x80008000u);
+    *hi = mm_prmt(t0, t1, (w >> 16) & 0x7777u) | ((y1 << 4) & 0x00800080u) | (y1 & 0x80008000u);
+}
+
+/* One 32-group (16 code bytes as four words) at offset d into 32 e4m3 bytes (eight words): the
+ * fast form where it is exact and normal, else code by code (mm_fp4_to_fp8), so both give the
+ * same bytes as mm_fp4_expand_block. */
+MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
+{
+    if (d >= MM_FP4_D_FAST) {
+        for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], d, &out[2 * i], &out[2 * i + 1]);
+        return;
+    }
+    for (int i = 0; i < 8; i++) {
+        uint32_t v = 0;
+        for (int j = 0; j < 4; j++) v |= (uint32_t)mm_fp4_to_fp8((uint8_t)((c[i / 2] >> (16 * (i % 2) + 4 * j)) & 15u), d) << (8 * j);
+        out[i] = v;
+    }
+}
+
 /* ---- the generator: MXFP4 experts as real checkpoints look, and the patterns check adds ------ */
 
 /* What the generator draws. bench and gemm draw MM_FP4_REAL; check's FP4 scenarios the others. */

@@ -144,12 +144,48 @@ static void patterns(void **state)
     assert_int_equal(mm_fp4_past_groups(exps, K), 0);
 }
 
+/* The GEMM core's expansion (byte permutes, eight codes a word) against the per-code definition:
+ * every 16-bit half of a word at every fast offset, and whole groups at every offset the
+ * exponents allow, past the limit included; and the host's permute against PTX's rules. */
+static void expand_fast(void **state)
+{
+    (void)state;
+    assert_int_equal(mm_prmt(0x33221100u, 0x77665544u, 0x7531u), 0x77553311u);
+    assert_int_equal(mm_prmt(0x00007f80u, 0u, 0x0809u), 0x80ff8000u);
+    for (int d = MM_FP4_D_FAST; d <= MM_FP4_D_MAX; d++)
+        for (uint32_t half = 0; half < 65536u; half++) {
+            const uint32_t w = half | (0xffffu - half) << 16;
+            uint32_t lo, hi;
+            mm_fp4_expand_word(w, d, &lo, &hi);
+            for (int j = 0; j < 8; j++) {
+                const uint8_t want = mm_fp4_to_fp8((uint8_t)((w >> (4 * j)) & 15u), d);
+                const uint8_t got = (uint8_t)(((j < 4 ? lo : hi) >> (8 * (j % 4))) & 0xffu);
+                if (got != want) fail_msg("d %d word %08x weight %d: %02x, want %02x", d, w, j, got, want);
+            }
+        }
+    uint64_t h = 12345;
+    for (int d = -40; d <= MM_FP4_D_MAX; d++)
+        for (int rep = 0; rep < 64; rep++) {
+            uint32_t c[4], out[8];
+            for (int i = 0; i < 4; i++) {
+                h = h * 6364136223846793005ull + 1442695040888963407ull;
+                c[i] = (uint32_t)(h >> 32);
+            }
+            mm_fp4_expand_group(c, d, out);
+            for (int k = 0; k < 32; k++) {
+                const uint8_t want = mm_fp4_to_fp8((uint8_t)((c[k / 8] >> (4 * (k % 8))) & 15u), d);
+                assert_int_equal((out[k / 4] >> (8 * (k % 4))) & 0xffu, want);
+            }
+        }
+}
+
 int run_fp4_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(codes),
         cmocka_unit_test(exact_range),
         cmocka_unit_test(expand),
+        cmocka_unit_test(expand_fast),
         cmocka_unit_test(generator),
         cmocka_unit_test(patterns),
     };
