@@ -149,6 +149,17 @@ cudaError_t mm_grouped_gemm_prepare(void);
  * (mm_grouped_gemm_tile_rows; unknown: 128 x 128). */
 cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_rows, const int32_t *host_counts,
                                    cudaStream_t stream);
+/* The same with FP4 experts (MXFP4, gemm_fp4.cuh): args.w_map from mm_fp4_codes_map_create over
+ * the codes [E * N][K / 2], args.w the exponents [E * N][K / 32], args.w_scale NULL; `ctas`
+ * single CTAs on 128 x 128 tiles. */
+cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
+/* TMA descriptor (cudaFree it) over FP4 codes [rows][k / 2] (rows a multiple of the tile width). */
+cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t rows, uint64_t k, void **map);
+/* GPU reference of the grouped GEMM with FP4 experts (codes [E][n][k / 2], exponents
+ * [E][n][k / 32]), in double, as mm_launch_ref_gemm. */
+cudaError_t mm_launch_ref_gemm_fp4(const uint8_t *qa, const float *sa, const int32_t *expert_of_row, int rows,
+                                   const uint8_t *codes, const uint8_t *exps, int n, int k, double *out,
+                                   cudaStream_t stream);
 /* The tile height the next launches take: MM_GEMM_TILE_AUTO (0, the default), MM_GEMM_BM or
  * MM_WIDE_BM (gemm --tile; the wide form only where it can run). */
 void mm_grouped_gemm_set_tile(int rows);

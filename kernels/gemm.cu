@@ -39,6 +39,7 @@
 #include "comm.cuh"
 #include "gemm_schedule.h"
 #include "gemm_tile.cuh"
+#include "gemm_fp4.cuh"
 #include "api.h"
 #include "tile_prefix.cuh"
 
@@ -265,6 +266,9 @@ __device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_arg
     return w;
 }
 
+/* FP4: the experts' weights as MXFP4 (gemm_fp4.cuh; g.w_map maps the codes, g.w holds the
+ * exponents, g.w_scale is unused): single CTAs only, the producer expands each weight block. */
+template <bool FP4>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -274,6 +278,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ int claimed;
     __shared__ int prefix_warp_sums[MM_PRODUCER_THREADS / 32];
     __shared__ uint64_t clock_start[2];
+    __shared__ __align__(8) mm_fp4_pipe fpipe;
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
@@ -281,7 +286,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
-        mm_tile_pipe_init(&pipe, pair ? 2 : 1);
+        if (FP4) {
+            mm_tile_pipe_init(&pipe, 1, MM_CONSUMER_WARPS, MM_FP4_FULL_ARRIVALS);
+            mm_fp4_pipe_init(&fpipe);
+        } else {
+            mm_tile_pipe_init(&pipe, pair ? 2 : 1);
+        }
         mm_item_ring_init(&items);
     }
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
@@ -299,7 +309,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
      * (decode 5-15% slower); after the decrease, it spilled. */
     if (mm_warpgroup() == 0 && g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
     if (mm_warpgroup() == 0) {
-        mm_regs_producer();
+        mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
         const int total = gemm_tile_start(g)[g.experts] * col_tiles;
         /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
          * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
@@ -319,7 +329,27 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                                           gemm_walk(single_claims(), pair, &claimed, next, item, 0, pairs, total), total,
                                           band, col_tiles, kblocks);
         if (single_claims() && !cur.last && threadIdx.x == 0) next = gemm_claim_next(total);
-        while (!cur.last) {
+        /* FP4: this warp's weight blocks issued and not yet expanded (gemm_fp4.cuh) */
+        mm_fp4_lag lag = {MM_RING_START(MM_TILE_STAGES), 0};
+        while (FP4 && !cur.last) {
+            mm_inject_stall(cur.item);
+            const gemm_item *it = &slot[n & 1];
+            const mm_fp4_source src = {g.a_map, g.w_map, g.w, g.k};
+            mm_tile_produce_fp4(stages, &pipe, &fpipe, ring, lag, src, &it->tab, &it->rows, &it->a_row0,
+                                cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN);
+            /* before the producer's barriers: no stage of an earlier item left to expand, then
+             * the next slot waited for while expanding, and every stage expanded before the end */
+            mm_fp4_drain_to(stages, &pipe, &fpipe, lag, kblocks);
+            const int item_next = gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total);
+            mm_fp4_wait_expanding(stages, &pipe, &fpipe, lag, &items.free_[(n + 1) & 1], (((n + 1) >> 1) & 1u) ^ 1u,
+                                  MM_PIPE_WAIT_ITEM_FREE);
+            mm_fp4_drain_to(stages, &pipe, &fpipe, lag, item_next >= total ? 0 : kblocks);
+            const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1, item_next, total, band, col_tiles, kblocks);
+            if (!nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
+            cur = nx;
+            n++;
+        }
+        while (!FP4 && !cur.last) {
             mm_inject_stall(cur.item);
             const gemm_item *it = &slot[n & 1];
             const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
@@ -336,7 +366,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             n++;
         }
     } else {
-        mm_regs_math();
+        mm_regs_math<FP4 ? MM_FP4_MATH_REGS : MM_MATH_REGS>();
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
@@ -345,7 +375,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
+            mm_tile_consume<FP4>(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
              * weights are the limit, a partial half, FP32) straight from the registers, valid rows
@@ -453,6 +483,25 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
     return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
+/* FP4 weights' codes [rows][k / 2] bytes in boxes of 64 bytes (a K block) x 32 rows (a producer
+ * warp's share of a weight block), unswizzled: the expansion reads a row's 64 bytes in a line. */
+extern "C" cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t rows, uint64_t k, void **out)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
+    *out = NULL;
+    cudaError_t e = tensor_map_encoder(&encode);
+    if (e != cudaSuccess) return e;
+    if (k % MM_GEMM_BK || rows % MM_GEMM_BN || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
+    CUtensorMap m;
+    cuuint64_t dims[2] = {k / 2, rows}, strides[1] = {k / 2};
+    cuuint32_t box[2] = {MM_FP4_CODE_BYTES, MM_FP4_ROWS_PER_WARP}, elem[2] = {1, 1};
+    CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)codes, dims, strides, box, elem,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    return tensor_maps_upload(&m, 1, out);
+}
+
 /* Four descriptors: whole 128-row A blocks and the 64-row halves the CTAs of a pair load (the
  * core), then the wide form's 192-row blocks and 96-row halves. */
 extern "C" cudaError_t mm_rows_map_create(const uint8_t *a, uint64_t rows, uint64_t k, void **out)
@@ -548,10 +597,14 @@ static int wide_scales_asked = MM_WIDE_SCALES_AUTO;
  * the first launch (and before any graph capture). */
 extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
-    cudaError_t e = mm_regs_split_ok((const void *)grouped_gemm_kernel);
-    if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
-    if (e != cudaSuccess) return e;
+    /* the 128 x 128 kernel with FP8 and with FP4 weights */
+    const void *kernels[2] = {(const void *)grouped_gemm_kernel<false>, (const void *)grouped_gemm_kernel<true>};
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < 2; i++) {
+        if ((e = mm_regs_split_ok(kernels[i])) != cudaSuccess) return e;
+        e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
+        if (e != cudaSuccess) return e;
+    }
     /* the wide form's two kernels (its scale paths): the same threads, registers and shared memory */
     const void *wide_kernels[2] = {(const void *)grouped_gemm_wide_kernel<true>, (const void *)grouped_gemm_wide_kernel<false>};
     for (int i = 0; i < 2; i++) {
@@ -564,7 +617,7 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     cudaLaunchConfig_t cfg = gemm_launch(sms / 2, 0, 0, attr);
-    e = cudaOccupancyMaxActiveClusters(&pairs_resident, (const void *)grouped_gemm_kernel, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&pairs_resident, kernels[0], &cfg);
     if (e != cudaSuccess) return e;
     cfg.blockDim = dim3(WIDE_THREADS);
     cfg.dynamicSmemBytes = WIDE_SMEM_BYTES;
@@ -624,5 +677,17 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
                                                      : cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<true>, g);
     }
     cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
-    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
+    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel<false>, g);
+}
+
+extern "C" cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
+{
+    if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK || g.w_scale) return cudaErrorInvalidValue;
+    if (g.experts > GEMM_OWN_PREFIX_MAX)
+        tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, 0);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    cudaLaunchAttribute attr[2];
+    cudaLaunchConfig_t cfg = gemm_launch(0, ctas, stream, attr);
+    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel<true>, g);
 }

@@ -204,15 +204,25 @@ static inline cudaError_t mm_regs_split_ok(const void *kernel, int launch_regs =
 }
 #endif
 
+/* FP4 weights (gemm_fp4.cuh) move registers from the math, whose blocks then retire one at a
+ * time (an accumulator and one block sum), to the producer, which expands the weights:
+ * 128 x 88 + 256 x 200 = 62464 (setmaxnreg takes multiples of 8). */
+#define MM_FP4_PRODUCER_REGS 88
+#define MM_FP4_MATH_REGS 200
+
+template <int REGS = MM_PRODUCER_REGS>
 __device__ __forceinline__ void mm_regs_producer()
 {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MM_PRODUCER_REGS));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
 }
 
+template <int REGS = MM_MATH_REGS>
 __device__ __forceinline__ void mm_regs_math()
 {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MM_MATH_REGS));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
 }
+static_assert(MM_PRODUCER_THREADS * MM_FP4_PRODUCER_REGS + MM_CONSUMER_THREADS * MM_FP4_MATH_REGS <=
+                  MM_TILE_THREADS * MM_LAUNCH_REGS, "the FP4 split fits the launch's registers");
 
 /* Back to the launch split, for a kernel whose later phases run all 384 threads alike: the
  * producer's increase waits until the math warpgroups have given theirs back. Only after a
@@ -554,6 +564,28 @@ __device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const fl
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
 }
 
+/* FP4 weights (gemm_fp4.cuh): the factors 2^(R - 127) of the block's 128 weight rows, one float
+ * each in the stage's tiny area, where the producer's expansion wrote them. */
+__device__ __forceinline__ const float *mm_tile_stage_factors(const uint8_t *stages, int stage)
+{
+    return (const float *)(stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES);
+}
+
+/* The FP4 promotion (recipe.md, "FP4 weights"): acc += (a_scale * factor[column]) * blk, the
+ * product first as the FP8 path multiplies a_scale * w_scale first. */
+__device__ __forceinline__ void mm_tile_promote_cols(float s_lo, float s_hi, const float *factor,
+                                                     const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
+{
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 4) {
+        const float2 f = *(const float2 *)(factor + mm_acc_col(i));
+        acc[i] = fmaf(s_lo * f.x, blk[i], acc[i]);
+        acc[i + 1] = fmaf(s_lo * f.y, blk[i + 1], acc[i + 1]);
+        acc[i + 2] = fmaf(s_hi * f.x, blk[i + 2], acc[i + 2]);
+        acc[i + 3] = fmaf(s_hi * f.y, blk[i + 3], acc[i + 3]);
+    }
+}
+
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
  * full (so the loads are long done when the promotion needs them), the weight block's scale
  * and this thread's two rows' activation scales. */
@@ -567,6 +599,7 @@ typedef struct {
  * came by TMA need no fence (TMA and wgmma are both the async proxy, ordered by the barrier; the
  * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
  * warp and block (measured in the GEMM lab). */
+template <bool FP4 = false> /* FP4: no weight scale (each column's factor comes at the promotion) */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
                                                       bool a_gathered)
@@ -575,6 +608,10 @@ __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_
     MM_AUDIT_ENTER(r.stage);
     if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
+    if (FP4) {
+        mm_block b = {r.stage, valid_lo ? sc[r_lo] : 0.0f, valid_hi ? sc[r_hi] : 0.0f};
+        return b;
+    }
     const float sw = sc[MM_GEMM_BM];
     mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
     return b;
@@ -604,11 +641,12 @@ __device__ __forceinline__ void mm_tile_issue(uint64_t desc_a0, uint64_t desc_b0
 }
 
 /* The next block in the ring: waits for its data, issues its MMAs into `blk`, moves the ring on. */
+template <bool FP4 = false>
 __device__ __forceinline__ mm_block mm_tile_issue_next(const uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                        uint64_t da, uint64_t db, int r_lo, int r_hi, bool valid_lo,
                                                        bool valid_hi, bool a_gathered, float blk[MM_TILE_ACC])
 {
-    const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
+    const mm_block b = mm_tile_wait_full<FP4>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, a_gathered);
     mm_tile_issue(da, db, b.stage, blk);
     mm_ring_advance(ring);
     return b;
@@ -674,9 +712,16 @@ __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool
 
 /* The end of one K block whose MMAs completed: free its stage and promote the block sum into
  * acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0). */
-__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair,
+/* FP4: promoted first, by the factors in the stage, which the release hands back to the producer. */
+template <bool FP4 = false>
+__device__ __forceinline__ void mm_tile_retire(const uint8_t *stages, const mm_block &b, mm_tile_pipe *p, bool pair,
                                                const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
+    if (FP4) {
+        mm_tile_promote_cols(b.s_lo, b.s_hi, mm_tile_stage_factors(stages, b.stage), blk, acc);
+        mm_tile_release(p, b.stage, pair);
+        return;
+    }
     mm_tile_release(p, b.stage, pair);
     mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
@@ -691,6 +736,7 @@ __device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
+template <bool FP4 = false> /* FP4 weights: gemm_fp4.cuh */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
@@ -701,7 +747,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
+            mm_tile_wait_full<FP4>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -709,40 +755,42 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
-    if (rows <= 64) {
+    /* FP4 weights retire each block too: the promotion's per-column factors do not fit beside
+     * two block sums in the math's 216 registers */
+    if (FP4 || rows <= 64) {
         /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
          * as soon as its MMAs are done, so its stage goes back to the producer without waiting
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+            const mm_block b = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
-            mm_tile_retire(b, p, pair, blk0, acc);
+            mm_tile_retire<FP4>(stages, b, p, pair, blk0, acc);
         }
         return;
     }
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
+    mm_block b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
-        mm_tile_retire(b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
+        b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
-        mm_tile_retire(b1, p, pair, blk1, acc);
+        mm_tile_retire<FP4>(stages, b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
-        mm_tile_retire(b0, p, pair, blk0, acc);
+        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
-        mm_tile_retire(b1, p, pair, blk1, acc);
+        mm_tile_retire<FP4>(stages, b1, p, pair, blk1, acc);
     } else {
         MM_WGMMA_WAIT(0, 6);
-        mm_tile_retire(b0, p, pair, blk0, acc);
+        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
     }
 }
 

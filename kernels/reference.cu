@@ -208,6 +208,16 @@ extern "C" cudaError_t mm_launch_ref_gemm(const uint8_t *qa, const float *sa,
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t mm_launch_ref_gemm_fp4(const uint8_t *qa, const float *sa, const int32_t *expert_of_row,
+                                              int rows, const uint8_t *codes, const uint8_t *exps, int n, int k,
+                                              double *out, cudaStream_t stream)
+{
+    if (rows <= 0) return cudaSuccess;
+    ref_gemm_fp4_kernel<<<grid_for((long long)rows * n, 8), 256, 0, stream>>>(qa, sa, 0, expert_of_row, rows, 1, codes,
+                                                                              exps, n, k, out);
+    return cudaGetLastError();
+}
+
 /* ---- compare --------------------------------------------------------------------------- */
 
 __device__ __forceinline__ void atomic_max_nonneg(double *addr, double v)

@@ -74,6 +74,7 @@ void meta_fill_common(mm_meta *m, const mm_options *o, const mm_config *cfg, int
     m->experts = cfg->experts;
     m->topk = cfg->topk;
     mm_fmt(m->scale_fmt, sizeof m->scale_fmt, "%s", cfg->scale_fmt == MM_SCALE_UE8M0 ? "ue8m0" : "fp32");
+    mm_fmt(m->weights, sizeof m->weights, "%s", cfg->weights == MM_WEIGHTS_FP4 ? "fp4" : "fp8");
     if (cfg->has_swiglu_limit) mm_fmt(m->swiglu_limit, sizeof m->swiglu_limit, "%g", cfg->swiglu_limit);
     else mm_fmt(m->swiglu_limit, sizeof m->swiglu_limit, "none");
     routing_format(&o->routing, m->routing, sizeof m->routing);

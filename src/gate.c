@@ -118,6 +118,7 @@ typedef struct {
     int interleave; /* meta.interleave; files from before the flag timed modes one after another */
     int idle_ms;    /* meta.idle_ms; 0 in files from before the flag */
     int ep_slice;   /* meta.ep_slice: one rank of EP N emulated on one GPU (0: a real run) */
+    char weights[8]; /* meta.shape.weights: "fp8" (also where a file predates the key) or "fp4" */
     int n;
     gate_row *rows;
 } gate_file;
@@ -243,6 +244,9 @@ static mm_status load(const char *path, gate_file *g)
         g->interleave = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "interleave"));
         g->idle_ms = (int)num_item(meta, "idle_ms", 0);
         g->ep_slice = (int)num_item(meta, "ep_slice", 0);
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(meta, "shape");
+        const char *weights = cJSON_IsObject(shape) ? str_item(shape, "weights") : "";
+        mm_fmt(g->weights, sizeof g->weights, "%s", weights[0] ? weights : "fp8");
         int count = cJSON_GetArraySize(rows);
         if (count == 0) {
             mm_error("gate: %s: 'results' is empty (a gate that compares nothing cannot pass)", path);
@@ -482,6 +486,10 @@ static mm_status files_comparable(const gate_file *a, const gate_file *b, const 
     }
     if (strcmp(a->config, b->config) != 0) {
         mm_error("gate: baseline is of config '%s', current of '%s': no row can match", a->config, b->config);
+        return MM_USAGE;
+    }
+    if (strcmp(a->weights, b->weights) != 0) { /* half the weight bytes: a format change, not a speedup */
+        mm_error("gate: baseline has %s experts, current %s: no row can match", a->weights, b->weights);
         return MM_USAGE;
     }
     for (int i = 0; i < a->n; i++)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../kernels/fp4.h"
 #include "../kernels/gemm_schedule.h"
 #include "datagen_host.h"
 #include "gemm_cublaslt.h"
@@ -58,7 +59,11 @@ static mm_status spread_rows(const mm_options *o, const mm_config *cfg, int rows
 typedef struct {
     uint8_t *w1, *w2;
     float *s1, *s2;
-    void *w1_map, *w2_map; /* TMA descriptors of w1, w2 */
+    void *w1_map, *w2_map; /* TMA descriptors of w1, w2 (FP4: of the codes c1, c2) */
+    /* FP4 experts (--weights fp4; then w1, w2, s1, s2 are not allocated): codes [E][N][K / 2] and
+     * exponents [E][N][K / 32] of W1 and W2 (kernels/fp4.h) */
+    int fp4;
+    uint8_t *c1, *e1, *c2, *e2;
     void *qa_map[2];       /* TMA descriptors of qa as [rows][K] for GEMM1's K and GEMM2's */
     void *out_map[2];      /* of out as BF16 [rows][N] for GEMM1's N and GEMM2's */
     uint16_t *x;
@@ -86,12 +91,20 @@ static mm_status pipeline_status(const gemm_buffers *b)
     return MM_TIMEOUT;
 }
 
+/* One launch of our grouped GEMM: the FP4 kernel (single CTAs, 128 x 128 tiles) or the FP8 one's
+ * forms. */
+static cudaError_t launch_ours(int fp4, mm_grouped_gemm_args g, int ctas, int most, const int32_t *counts,
+                               cudaStream_t st)
+{
+    return fp4 ? mm_launch_grouped_gemm_fp4(g, ctas, st) : mm_launch_grouped_gemm(g, ctas, most, counts, st);
+}
+
 static mm_status check_one(const gemm_buffers *b, mm_grouped_gemm_args g, int rows, int ctas, int most, const int32_t *counts,
                            cudaStream_t st, double *calc)
 {
     size_t n_out = (size_t)rows * g.n;
     CUDA_TRY(mm_launch_poison(b->out, n_out * (g.out_fp32 ? 4 : 2), st));
-    CUDA_TRY(mm_launch_grouped_gemm(g, ctas, most, counts, st));
+    CUDA_TRY(launch_ours(b->fp4, g, ctas, most, counts, st));
     if (g.out_fp32) CUDA_TRY(mm_launch_compare_f32((const float *)b->out, b->ref, (long long)n_out, b->diff, st));
     else CUDA_TRY(mm_launch_compare((const uint16_t *)b->out, b->ref, (long long)n_out, b->diff, st));
     mm_device_diff d;
@@ -109,6 +122,7 @@ typedef mm_step_fn enqueue_fn; /* timing.h: one call of a work on a stream */
 
 typedef struct {
     mm_grouped_gemm_args g;
+    int fp4;
     int ctas, most;         /* an expert's most rows (the launch form) */
     const int32_t *counts; /* the experts' rows (the tile, mm_grouped_gemm_tile_rows) */
 } ours_ctx;
@@ -116,7 +130,7 @@ typedef struct {
 static mm_status ours_enqueue(void *ctx, cudaStream_t st)
 {
     ours_ctx *c = ctx;
-    CUDA_TRY(mm_launch_grouped_gemm(c->g, c->ctas, c->most, c->counts, st));
+    CUDA_TRY(launch_ours(c->fp4, c->g, c->ctas, c->most, c->counts, st));
     return MM_OK;
 }
 
@@ -242,13 +256,25 @@ static mm_status case_upload(const mm_options *o, const mm_config *cfg, const ge
     return MM_OK;
 }
 
+/* FP4: w the exponents, w_map the codes' map, w_scale NULL (mm_launch_grouped_gemm_fp4) */
 static mm_grouped_gemm_args case_args(const gemm_buffers *b, gemm_shape sh, int local_experts)
 {
-    mm_grouped_gemm_args g = {b->qa, b->sa, sh.gemm == 1 ? b->w1 : b->w2, sh.gemm == 1 ? b->w1_map : b->w2_map,
-                              sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
+    const uint8_t *w = b->fp4 ? (sh.gemm == 1 ? b->e1 : b->e2) : (sh.gemm == 1 ? b->w1 : b->w2);
+    mm_grouped_gemm_args g = {b->qa, b->sa, w, sh.gemm == 1 ? b->w1_map : b->w2_map,
+                              b->fp4 ? NULL : sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
                               b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     return g;
+}
+
+/* The GPU reference of the case's GEMM (double) into b->ref, for the weights g names. */
+static cudaError_t launch_reference(const gemm_buffers *b, gemm_shape sh, int rows, const mm_grouped_gemm_args *g,
+                                    cudaStream_t st)
+{
+    if (b->fp4)
+        return mm_launch_ref_gemm_fp4(b->qa, b->sa, b->expert_of_row, rows, sh.gemm == 1 ? b->c1 : b->c2, g->w, sh.n,
+                                      sh.k, b->ref, st);
+    return mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, g->w, g->w_scale, sh.n, sh.k, b->ref, st);
 }
 
 /* The row of `res` for this case's `mode` ("gemm1", "gemm1-cublaslt", ...), or NULL. */
@@ -279,14 +305,13 @@ static mm_status energy_case(const mm_options *o, const mm_config *cfg, const ge
     }
     mm_status s = case_upload(o, cfg, b, sh, &c, local_experts, st);
     mm_grouped_gemm_args g = case_args(b, sh, local_experts);
-    ours_ctx oc = {g, ctas, c.most, c.count};
+    ours_ctx oc = {g, b->fp4, ctas, c.most, c.count};
     lt_runner *lt = NULL;
     char why[256] = "not timed";
     lt_problem lp = {g.w, g.w_scale, b->qa, b->sa, c.count, c.offset, local_experts, sh.n, sh.k, c.rows};
     /* the runner picks its scale layout against the reference, so the case's reference first */
     if (s == MM_OK && theirs && theirs->stats.n > 0) { /* timed, so a failure here is unexpected: the line says why */
-        if (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, c.rows, g.w, g.w_scale, sh.n, sh.k, b->ref, st) !=
-            cudaSuccess)
+        if (launch_reference(b, sh, c.rows, &g, st) != cudaSuccess)
             mm_fmt(why, sizeof why, "the reference GEMM failed to launch");
         else if (lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why) != MM_OK)
             lt = NULL;
@@ -334,7 +359,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     mm_grouped_gemm_args g = case_args(b, sh, local_experts);
     const uint8_t *w = g.w;
     const float *ws = g.w_scale;
-    if (mm_launch_ref_gemm(b->qa, b->sa, b->expert_of_row, rows, w, ws, sh.n, sh.k, b->ref, st) != cudaSuccess) {
+    if (launch_reference(b, sh, rows, &g, st) != cudaSuccess) {
         mm_error("gemm: the reference GEMM failed to launch");
         case_rows_free(&c);
         return MM_RUNTIME;
@@ -354,8 +379,12 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     lt_problem lp = {w, ws, b->qa, b->sa, count, offset, local_experts, sh.n, sh.k, rows};
     lt_runner *lt = NULL;
     char why[256];
-    mm_status ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
-    ours_ctx oc = {g, ctas, most, count};
+    mm_status ls = MM_OK;
+    if (b->fp4) /* not a failure: the comparison has no counterpart */
+        mm_fmt(why, sizeof why, "cuBLASLt: not run (it has no FP8 x FP4 matmul on SM90)");
+    else
+        ls = lt_runner_create(&lp, b->ref, st, &lt, why, sizeof why);
+    ours_ctx oc = {g, b->fp4, ctas, most, count};
     const enqueue_fn fns[2] = {ours_enqueue, lt_enqueue};
     void *const ctxs[2] = {&oc, lt};
     mm_stats times[2];
@@ -377,9 +406,10 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
     }
     const mm_stats s = times[0];
     double flops = 2.0 * rows * (double)sh.n * sh.k;
-    double wbytes = (double)active * sh.n * sh.k * (1.0 + 4.0 / 16384.0);
+    /* the weight bytes streamed: FP8 and a float per 128 x 128 block, or FP4 codes and a byte per 32 */
+    double wbytes = (double)active * sh.n * sh.k * (b->fp4 ? 0.5 + 1.0 / MM_FP4_GROUP : 1.0 + 4.0 / 16384.0);
     int ok = calc <= o->tol && calc32 <= o->tol;
-    const int tile = mm_grouped_gemm_tile_rows(&g, count);
+    const int tile = b->fp4 ? MM_GEMM_BM : mm_grouped_gemm_tile_rows(&g, count);
     const double mhz = mm_clock_mhz(cycles, ns);
     printf("gemm%d %6d x %5d x %5d %8.1f %4d %9.1f %8.1f %9.1f  %9.2e %9.2e  %-4s %5.0f  ", sh.gemm, rows, sh.n, sh.k,
            (double)rows / local_experts, tile, s.median, flops / s.median / 1e6, wbytes / s.median / 1e3, calc, calc32,
@@ -399,7 +429,7 @@ static mm_status run_case(const mm_options *o, const mm_config *cfg, const gemm_
         ls = lt_runner_output(lt, st, &lt_out);
         /* ours (BF16) against cuBLASLt's output */
         if (ls == MM_OK && (mm_launch_bf16_to_f64(lt_out, (long long)rows * sh.n, b->ref_lt, st) != cudaSuccess ||
-                            mm_launch_grouped_gemm(g, ctas, most, count, st) != cudaSuccess))
+                            launch_ours(b->fp4, g, ctas, most, count, st) != cudaSuccess))
             ls = MM_RUNTIME;
         if (ls == MM_OK) {
             mm_device_diff d;
@@ -468,6 +498,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
         mm_error("gemm: %d experts are not divisible by --ep %d", cfg->experts, o->ep);
         return MM_USAGE;
     }
+    if (cfg->weights == MM_WEIGHTS_FP4 && o->tile == MM_WIDE_BM) {
+        mm_error("gemm: --tile 192: FP4 weights run the 128 x 128 tiles only so far");
+        return MM_USAGE;
+    }
     CUDA_TRY(cudaSetDevice(0));
     CUDA_TRY(mm_grouped_gemm_prepare());
     mm_grouped_gemm_set_tile(o->tile);
@@ -493,10 +527,18 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     memset(&b, 0, sizeof b);
     cudaStream_t st;
     CUDA_TRY(cudaStreamCreate(&st));
-    CUDA_TRY(cudaMalloc((void **)&b.w1, (size_t)el * 2 * in * h));
-    CUDA_TRY(cudaMalloc((void **)&b.w2, (size_t)el * h * in));
-    CUDA_TRY(cudaMalloc((void **)&b.s1, (size_t)el * (2 * in / 128) * (h / 128) * 4));
-    CUDA_TRY(cudaMalloc((void **)&b.s2, (size_t)el * (h / 128) * (in / 128) * 4));
+    b.fp4 = cfg->weights == MM_WEIGHTS_FP4;
+    if (b.fp4) {
+        CUDA_TRY(cudaMalloc((void **)&b.c1, (size_t)el * 2 * in * h / 2));
+        CUDA_TRY(cudaMalloc((void **)&b.e1, (size_t)el * 2 * in * h / MM_FP4_GROUP));
+        CUDA_TRY(cudaMalloc((void **)&b.c2, (size_t)el * h * in / 2));
+        CUDA_TRY(cudaMalloc((void **)&b.e2, (size_t)el * h * in / MM_FP4_GROUP));
+    } else {
+        CUDA_TRY(cudaMalloc((void **)&b.w1, (size_t)el * 2 * in * h));
+        CUDA_TRY(cudaMalloc((void **)&b.w2, (size_t)el * h * in));
+        CUDA_TRY(cudaMalloc((void **)&b.s1, (size_t)el * (2 * in / 128) * (h / 128) * 4));
+        CUDA_TRY(cudaMalloc((void **)&b.s2, (size_t)el * (h / 128) * (in / 128) * 4));
+    }
     CUDA_TRY(cudaMalloc((void **)&b.x, (size_t)max_rows * maxk * 2));
     CUDA_TRY(cudaMalloc((void **)&b.qa, (size_t)max_rows * maxk));
     CUDA_TRY(cudaMalloc((void **)&b.sa, (size_t)max_rows * (maxk / 128) * 4));
@@ -516,10 +558,17 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     CUDA_TRY(cudaHostGetDevicePointer((void **)&b.error_dev, b.error_host, 0));
     CUDA_TRY(cudaMalloc((void **)&b.abort_flag, sizeof *b.abort_flag));
     CUDA_TRY(cudaMemset(b.abort_flag, 0, sizeof *b.abort_flag));
-    CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,
-                                   cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
-    CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
-    CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
+    if (b.fp4) {
+        CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, el, cfg->hidden, cfg->inter, b.c1, b.e1, b.c2,
+                                           b.e2, st));
+        CUDA_TRY(mm_fp4_codes_map_create(b.c1, (uint64_t)el * 2 * in, h, &b.w1_map));
+        CUDA_TRY(mm_fp4_codes_map_create(b.c2, (uint64_t)el * h, in, &b.w2_map));
+    } else {
+        CUDA_TRY(mm_launch_gen_weights(o->seed, 0, el, cfg->hidden, cfg->inter,
+                                       cfg->scale_fmt == MM_SCALE_UE8M0, b.w1, b.s1, b.w2, b.s2, st));
+        CUDA_TRY(mm_weight_map_create(b.w1, (uint64_t)el * 2 * in, h, &b.w1_map));
+        CUDA_TRY(mm_weight_map_create(b.w2, (uint64_t)el * h, in, &b.w2_map));
+    }
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / h, h, &b.qa_map[0]));
     CUDA_TRY(mm_rows_map_create(b.qa, (uint64_t)max_rows * maxk / in, in, &b.qa_map[1]));
     CUDA_TRY(mm_out_map_create(b.out, (uint64_t)max_rows, (uint64_t)2 * in, &b.out_map[0]));
@@ -541,7 +590,12 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     } else {
         printf("# rows per expert: %s\n", o->spread == MM_SPREAD_SKEWED ? "skewed, ~1 / (e + 1)" : "uniform");
     }
-    for (int gi = 1; gi <= 2; gi++) {
+    if (b.fp4)
+        printf("# weights: FP4 (MXFP4: E2M1 codes, a UE8M0 exponent per 32 along K; %s), expanded to FP8 "
+               "in shared memory by the producer (docs/recipe.md); one CTA per 128 x 128 tile, tiles claimed from a "
+               "counter; wGB/s counts the FP4 bytes streamed\n",
+               cfg->fp4_pattern == MM_FP4_REAL ? "drawn as checkpoints look" : "a check pattern");
+    for (int gi = 1; gi <= 2 && !b.fp4; gi++) {
         int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount, 0);
         if (pairs)
             printf("# gemm%d: %d CTAs in 2-CTA clusters, each pair sharing its A blocks (TMA multicast), where an "
@@ -603,6 +657,7 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     cudaFree(b.w1_map); cudaFree(b.w2_map); cudaFree(b.qa_map[0]); cudaFree(b.qa_map[1]);
     cudaFree(b.out_map[0]); cudaFree(b.out_map[1]);
     cudaFree(b.w1); cudaFree(b.w2); cudaFree(b.s1); cudaFree(b.s2); cudaFree(b.x); cudaFree(b.qa);
+    cudaFree(b.c1); cudaFree(b.e1); cudaFree(b.c2); cudaFree(b.e2);
     cudaFree(b.sa); cudaFree(b.count); cudaFree(b.offset); cudaFree(b.tiles);
     cudaFree(b.expert_of_row); cudaFree(b.out); cudaFree(b.ref); cudaFree(b.ref_lt); cudaFree(b.diff); cudaFree(b.flush);
     cudaFreeHost(b.error_host); cudaFree(b.abort_flag);

@@ -369,6 +369,7 @@ cJSON *report_meta_json(const mm_meta *m)
     cJSON_AddNumberToObject(shape, "experts", m->experts);
     cJSON_AddNumberToObject(shape, "topk", m->topk);
     cJSON_AddStringToObject(shape, "scale_fmt", m->scale_fmt);
+    cJSON_AddStringToObject(shape, "weights", m->weights[0] ? m->weights : "fp8");
     cJSON_AddStringToObject(shape, "swiglu_limit", m->swiglu_limit);
     cJSON_AddStringToObject(o, "routing", m->routing);
     cJSON_AddNumberToObject(o, "warmup", m->warmup);

@@ -72,6 +72,7 @@ typedef struct {
     char config[96];
     int hidden, inter, experts, topk;
     char scale_fmt[8];
+    char weights[8]; /* the experts' format: "fp8" or "fp4" (MXFP4) */
     char swiglu_limit[16];
     int ep;
     char gpu[96];

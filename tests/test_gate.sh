@@ -103,5 +103,9 @@ check slice-vs-real 2 "baseline is a real run, current an EP 8 slice: an emulate
 check slice-vs-real-ignored 2 "an emulated slice matches only" -- --baseline $g/base.json --current "$tmp/slice8.json" --ignore-device
 check slice-vs-slice 2 "baseline is an EP 4 slice, current an EP 8 slice" -- --baseline "$tmp/slice4.json" --current "$tmp/slice8.json"
 check slice-same 0 "gate: PASS" -- --baseline "$tmp/slice8.json" --current "$tmp/slice8.json"
+# FP4 experts never match FP8 ones (a file without the key is FP8)
+mutate $g/base.json "$tmp/fp4.json" "d['meta'].setdefault('shape', {})['weights'] = 'fp4'"
+check fp4-vs-fp8 2 "gate: baseline has fp8 experts, current fp4: no row can match" -- --baseline $g/base.json --current "$tmp/fp4.json"
+check fp4-same 0 "gate: PASS" -- --baseline "$tmp/fp4.json" --current "$tmp/fp4.json"
 echo "test_gate.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
