@@ -57,8 +57,9 @@ typedef struct {
  * copies gained 4-10% at 49152 rows and 2-3% at 4096. */
 #define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
 #define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
+#define GEMM_FP4_SMEM_BYTES (GEMM_SMEM_BYTES + (int)sizeof(mm_fp4_pipe))
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
-static_assert(GEMM_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
+static_assert(GEMM_FP4_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
 static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes start on a 1 KB boundary (the swizzle's)");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
 
@@ -269,7 +270,7 @@ __device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_arg
 /* FP4: the experts' weights as MXFP4 (gemm_fp4.cuh; g.w_map maps the codes, g.w holds the
  * exponents, g.w_scale is unused): single CTAs only, the producer expands each weight block. */
 template <bool FP4>
-__global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
+__device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
 {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ gemm_item slot[2];
@@ -278,9 +279,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     __shared__ int claimed;
     __shared__ int prefix_warp_sums[MM_PRODUCER_THREADS / 32];
     __shared__ uint64_t clock_start[2];
-    __shared__ __align__(8) mm_fp4_pipe fpipe;
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
+    /* FP4: the expansion's barriers after the staging (in the dynamic shared memory the FP4 launch
+     * adds: a static one moved the FP8 kernel's own layout and code) */
+    mm_fp4_pipe *fpipe = (mm_fp4_pipe *)(staging + GEMM_STAGING_BYTES);
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
@@ -288,7 +291,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
         gemm_clock_begin(clock_start);
         if (FP4) {
             mm_tile_pipe_init(&pipe, 1, MM_CONSUMER_WARPS, MM_FP4_FULL_ARRIVALS);
-            mm_fp4_pipe_init(&fpipe);
+            mm_fp4_pipe_init(fpipe);
         } else {
             mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         }
@@ -329,41 +332,44 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
                                           gemm_walk(single_claims(), pair, &claimed, next, item, 0, pairs, total), total,
                                           band, col_tiles, kblocks);
         if (single_claims() && !cur.last && threadIdx.x == 0) next = gemm_claim_next(total);
-        /* FP4: this warp's weight blocks issued and not yet expanded (gemm_fp4.cuh) */
-        mm_fp4_lag lag = {MM_RING_START(MM_TILE_STAGES), 0};
-        while (FP4 && !cur.last) {
-            mm_inject_stall(cur.item);
-            const gemm_item *it = &slot[n & 1];
-            const mm_fp4_source src = {g.a_map, g.w_map, g.w, g.k};
-            mm_tile_produce_fp4(stages, &pipe, &fpipe, ring, lag, src, &it->tab, &it->rows, &it->a_row0,
-                                cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN);
-            /* before the producer's barriers: no stage of an earlier item left to expand, then
-             * the next slot waited for while expanding, and every stage expanded before the end */
-            mm_fp4_drain_to(stages, &pipe, &fpipe, lag, kblocks);
-            const int item_next = gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total);
-            mm_fp4_wait_expanding(stages, &pipe, &fpipe, lag, &items.free_[(n + 1) & 1], (((n + 1) >> 1) & 1u) ^ 1u,
-                                  MM_PIPE_WAIT_ITEM_FREE);
-            mm_fp4_drain_to(stages, &pipe, &fpipe, lag, item_next >= total ? 0 : kblocks);
-            const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1, item_next, total, band, col_tiles, kblocks);
-            if (!nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
-            cur = nx;
-            n++;
-        }
-        while (!FP4 && !cur.last) {
-            mm_inject_stall(cur.item);
-            const gemm_item *it = &slot[n & 1];
-            const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
-                                 g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks};
-            const mm_tile_a_map am = {g.a_map, it->a_row0, pair ? 1 : 0};
-            mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false, false,
-                            true);
-            const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
-                                                   gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1,
-                                                             pairs, total),
-                                                   total, band, col_tiles, kblocks);
-            if (single_claims() && !nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
-            cur = nx;
-            n++;
+        if constexpr (FP4) {
+            /* this warp's weight blocks issued and not yet expanded (gemm_fp4.cuh) */
+            mm_fp4_lag lag = {MM_RING_START(MM_TILE_STAGES), 0};
+            while (!cur.last) {
+                mm_inject_stall(cur.item);
+                const gemm_item *it = &slot[n & 1];
+                const mm_fp4_source src = {g.a_map, g.w_map, g.w, g.k};
+                mm_tile_produce_fp4(stages, &pipe, fpipe, ring, lag, src, &it->tab, &it->rows, &it->a_row0,
+                                    cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN);
+                /* before the producer's barriers: no stage of an earlier item left to expand, then
+                 * the next slot waited for while expanding, and every stage expanded before the end */
+                mm_fp4_drain_to(stages, &pipe, fpipe, lag, kblocks);
+                const int item_next = gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total);
+                mm_fp4_wait_expanding(stages, &pipe, fpipe, lag, &items.free_[(n + 1) & 1], (((n + 1) >> 1) & 1u) ^ 1u,
+                                      MM_PIPE_WAIT_ITEM_FREE);
+                mm_fp4_drain_to(stages, &pipe, fpipe, lag, item_next >= total ? 0 : kblocks);
+                const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1, item_next, total, band, col_tiles, kblocks);
+                if (!nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
+                cur = nx;
+                n++;
+            }
+        } else {
+            while (!cur.last) {
+                mm_inject_stall(cur.item);
+                const gemm_item *it = &slot[n & 1];
+                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
+                                     g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks};
+                const mm_tile_a_map am = {g.a_map, it->a_row0, pair ? 1 : 0};
+                mm_tile_produce(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false, false,
+                                true);
+                const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
+                                                       gemm_walk(single_claims(), pair, &claimed, next, cur.item, n + 1,
+                                                                 pairs, total),
+                                                       total, band, col_tiles, kblocks);
+                if (single_claims() && !nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
+                cur = nx;
+                n++;
+            }
         }
     } else {
         mm_regs_math<FP4 ? MM_FP4_MATH_REGS : MM_MATH_REGS>();
@@ -398,6 +404,18 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_gro
     if (threadIdx.x == 0 && mm_stage_wait_expired && g.error)
         mm_record_failure_to(g.abort_flag, g.error, g.rank, MM_PHASE_GEMM_PIPELINE, -1, mm_stage_wait_expired, blockIdx.x);
     if (threadIdx.x == 0) gemm_clock_end(clock_start);
+}
+
+/* The two kernels: FP8 experts in both tile heights' launcher (mm_launch_grouped_gemm), FP4 ones
+ * in single CTAs (mm_launch_grouped_gemm_fp4). */
+__global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_kernel(mm_grouped_gemm_args g)
+{
+    grouped_gemm_body<false>(g);
+}
+
+__global__ void __launch_bounds__(MM_TILE_THREADS, 1) grouped_gemm_fp4_kernel(mm_grouped_gemm_args g)
+{
+    grouped_gemm_body<true>(g);
 }
 
 #include "gemm_wide.cuh" /* the wide form's kernel, compiled in this unit (it shares the claim counter, the clock sums and the prefix) */
@@ -598,11 +616,12 @@ static int wide_scales_asked = MM_WIDE_SCALES_AUTO;
 extern "C" cudaError_t mm_grouped_gemm_prepare(void)
 {
     /* the 128 x 128 kernel with FP8 and with FP4 weights */
-    const void *kernels[2] = {(const void *)grouped_gemm_kernel<false>, (const void *)grouped_gemm_kernel<true>};
+    const void *kernels[2] = {(const void *)grouped_gemm_kernel, (const void *)grouped_gemm_fp4_kernel};
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < 2; i++) {
         if ((e = mm_regs_split_ok(kernels[i])) != cudaSuccess) return e;
-        e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM_BYTES);
+        e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 i ? GEMM_FP4_SMEM_BYTES : GEMM_SMEM_BYTES);
         if (e != cudaSuccess) return e;
     }
     /* the wide form's two kernels (its scale paths): the same threads, registers and shared memory */
@@ -677,7 +696,7 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
                                                      : cudaLaunchKernelEx(&cfg, grouped_gemm_wide_kernel<true>, g);
     }
     cudaLaunchConfig_t cfg = gemm_launch(mm_grouped_gemm_pairs(g.n, ctas, max_rows), ctas, stream, attr);
-    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel<false>, g);
+    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel, g);
 }
 
 extern "C" cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
@@ -689,5 +708,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args g, int ct
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     cudaLaunchConfig_t cfg = gemm_launch(0, ctas, stream, attr);
-    return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel<true>, g);
+    cfg.dynamicSmemBytes = GEMM_FP4_SMEM_BYTES;
+    return cudaLaunchKernelEx(&cfg, grouped_gemm_fp4_kernel, g);
 }
