@@ -36,6 +36,10 @@
  * publishes a tile's description and frees nothing until the consumers release the slot, so the
  * description can live in shared memory next to the stages.
  *
+ * FP4 weights (gemm_fp4.cuh) reach the same stages as FP8 written by the producer warps; the
+ * math then promotes by a factor per column (mm_tile_promote_cols) and retires every block
+ * before the next (template parameter FP4 of the consume path).
+ *
  * Numerics (recipe.md step 3): per 128-wide K block four k32 wgmmas sum into fresh FP32
  * registers (scale-d 0 on the first), then the block sum is promoted into the accumulator with
  * one FMA by (a_scale * w_scale), K blocks in order. Every path that uses these functions
