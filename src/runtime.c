@@ -342,7 +342,7 @@ mm_status runtime_check_fit(mm_runtime *rt, const char *what, size_t bytes)
     size_t reserve = (size_t)1 << 30;
     if (bytes + reserve > free_b) {
         mm_error("%s needs %.2f GiB on GPU %d of %s but only %.2f GiB are free (lower "
-                 "--max-tokens-per-rank or use more ranks)",
+                 "--max-tokens-per-rank, run fewer --modes, or use more ranks)",
                  what, bytes / 1073741824.0, rt->device, rt->host, free_b / 1073741824.0);
         return MM_USAGE;
     }
