@@ -609,12 +609,14 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
         printf("# order: inside an expert, bands of %d column tiles, each band's row tiles in turn, so a wave of CTAs "
                "shares a few weight columns while they are in L2\n", mm_grouped_gemm_band());
     else printf("# order: inside an expert, every column tile of a row tile before the next row tile\n");
-    printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
+    if (!b.fp4)
+        printf("# tile: the rows of our tiles; 128 (128 x 128, two math warpgroups) or 192 (the wide form: 192 x 128, "
            "three math warpgroups, always in pairs, %s; auto takes it where the active experts average %d rows or "
            "more and 192-row tiles pad them at most %d%% more than 128-row ones); --tile %s\n",
            "in a fixed order rotated each wave",
            MM_WIDE_MIN_MEAN_ROWS, MM_WIDE_MAX_PAD_PCT, res.tile);
-    printf("# wide scales: the wide form's scale copies, 4 K blocks at a time into slots beside the ring (group) or "
+    if (!b.fp4)
+        printf("# wide scales: the wide form's scale copies, 4 K blocks at a time into slots beside the ring (group) or "
            "each K block's into its stage (block; always where K / 128 is not a multiple of 4); --wide-scales %s "
            "(auto: group where N <= %d and K >= %d, else block)\n", res.wide_scales, MM_WIDE_GROUP_MAX_N, MM_WIDE_GROUP_MIN_K);
     printf("# MHz: the SM clock our kernel ran at over its calls in the timing loop (its CTAs' cycles over their "
