@@ -8,7 +8,8 @@
 #      scenarios, an EP slice and the FP4 references under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
-#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, small-k512 (both
+#   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, FP4 experts (tiny,
+#      small-h640, prefix-2048, Flash; memcheck, racecheck reported), small-k512 (both
 #      scale kernels) and small-h640 on the wide form (narrow2 items), small-n2048 and Flash skewed
 #      (the banded item order), Flash and Pro EP8 vs cuBLASLt, Flash's joules a call by NVML) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
@@ -113,6 +114,16 @@ if [ "$tools" != 0 ]; then
                     { echo "  $name: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
             done
         done
+        # FP4 experts in the core: memcheck judged; racecheck reported, not judged (the expansion's
+        # shared-memory writes reach the math through mbarriers, which the tool does not model)
+        expect_rc 0 sanitizer-memcheck-gemm-fp4 $mpi -np 1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+            --report-api-errors no build/megamoe gemm --config configs/tiny.json --weights fp4 --ep 2 --rows 1,37,300 --spread skewed --iters 1 --warmup 0
+        grep -q "ERROR SUMMARY: 0 errors" "$logs/sanitizer-memcheck-gemm-fp4.log" ||
+            { echo "  sanitizer-memcheck-gemm-fp4: no clean summary" | tee -a "$logs/summary.txt"; fail=1; }
+        step sanitizer-racecheck-gemm-fp4 $mpi -np 1 compute-sanitizer --tool racecheck --report-api-errors no \
+            build/megamoe gemm --config configs/tiny.json --weights fp4 --ep 2 --rows 1,37,300 --spread skewed --iters 1 --warmup 0
+        echo "  sanitizer-racecheck-gemm-fp4 (reported): $(grep -h 'RACECHECK SUMMARY' "$logs/sanitizer-racecheck-gemm-fp4.log")" |
+            tee -a "$logs/summary.txt"
         # the banded item order (bands of 8 column tiles inside an expert) over ragged experts with
         # more column tiles than a band: small-n2048's GEMM2 has 16, in both tile forms. memcheck
         # judged clean. racecheck judged by what it reports: with K / 128 past the ring's depth it
@@ -228,6 +239,13 @@ expect_rc 0 gemm-prefix-2048 $mpi -np 1 build/megamoe gemm --config tests/config
 # 16; Flash's 32), both forms
 expect_rc 0 gemm-n2048-skewed $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --iters 3
 expect_rc 0 gemm-n2048-skewed-wide $mpi -np 1 build/megamoe gemm --config tests/configs/small-n2048.json --ep 2 --rows 1,3,37,129,300,2000,5000 --spread skewed --tile 192 --iters 3
+# FP4 experts (the 128 x 128 kernel expanding MXFP4 in its stages): ragged and empty experts, one
+# and two K blocks (tiny: fewer than the ring's stages), five (h640), the prefix kernel past 1024
+# experts, and the Flash shapes, each against the GPU reference's FP4 GEMM
+expect_rc 0 gemm-fp4-tiny-skewed $mpi -np 1 build/megamoe gemm --config configs/tiny.json --weights fp4 --ep 2 --rows 1,3,37,129,300,2000 --spread skewed --iters 3
+expect_rc 0 gemm-fp4-h640-skewed $mpi -np 1 build/megamoe gemm --config tests/configs/small-h640.json --weights fp4 --ep 2 --rows 1,37,300,2000 --spread skewed --iters 3
+expect_rc 0 gemm-fp4-prefix-2048 $mpi -np 1 build/megamoe gemm --config tests/configs/prefix-2048.json --weights fp4 --ep 1 --rows 1,37,2000 --spread skewed --iters 3
+expect_rc 0 gemm-fp4-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --weights fp4 --ep 8 --rows 8,64,512,4096,49152 --iters 10 --json "$logs/gemm-deepseek-v4-flash-ep8-fp4.json"
 expect_rc 0 gemm-flash-skewed $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 37,3000,20000 --spread skewed --iters 3
 expect_rc 0 gemm-flash-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --rows 8,64,512,4096,12288,49152 --iters 10 --json "$logs/gemm-deepseek-v4-flash-ep8.json"
 expect_rc 0 gemm-pro-ep8 $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-pro.json --ep 8 --iters 10 --json "$logs/gemm-deepseek-v4-pro-ep8.json"
