@@ -490,16 +490,16 @@ static void gemm_fill_meta(mm_gemm_results *res, const mm_options *o, const stru
 
 mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **argv)
 {
+    if (cfg->weights == MM_WEIGHTS_FP4 && o->tile == MM_WIDE_BM) {
+        mm_error("gemm: --tile 192: FP4 weights run the 128 x 128 tiles only so far");
+        return MM_USAGE;
+    }
     int count = 0;
     char host[64] = "?";
     gethostname(host, sizeof host - 1);
     MM_TRY(runtime_gpu_count(host, "gemm", &count));
     if (cfg->experts % o->ep) {
         mm_error("gemm: %d experts are not divisible by --ep %d", cfg->experts, o->ep);
-        return MM_USAGE;
-    }
-    if (cfg->weights == MM_WEIGHTS_FP4 && o->tile == MM_WIDE_BM) {
-        mm_error("gemm: --tile 192: FP4 weights run the 128 x 128 tiles only so far");
         return MM_USAGE;
     }
     CUDA_TRY(cudaSetDevice(0));

@@ -117,6 +117,7 @@ for cmd in bench check; do
     expect 2 "$cmd: FP4 expert weights (--weights fp4, .*) are not in the modes yet: gemm runs the GEMM core with them" 1 -- "$bin" $cmd --weights fp4
 done
 expect 2 "--weights: expected fp8 or fp4, got 'fp5'" 1 -- "$bin" plan --weights fp5
+expect 2 "gemm: --tile 192: FP4 weights run the 128 x 128 tiles only so far" 1 -- "$bin" gemm --weights fp4 --tile 192
 # `make plots` of a results file writes under build/, not beside the file
 rm -rf build/plots/base
 env -u MAKEFLAGS -u MAKELEVEL make -s --no-print-directory plots RESULTS=tests/gate/base.json >/dev/null 2>&1 \
