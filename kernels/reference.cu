@@ -39,22 +39,41 @@ __global__ void ref_quant_kernel(const uint16_t *x, int tokens, int hidden, int 
     for (int c = 0; c < 128; c++) q[i * 128 + c] = mm_quantize(mm_bf16_decode(row[c]), s);
 }
 
-/* out[pair][n] for n < n_out; activations of pair p are row a_row(p) of qa/sa: for GEMM1 the
- * token (p / topk), for GEMM2 the pair itself. */
+/* The GEMM kernels' item: warp w of the grid takes output n of pair p (p * n_out + n = w); false
+ * past the last item or for a masked pair (expert < 0). Activations of pair p are row *a_row of
+ * qa/sa: for GEMM1 the token (p / topk), for GEMM2 the pair itself. */
+__device__ __forceinline__ bool ref_gemm_item(const int32_t *ids, int pairs, int topk, int a_per_token_topk,
+                                              int n_out, int *p, int *n, int *e, long long *a_row)
+{
+    const int warps = blockDim.x / 32;
+    const long long item = (long long)blockIdx.x * warps + threadIdx.x / 32;
+    if (item >= (long long)pairs * n_out) return false;
+    *p = (int)(item / n_out);
+    *n = (int)(item % n_out);
+    *e = ids[*p];
+    *a_row = a_per_token_topk ? *p / topk : *p;
+    return *e >= 0;
+}
+
+/* The warp's 32 lane parts of a block sum, added in double (every lane gets the total). */
+__device__ __forceinline__ double ref_warp_sum(double part)
+{
+    for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+    return part;
+}
+
+/* out[pair][n] for n < n_out (ref_gemm_item's pairs): per 128-block, sa * sw * the exact double sum
+ * of its FP8 products. */
 __global__ void ref_gemm_kernel(const uint8_t *qa, const float *sa, int a_per_token_topk,
                                 const int32_t *ids, int pairs, int topk, const uint8_t *w,
                                 const float *sw, int n_out, int k, double *out)
 {
     __shared__ double table[256];
     load_decode_table(table);
-    int warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    long long item = (long long)blockIdx.x * warps + threadIdx.x / 32;
-    if (item >= (long long)pairs * n_out) return;
-    int p = (int)(item / n_out), n = (int)(item % n_out);
-    int e = ids[p];
-    if (e < 0) return;
+    int p, n, e, lane = threadIdx.x % 32;
+    long long a_row;
+    if (!ref_gemm_item(ids, pairs, topk, a_per_token_topk, n_out, &p, &n, &e, &a_row)) return;
     int kb_count = k / 128;
-    long long a_row = a_per_token_topk ? p / topk : p;
     const uint8_t *arow = qa + a_row * k;
     const uint8_t *wrow = w + ((long long)e * n_out + n) * k;
     const float *wscale = sw + ((long long)e * (n_out / 128) + n / 128) * kb_count;
@@ -65,8 +84,7 @@ __global__ void ref_gemm_kernel(const uint8_t *qa, const float *sa, int a_per_to
             int c = kb * 128 + lane * 4 + j;
             part += table[arow[c]] * table[wrow[c]];
         }
-        for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-        acc += (double)sa[a_row * kb_count + kb] * (double)wscale[kb] * part;
+        acc += (double)sa[a_row * kb_count + kb] * (double)wscale[kb] * ref_warp_sum(part);
     }
     if (lane == 0) out[(long long)p * n_out + n] = acc;
 }
@@ -79,21 +97,16 @@ __global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_pe
 {
     __shared__ double table[256];
     load_decode_table(table);
-    int warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    long long item = (long long)blockIdx.x * warps + threadIdx.x / 32;
-    if (item >= (long long)pairs * n_out) return;
-    int p = (int)(item / n_out), n = (int)(item % n_out);
-    int e = ids[p];
-    if (e < 0) return;
+    int p, n, e, lane = threadIdx.x % 32;
+    long long a_row;
+    if (!ref_gemm_item(ids, pairs, topk, a_per_token_topk, n_out, &p, &n, &e, &a_row)) return;
     int kb_count = k / 128;
-    long long a_row = a_per_token_topk ? p / topk : p;
     const uint8_t *arow = qa + a_row * k;
     const long long wrow = (long long)e * n_out + n;
     const uint8_t *crow = codes + wrow * (k / 2), *erow = exps + wrow * (k / MM_FP4_GROUP);
     double acc = 0.0;
     for (int kb = 0; kb < kb_count; kb++) {
-        double part = mm_fp4_ref_lane_part(table, arow, crow, erow, kb, lane);
-        for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        const double part = ref_warp_sum(mm_fp4_ref_lane_part(table, arow, crow, erow, kb, lane));
         const int r = mm_fp4_block_ref(erow + kb * MM_FP4_GROUPS);
         acc += (double)sa[a_row * kb_count + kb] * ldexp(1.0, r - 127) * part;
     }
