@@ -57,12 +57,6 @@ __device__ __forceinline__ void mm_fp4_pipe_init(mm_fp4_pipe *f)
         for (int w = 0; w < MM_FP4_WARPS; w++) mm_mbar_init(&f->wfull[s][w], 1 + 32);
 }
 
-/* The stage's tiny area: the block's exponents, 4 bytes a weight row, then its factors in place. */
-__device__ __forceinline__ uint8_t *mm_fp4_tiny(uint8_t *stages, int s)
-{
-    return stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES;
-}
-
 /* Whether the barrier's phase of this parity completed, as lane 0 of the warp saw it (a phase
  * stays complete until this warp's next use, so the warp may act on lane 0's view; each lane
  * then waits itself, which returns at once, for its own acquire). */
@@ -82,7 +76,7 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *stages, mm_tile_pipe *p, 
     const int pt = threadIdx.x, warp = pt / 32, lane = pt % 32;
     mm_mbar_wait(&f->wfull[xr.stage][warp], xr.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     uint8_t *sb = stages + xr.stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
-    uint8_t *tiny = mm_fp4_tiny(stages, xr.stage);
+    uint8_t *tiny = mm_tile_stage_tiny(stages, xr.stage);
     const uint4 *cw = (const uint4 *)(sb + warp * MM_FP4_WARP_B_BYTES + MM_FP4_WARP_CODE_BYTES + lane * MM_FP4_CODE_BYTES);
     uint4 c[MM_FP4_GROUPS];
 #pragma unroll
@@ -224,7 +218,7 @@ __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pip
         }
         float *sc = (float *)(sb + MM_TILE_B_STAGE);
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-        mm_cp_async4(mm_fp4_tiny(stages, s) + 4 * pt,
+        mm_cp_async4(mm_tile_stage_tiny(stages, s) + 4 * pt,
                      src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(wfull) : "memory");
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");

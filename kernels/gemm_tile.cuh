@@ -568,11 +568,18 @@ __device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const fl
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
 }
 
-/* FP4 weights (gemm_fp4.cuh): the factors 2^(R - 127) of the block's 128 weight rows, one float
- * each in the stage's tiny area, where the producer's expansion wrote them. */
+/* A stage's tiny area, after its scales: a compact pass's rows, a tile's extra rows, or FP4's
+ * exponents (gemm_fp4.cuh), which the producer's expansion overwrites with the factors. */
+__device__ __forceinline__ uint8_t *mm_tile_stage_tiny(uint8_t *stages, int stage)
+{
+    return stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES;
+}
+
+/* FP4 weights: the factors 2^(R - 127) of the block's 128 weight rows, one float each in the
+ * stage's tiny area. */
 __device__ __forceinline__ const float *mm_tile_stage_factors(const uint8_t *stages, int stage)
 {
-    return (const float *)(stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES);
+    return (const float *)mm_tile_stage_tiny((uint8_t *)stages, stage);
 }
 
 /* The FP4 promotion (recipe.md, "FP4 weights"): acc += (a_scale * factor[column]) * blk, the
