@@ -383,7 +383,8 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
             if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
-            mm_tile_consume<FP4>(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
+            /* FP4: the expanded weights are generic-proxy writes too, fenced here (gemm_fp4.cuh) */
+            mm_tile_consume<FP4>(stages, &pipe, ring, rows, g.k, pair, FP4 || !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
              * weights are the limit, a partial half, FP32) straight from the registers, valid rows

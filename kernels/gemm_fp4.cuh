@@ -12,8 +12,9 @@
  *   expand  once wfull completed: each thread reads its row's 64 code bytes and 4 exponents,
  *           the warp syncs (its FP8 rows overwrite its codes, nobody else's), then writes the
  *           128 FP8 bytes in the 128-byte swizzle the wgmma descriptor names (chunk c of row r at
- *           chunk c ^ (r % 8)) and the row's factor 2^(R - 127) as a float over its exponents;
- *           a proxy fence (generic writes, async-proxy reads) and one arrival per warp on `full`.
+ *           chunk c ^ (r % 8)) and the row's factor 2^(R - 127) as a float over its exponents,
+ *           then one arrival per warp on `full` (the math's proxy fence after `full` orders
+ *           these generic writes before its wgmmas' async-proxy reads, as for gathered rows).
  * `full` thus expects 128 cp.async arrivals + thread 0's (the A TMA's bytes) + 4 warps'.
  * The expansion trails the issue: a warp expands each of its stages as soon as the codes landed,
  * while it polls for the next stage to come free (mm_fp4_wait_empty) and for the next item slot,
@@ -111,7 +112,8 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *stages, mm_tile_pipe *p, 
         *(uint4 *)(row + (((2 * g + 1) ^ (pt & 7)) << 4)) = hi;
     }
     *(float *)(tiny + 4 * pt) = mm_fp4_ref_scale(ref);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* for the wgmmas' async-proxy reads */
+    /* no proxy fence here: the math fences after `full` (as for gathered rows); here it was a
+     * MEMBAR behind this warp's cp.asyncs of the newer stages, an HBM latency every block */
     __syncwarp();
     if (lane == 0) mm_mbar_arrive(&p->full[xr.stage]);
 }
