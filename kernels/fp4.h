@@ -34,8 +34,10 @@
 /* The E2M1 value of a 4-bit code (bit 3 the sign). */
 MM_HD float mm_e2m1_decode(uint8_t code)
 {
-    const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    const float v = mag[code & 7u];
+    /* exponent field e, mantissa bit m: 0.5 m if e = 0, else (2 + m) 2^(e - 1) / 2 (no table, which
+     * a kernel would keep in local memory) */
+    const int e = (code >> 1) & 3, m = code & 1;
+    const float v = 0.5f * (float)(e == 0 ? m : (2 + m) << (e - 1));
     return (code & 8u) ? -v : v;
 }
 
@@ -115,28 +117,45 @@ MM_HD uint32_t mm_prmt(uint32_t a, uint32_t b, uint32_t sel)
 #endif
 }
 
-/* Eight codes (a 32-bit word of packed codes, weight j in nibble j) times 2^d into eight e4m3
- * bytes (lo: weights 0-3, hi: 4-7), for d in [MM_FP4_D_FAST, MM_FP4_D_MAX]. The magnitudes
+/* The permute table of a group at offset d in [MM_FP4_D_FAST, MM_FP4_D_MAX]: the magnitudes
  * 0, 0.5, .., 6 are the e4m3 bytes 00 30 38 3C 40 44 48 4C; times 2^d each nonzero one gains d in
- * its exponent field (8 d on the byte; no byte leaves 08..7C, so no carry crosses bytes), a
- * table of 8 bytes in two registers that one permute reads for four codes at once. A code's
- * sign (bit 3 of its nibble) becomes bit 7 of its byte: the nibbles' bytes spread to one a byte
- * (bytes b0 b0 b1 b1), where the even nibbles' sign sits at bit 3 and the odd ones' at bit 7. */
-MM_HD void mm_fp4_expand_word(uint32_t w, int d, uint32_t *lo, uint32_t *hi)
+ * its exponent field (8 d on the byte; no byte leaves 08..7C, so no carry crosses bytes), eight
+ * bytes in two registers that one permute reads for four codes at once. */
+MM_HD void mm_fp4_table(int d, uint32_t *t0, uint32_t *t1)
 {
-    const uint32_t t0 = 0x3C383000u + (uint32_t)(d * 0x08080800), t1 = 0x4C484440u + (uint32_t)(d * 0x08080808);
-    const uint32_t y0 = mm_prmt(w, 0u, 0x1100u), y1 = mm_prmt(w, 0u, 0x3322u);
-    *lo = mm_prmt(t0, t1, w & 0x7777u) | ((y0 << 4) & 0x00800080u) | (y0 & 0x80008000u);
-    *hi = mm_prmt(t0, t1, (w >> 16) & 0x7777u) | ((y1 << 4) & 0x00800080u) | (y1 & 0x80008000u);
+    *t0 = 0x3C383000u + (uint32_t)(d * 0x08080800);
+    *t1 = 0x4C484440u + (uint32_t)(d * 0x08080808);
 }
 
-/* One 32-group (16 code bytes as four words) at offset d into 32 e4m3 bytes (eight words): the
- * fast form where it is exact and normal, else code by code (mm_fp4_to_fp8), so both give the
- * same bytes as mm_fp4_expand_block. */
+/* Eight codes (a 32-bit word of packed codes, weight j in nibble j) into eight e4m3 bytes (lo:
+ * weights 0-3, hi: 4-7) through a group's table: nine integer instructions. The magnitudes by one
+ * permute each (a selector nibble is a code's 3 magnitude bits; a permute reads only the low four
+ * nibbles of its selector). A code's sign (bit 3 of its nibble) becomes bit 7 of its byte by a
+ * permute of {w << 4, w}: there the even nibbles' sign is bit 7 of a byte of w << 4 and the odd
+ * ones' bit 7 of a byte of w, so each output byte picks one of them and a mask keeps its top bit. */
+MM_HD void mm_fp4_expand_word(uint32_t w, uint32_t t0, uint32_t t1, uint32_t *lo, uint32_t *hi)
+{
+    const uint32_t mag = w & 0x77777777u, up = w << 4;
+    *lo = (mm_prmt(up, w, 0x5140u) & 0x80808080u) | mm_prmt(t0, t1, mag);
+    *hi = (mm_prmt(up, w, 0x7362u) & 0x80808080u) | mm_prmt(t0, t1, mag >> 16);
+}
+
+/* One 32-group (16 code bytes as four words) at offset d in [MM_FP4_D_FAST, MM_FP4_D_MAX] into
+ * 32 e4m3 bytes (eight words): the GEMM core's expansion (gemm_fp4.cuh). */
+MM_HD void mm_fp4_expand_group_fast(const uint32_t c[4], int d, uint32_t out[8])
+{
+    uint32_t t0, t1;
+    mm_fp4_table(d, &t0, &t1);
+    for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+}
+
+/* One 32-group at any offset: the fast form where it is exact and normal, else code by code
+ * (mm_fp4_to_fp8), so both give the same bytes as mm_fp4_expand_block (the CPU tests' view of
+ * the kernel's dispatch). */
 MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
 {
     if (d >= MM_FP4_D_FAST) {
-        for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], d, &out[2 * i], &out[2 * i + 1]);
+        mm_fp4_expand_group_fast(c, d, out);
         return;
     }
     for (int i = 0; i < 8; i++) {

@@ -89,27 +89,37 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *stages, mm_tile_pipe *p, 
     for (int g = 0; g < MM_FP4_GROUPS; g++) s[g] = (uint8_t)(ex >> (8 * g));
     const int ref = mm_fp4_block_ref(s);
     uint8_t *row = sb + pt * MM_GEMM_BK;
+    /* chunk c of this row sits at chunk c ^ (row % 8): the row's address with its swizzle, XORed
+     * by the chunk (rows are 128-byte aligned) */
+    const unsigned row_sw = (unsigned)__cvta_generic_to_shared(row) | (unsigned)((pt & 7) << 4);
+    int lowest = s[0];
 #pragma unroll
-    for (int g = 0; g < MM_FP4_GROUPS; g++) {
-        const int d = (int)s[g] - ref;
-        uint4 lo, hi;
-        if (d >= MM_FP4_D_FAST) {
-            mm_fp4_expand_word(c[g].x, d, &lo.x, &lo.y);
-            mm_fp4_expand_word(c[g].y, d, &lo.z, &lo.w);
-            mm_fp4_expand_word(c[g].z, d, &hi.x, &hi.y);
-            mm_fp4_expand_word(c[g].w, d, &hi.z, &hi.w);
-        } else { /* below the fast form (spreads past 11 steps, rare in checkpoints): byte by byte,
-                  * in a loop that keeps the producer's registers for the rest */
-#pragma unroll 1
-            for (int j = 0; j < MM_FP4_GROUP; j++) {
-                const uint32_t w = j < 8 ? c[g].x : j < 16 ? c[g].y : j < 24 ? c[g].z : c[g].w;
-                const int k = MM_FP4_GROUP * g + j;
-                row[(((k >> 4) ^ (pt & 7)) << 4) + (k & 15)] = mm_fp4_to_fp8((uint8_t)((w >> (4 * (j & 7))) & 15u), d);
-            }
-            continue;
+    for (int g = 1; g < MM_FP4_GROUPS; g++) lowest = min(lowest, (int)s[g]);
+    if (lowest - ref >= MM_FP4_D_FAST) {
+#pragma unroll
+        for (int g = 0; g < MM_FP4_GROUPS; g++) {
+            const uint32_t in[4] = {c[g].x, c[g].y, c[g].z, c[g].w};
+            uint32_t out[8];
+            mm_fp4_expand_group_fast(in, (int)s[g] - ref, out);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ (unsigned)((2 * g) << 4)),
+                         "r"(out[0]), "r"(out[1]), "r"(out[2]), "r"(out[3]) : "memory");
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ (unsigned)((2 * g + 1) << 4)),
+                         "r"(out[4]), "r"(out[5]), "r"(out[6]), "r"(out[7]) : "memory");
         }
-        *(uint4 *)(row + (((2 * g) ^ (pt & 7)) << 4)) = lo;
-        *(uint4 *)(row + (((2 * g + 1) ^ (pt & 7)) << 4)) = hi;
+    } else { /* a group below the fast form (spreads past 11 steps, rare in checkpoints): code by
+              * code, in a loop that keeps the producer's registers for the rest */
+#pragma unroll 1
+        for (int k = 0; k < MM_GEMM_BK; k++) {
+            const int g = k / MM_FP4_GROUP, j = k % MM_FP4_GROUP;
+            const uint4 cg = c[0];
+            uint32_t w = j < 8 ? cg.x : j < 16 ? cg.y : j < 24 ? cg.z : cg.w;
+            /* c[g] by a branch-free walk (a runtime index would put c in local memory) */
+#pragma unroll
+            for (int q = 1; q < MM_FP4_GROUPS; q++)
+                if (g == q) w = j < 8 ? c[q].x : j < 16 ? c[q].y : j < 24 ? c[q].z : c[q].w;
+            const int d = (g == 0 ? s[0] : g == 1 ? s[1] : g == 2 ? s[2] : s[3]) - ref;
+            row[(((k >> 4) ^ (pt & 7)) << 4) + (k & 15)] = mm_fp4_to_fp8((uint8_t)((w >> (4 * (j & 7))) & 15u), d);
+        }
     }
     *(float *)(tiny + 4 * pt) = mm_fp4_ref_scale(ref);
     /* no proxy fence here: the math fences after `full` (as for gathered rows); here it was a

@@ -155,8 +155,9 @@ static void expand_fast(void **state)
     for (int d = MM_FP4_D_FAST; d <= MM_FP4_D_MAX; d++)
         for (uint32_t half = 0; half < 65536u; half++) {
             const uint32_t w = half | (0xffffu - half) << 16;
-            uint32_t lo, hi;
-            mm_fp4_expand_word(w, d, &lo, &hi);
+            uint32_t t0, t1, lo, hi;
+            mm_fp4_table(d, &t0, &t1);
+            mm_fp4_expand_word(w, t0, t1, &lo, &hi);
             for (int j = 0; j < 8; j++) {
                 const uint8_t want = mm_fp4_to_fp8((uint8_t)((w >> (4 * j)) & 15u), d);
                 const uint8_t got = (uint8_t)(((j < 4 ? lo : hi) >> (8 * (j % 4))) & 0xffu);
