@@ -79,17 +79,20 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
                                             cudaEvent_t *marks, cudaStream_t stream)
 {
     cudaError_t e;
-    mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->w1, w->w1_map, w->s1, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, 2 * m->inter, m->hidden, 1, f->gemm1_out, f->x_map,
-                               comm->error, comm->abort_flag, comm->peers.rank};
-    if ((e = mm_launch_grouped_gemm(g1, sm_count, max_rows, NULL, stream)) != cudaSuccess) return e;
+    /* FP4 experts: the GEMMs' weights are the exponents, their maps over the codes (gemm_fp4.cuh) */
+    mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->fp4 ? w->e1 : w->w1, w->w1_map, w->s1, f->row_offset,
+                               f->row_count, f->tile_start, local_experts, 2 * m->inter, m->hidden, 1, f->gemm1_out,
+                               f->x_map, comm->error, comm->abort_flag, comm->peers.rank};
+    e = w->fp4 ? mm_launch_grouped_gemm_fp4(g1, sm_count, stream) : mm_launch_grouped_gemm(g1, sm_count, max_rows, NULL, stream);
+    if (e != cudaSuccess) return e;
     MM_MARK(0);
     mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
                        f->row_count, f->packed_meta, f->gemm1_out, f->act, f->act_scales};
     if ((e = mm_launch_swiglu_quant(act, sm_count * ACT_CTAS_PER_SM, stream)) != cudaSuccess) return e;
     MM_MARK(1);
-    mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->w2, w->w2_map, w->s2, f->row_offset, f->row_count,
-                               f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out, f->act_map,
-                               comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
-    return mm_launch_grouped_gemm(g2, sm_count, max_rows, NULL, stream);
+    mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->fp4 ? w->e2 : w->w2, w->w2_map, w->s2, f->row_offset,
+                               f->row_count, f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out,
+                               f->act_map, comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
+    return w->fp4 ? mm_launch_grouped_gemm_fp4(g2, sm_count, stream)
+                  : mm_launch_grouped_gemm(g2, sm_count, max_rows, NULL, stream);
 }

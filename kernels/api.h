@@ -209,11 +209,15 @@ typedef struct {
     uint16_t *y;         /* [T][H] BF16 */
 } mm_call_io;
 
-/* This rank's local experts' weights, and their TMA descriptors. */
+/* This rank's local experts' weights, and their TMA descriptors. FP8: w1, w2 the weights, s1, s2
+ * their block scales; FP4 (fp4 1): w1, w2 the E2M1 codes (the maps over them), e1, e2 the UE8M0
+ * exponents, s1, s2 NULL (docs/recipe.md "FP4 weights"). */
 typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
     const void *w1_map, *w2_map;
+    int fp4;
+    const uint8_t *e1, *e2;
 } mm_expert_args;
 
 /* The expert FFN of ll and normal on rows in the GEMM core's grouped layout (contiguous: each

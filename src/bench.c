@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../kernels/fp4.h"
 #include "ceilings.h"
 #include "datagen_host.h"
 #include "launch.h"
@@ -53,6 +54,9 @@ typedef struct {
     /* every expert's weights; this rank's experts are the slice at rank * local_experts */
     uint8_t *w1, *w2;
     float *w1_scale, *w2_scale;
+    /* FP4 experts (--weights fp4; then w1, w2 hold the codes and the scales are not made): the
+     * exponents */
+    uint8_t *e1, *e2;
     /* the GPU reference for the current batch */
     void *ref_ws;
     double *y_ref;
@@ -129,18 +133,30 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     }
     b->ref_batch = -1;
     size_t h = (size_t)cfg->hidden, i = (size_t)cfg->inter, e = (size_t)cfg->experts;
-    CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * i * h));
-    CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * i));
-    CUDA_TRY(cudaMalloc((void **)&b->w1_scale, e * (2 * i / 128) * (h / 128) * 4));
-    CUDA_TRY(cudaMalloc((void **)&b->w2_scale, e * (h / 128) * (i / 128) * 4));
+    const int fp4 = cfg->weights == MM_WEIGHTS_FP4;
+    if (fp4) {
+        CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * i * h / 2));
+        CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * i / 2));
+        CUDA_TRY(cudaMalloc((void **)&b->e1, e * 2 * i * h / MM_FP4_GROUP));
+        CUDA_TRY(cudaMalloc((void **)&b->e2, e * h * i / MM_FP4_GROUP));
+    } else {
+        CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * i * h));
+        CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * i));
+        CUDA_TRY(cudaMalloc((void **)&b->w1_scale, e * (2 * i / 128) * (h / 128) * 4));
+        CUDA_TRY(cudaMalloc((void **)&b->w2_scale, e * (h / 128) * (i / 128) * 4));
+    }
 
     cudaEvent_t t0, t1;
     CUDA_TRY(cudaEventCreate(&t0));
     CUDA_TRY(cudaEventCreate(&t1));
     CUDA_TRY(cudaEventRecord(t0, rt->stream));
-    CUDA_TRY(mm_launch_gen_weights(o->seed, 0, cfg->experts, cfg->hidden, cfg->inter,
-                                   cfg->scale_fmt == MM_SCALE_UE8M0, b->w1, b->w1_scale, b->w2,
-                                   b->w2_scale, rt->stream));
+    if (fp4)
+        CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, cfg->experts, cfg->hidden, cfg->inter, b->w1, b->e1,
+                                           b->w2, b->e2, rt->stream));
+    else
+        CUDA_TRY(mm_launch_gen_weights(o->seed, 0, cfg->experts, cfg->hidden, cfg->inter,
+                                       cfg->scale_fmt == MM_SCALE_UE8M0, b->w1, b->w1_scale, b->w2,
+                                       b->w2_scale, rt->stream));
     CUDA_TRY(cudaEventRecord(t1, rt->stream));
     CUDA_TRY(cudaStreamSynchronize(rt->stream));
     float ms = 0;
@@ -172,7 +188,12 @@ static mm_status setup_modes(bench_state *b, const mm_config *cfg)
     size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * b->local_experts;
     mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
                            b->w1_scale + first * (2 * in / 128) * (h / 128),
-                           b->w2_scale + first * (h / 128) * (in / 128)};
+                           b->w2_scale + first * (h / 128) * (in / 128), 0, NULL, NULL};
+    if (cfg->weights == MM_WEIGHTS_FP4) {
+        const mm_local_weights fp4 = {b->w1 + first * 2 * in * h / 2, b->w2 + first * h * in / 2, NULL, NULL, 1,
+                                      b->e1 + first * 2 * in * h / MM_FP4_GROUP, b->e2 + first * h * in / MM_FP4_GROUP};
+        lw = fp4;
+    }
     for (int m = 0; m < MODE_COUNT; m++) {
         if (!b->mode_max[m]) continue;
         MM_TRY(mode_ops((mm_mode)m)->setup(&b->mode_state[m], rt, cfg, b->mode_max[m], b->mode_sym[m], &lw));
@@ -198,6 +219,8 @@ static void free_inputs(bench_state *b)
     cudaFree(b->w2);
     cudaFree(b->w1_scale);
     cudaFree(b->w2_scale);
+    cudaFree(b->e1);
+    cudaFree(b->e2);
     cudaFree(b->zipf_cdf_dev);
     cudaFree(b->softplus_dev);
     route_tables_free(&b->tables);
@@ -248,10 +271,11 @@ static mm_status mode_step(void *ctx, cudaStream_t stream)
 static mm_status reference_for(bench_state *b, const mm_config *cfg, int batch)
 {
     if (b->ref_batch == batch) return MM_OK;
+    const int fp4 = cfg->weights == MM_WEIGHTS_FP4;
     mm_reference_args a = {b->run_tokens, cfg->hidden, cfg->inter, cfg->topk, cfg->has_swiglu_limit,
                            cfg->swiglu_limit, cfg->scale_fmt == MM_SCALE_UE8M0, b->x, b->topk_ids,
-                           b->topk_w, b->w1, b->w1_scale, b->w2, b->w2_scale, NULL, NULL, NULL, NULL,
-                           b->ref_ws, b->y_ref};
+                           b->topk_w, fp4 ? NULL : b->w1, b->w1_scale, fp4 ? NULL : b->w2, b->w2_scale,
+                           fp4 ? b->w1 : NULL, b->e1, fp4 ? b->w2 : NULL, b->e2, b->ref_ws, b->y_ref};
     CUDA_TRY(mm_launch_reference(a, b->rt.stream));
     CUDA_TRY(cudaStreamSynchronize(b->rt.stream));
     b->ref_batch = batch;
@@ -652,7 +676,8 @@ mm_status bench_main(const mm_options *o, const mm_config *model, int argc, char
         /* the floors' ceilings, measured on these GPUs before the modes set up their regions of
          * the symmetric buffer (the NVLink write uses them) */
         ceiling_set_defaults(&b->ceil, &o->ceilings, o->ceilings_given);
-        const size_t per_expert = (size_t)2 * cfg->inter * cfg->hidden;
+        /* W1 of the local experts (FP4: their codes) */
+        const size_t per_expert = (size_t)2 * cfg->inter * cfg->hidden / (cfg->weights == MM_WEIGHTS_FP4 ? 2 : 1);
         const mm_ceiling_inputs in = {b->w1 + (size_t)rt->rank * b->local_experts * per_expert,
                                       (uint64_t)b->local_experts * per_expert, MM_SYM_HEAD_BYTES, sym};
         if (s == MM_OK) s = ceilings_measure(rt, &in, o->ceilings_given, &b->ceil);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "../kernels/fp4.h"
 #include "datagen_host.h"
 #include "launch.h"
 #include "modes.h"
@@ -208,7 +209,13 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     int el = cfg->experts / rt->world;
     size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * el;
     mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
-                           b->s1 + first * (2 * in / 128) * (h / 128), b->s2 + first * (h / 128) * (in / 128)};
+                           b->s1 + first * (2 * in / 128) * (h / 128), b->s2 + first * (h / 128) * (in / 128), 0,
+                           NULL, NULL};
+    if (cfg->weights == MM_WEIGHTS_FP4) {
+        const mm_local_weights fp4 = {b->c1 + first * 2 * in * h / 2, b->c2 + first * h * in / 2, NULL, NULL, 1,
+                                      b->e1 + first * 2 * in * h / MM_FP4_GROUP, b->e2 + first * h * in / MM_FP4_GROUP};
+        lw = fp4;
+    }
     void *state = NULL;
     uint16_t *y = NULL;
     char what[256] = "";
@@ -299,6 +306,12 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         for (int m = 0; m < MODE_COUNT; m++) res->mode[m] = res->ref;
         return MM_OK;
     }
+    /* --weights fp4: every scenario with FP4 experts as checkpoints draw them (the fp4-* ones keep
+     * their patterns) */
+    if (o->weights == MM_WEIGHTS_FP4 && cfg.weights != MM_WEIGHTS_FP4) {
+        cfg.weights = MM_WEIGHTS_FP4;
+        cfg.fp4_pattern = MM_FP4_REAL;
+    }
     /* the routing is the model's at its EP size: an EP N slice's at N, over all E experts */
     mm_config full = cfg;
     int route_ranks = rt->world, local = 0;
@@ -361,8 +374,6 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         if (!(o->modes & (1u << m))) mm_fmt(c->note, sizeof c->note, "not requested");
         else if (ops->missing) mm_fmt(c->note, sizeof c->note, "%s", ops->missing);
         else if (sc->needs) mm_fmt(c->note, sizeof c->note, "needs %s", sc->needs);
-        else if (cfg.weights == MM_WEIGHTS_FP4)
-            mm_fmt(c->note, sizeof c->note, "FP4 experts: not implemented in the GEMM core yet (reference only)");
         else if (m == MODE_LL && max_tokens > o->ll_max)
             mm_fmt(c->note, sizeof c->note, "above the ll cap of %d tokens per rank", o->ll_max);
         else if ((s = modes_supported(ops, &cfg, rt->world, &ok, c->note, sizeof c->note)) != MM_OK || !ok)

@@ -128,13 +128,6 @@ int main(int argc, char **argv)
         if (parse_routing(cfg.routing, &o.routing, sub, sizeof sub) != MM_OK) return MM_USAGE;
     }
     if (o.weights >= 0) cfg.weights = (mm_weights_fmt)o.weights;
-    if (cfg.weights == MM_WEIGHTS_FP4 && (o.cmd == CMD_BENCH || o.cmd == CMD_CHECK)) {
-        mm_error("%s: FP4 expert weights (--weights fp4, or quant_method \"mxfp4\" in %s) are not in the modes yet: "
-                 "gemm runs the GEMM core with them, plan computes their bytes and floors, check's fp4-* scenarios "
-                 "their references (docs/recipe.md); use --weights fp8",
-                 command_name(o.cmd), o.config_path);
-        return MM_USAGE;
-    }
     resolve_batches(&o, &cfg);
     if (o.max_tokens_per_rank == 0 && cfg.max_tokens_per_rank > 0)
         o.max_tokens_per_rank = cfg.max_tokens_per_rank;

@@ -53,10 +53,15 @@ mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weig
     out->w2 = w->w2;
     out->s1 = w->s1;
     out->s2 = w->s2;
+    out->fp4 = w->fp4;
+    out->e1 = w->e1;
+    out->e2 = w->e2;
     out->w1_map = out->w2_map = NULL;
-    CUDA_TRY(mm_weight_map_create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
+    cudaError_t (*create)(const uint8_t *, uint64_t, uint64_t, void **) = w->fp4 ? mm_fp4_codes_map_create
+                                                                               : mm_weight_map_create;
+    CUDA_TRY(create(w->w1, local_experts * 2 * cfg->inter, (uint64_t)cfg->hidden, &map));
     out->w1_map = map;
-    CUDA_TRY(mm_weight_map_create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
+    CUDA_TRY(create(w->w2, local_experts * cfg->hidden, (uint64_t)cfg->inter, &map));
     out->w2_map = map;
     return MM_OK;
 }

@@ -9,10 +9,13 @@
 #include "runtime.h"
 #include "sweep.h"
 
-/* This rank's local experts' weights, in the recipe's layout. */
+/* This rank's local experts' weights, in the recipe's layout: FP8 weights w1, w2 with block scales
+ * s1, s2; or (fp4 1) MXFP4 codes w1, w2 with exponents e1, e2 (mm_expert_args). */
 typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
+    int fp4;
+    const uint8_t *e1, *e2;
 } mm_local_weights;
 
 /* One call: this rank's tokens in, its outputs out (device pointers; api.h). */
