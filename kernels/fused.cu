@@ -112,6 +112,7 @@
 
 #define MM_TILE_HANDOFF /* gemm_tile.cuh's per-I-block wait, for the hand-off form (handoff_arm) */
 #include "comm.cuh"
+#include "gemm_fp4.cuh"
 #include "gemm_tile.cuh"
 #include "layout.h"
 #include "api.h"
@@ -519,7 +520,7 @@ typedef struct {
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
  * dispatch_recv[s][token]; GEMM2 reads act. The meta comes back in a register. */
-template <bool FOLD>
+template <bool FOLD, bool FP4>
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
@@ -554,7 +555,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = (const float *)(row + a.m.hidden);
         b->map = a.w.w1_map;
         b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
-        b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
+        b->scale = FP4 ? NULL : a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
         *k = a.m.hidden;
     } else {
         *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
@@ -563,7 +564,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
         b->map = a.w.w2_map;
         b->row0 = le * a.m.hidden + block * 128;
-        b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        b->scale = FP4 ? NULL : a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         *k = a.m.inter;
     }
     if (FOLD && pt < extra) { /* the extra rows: their metas now (rare: a folded tile), their rows' places */
@@ -590,8 +591,9 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tile = tile;
         it->block = block;
         it->is_gemm1 = is_gemm1;
-        it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
-        it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
+        /* FP4 weights: the one-pass form only (gemm_fp4.cuh expands one weight block a stage) */
+        it->dual = !FP4 && mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
+        it->compact = !FP4 && mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
     }
 }
@@ -651,15 +653,25 @@ __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_
     *(const uint32_t *volatile *)&mm_handoff_word_s = word;
 }
 
+/* FP4 weights (the FP4 form): the expansion's barriers (gemm_fp4.cuh), and whether the item just
+ * claimed is a GEMM2 item whose row tile is not complete yet. */
+static __shared__ __align__(8) mm_fp4_pipe fused_fpipe_s;
+static __shared__ int fused_rows_wait_s;
+
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
- * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot. */
-template <bool FOLD, bool HANDOFF>
+ * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot.
+ * FP4: each warp expands the weight blocks it issued as they land (gemm_fp4.cuh), so no wait of
+ * the producer may stand between the math and a stage a warp still holds: the item slot is
+ * waited for while expanding, and a wait for gemm1_done (which this CTA's math of earlier items
+ * may have to meet) comes only after every warp expanded all of its stages. */
+template <bool FOLD, bool HANDOFF, bool FP4>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = MM_RING_START(FUSED_RING_DEPTH(HANDOFF));
+    mm_fp4_lag lag = {MM_RING_START(FUSED_RING_DEPTH(HANDOFF)), 0}; /* FP4: this warp's blocks not yet expanded */
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
@@ -669,24 +681,48 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
     if (threadIdx.x == 0) next = claim_item(a, sc);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
-        mm_item_wait_free(ring_items, n);
+        if constexpr (FP4)
+            mm_fp4_wait_expanding(stages, pipe, &fused_fpipe_s, lag, &ring_items->free_[n & 1], ((n >> 1) & 1u) ^ 1u,
+                                  MM_PIPE_WAIT_ITEM_FREE);
+        else
+            mm_item_wait_free(ring_items, n);
         if (threadIdx.x == 0) {
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
             if (!HANDOFF && item >= sc.gemm1_items && item < sc.items) { /* the hand-off form: handoff_arm */
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-                if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
-                    item = ITEM_ABORT;
-                /* this thread issues the item's A TMA: order it after the act stores it waited for */
-                asm volatile("fence.proxy.async.global;" ::: "memory");
+                if constexpr (FP4) { /* waited for below, once every stage is expanded */
+                    fused_rows_wait_s = mm_ld_acquire_gpu_u32(&gemm1_done(a)[tile]) != (uint32_t)sc.ib_count;
+                } else {
+                    if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
+                        item = ITEM_ABORT;
+                    /* this thread issues the item's A TMA: order it after the act stores it waited for */
+                    asm volatile("fence.proxy.async.global;" ::: "memory");
+                }
+            } else if constexpr (FP4) {
+                fused_rows_wait_s = 0;
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
             *claim_s = item;
         }
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+        if constexpr (FP4) {
+            if (fused_rows_wait_s) {
+                mm_fp4_drain_to(stages, pipe, &fused_fpipe_s, lag, 0);
+                if (threadIdx.x == 0) {
+                    const int tile = mm_fused_gemm2_tile(*claim_s - sc.gemm1_items, sc.h_items);
+                    if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
+                        *claim_s = ITEM_ABORT;
+                }
+                mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
+            }
+            /* thread 0 issues the item's A TMA: ordered after the act stores it acquired */
+            if (threadIdx.x == 0) asm volatile("fence.proxy.async.global;" ::: "memory");
+        }
         const int item = *claim_s;
         if (item >= sc.items || item == ITEM_ABORT) {
+            if constexpr (FP4) mm_fp4_drain_to(stages, pipe, &fused_fpipe_s, lag, 0);
             if (threadIdx.x == 0) it->item = item == ITEM_ABORT ? ITEM_ABORT : ITEM_END;
             mm_item_publish(ring_items, n);
             return;
@@ -696,11 +732,25 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_tile_b b;
         int k;
         int4 meta;
-        describe_item<FOLD>(a, sc, item, it, &am, &b, &k, &meta);
+        describe_item<FOLD, FP4>(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        if (it->dual) {
+        if constexpr (FP4) {
+            /* published first: the expansion's waits may take a while (the math is still busy
+             * with the previous item); GEMM1's gate pass, then its up pass over A again */
+            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+            mm_item_publish(ring_items, n);
+            mm_inject_stall(item);
+            const mm_fp4_source src = {am.map, b.map, is_gemm1 ? a.w.e1 : a.w.e2, k};
+            /* act's first row as an int: the low word of act_row0 (little-endian; act has fewer
+             * than 2^31 rows) */
+            const volatile int *a_row0 = (const volatile int *)&it->act_row0;
+            mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows, a_row0, b.row0);
+            if (is_gemm1)
+                mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows, a_row0,
+                                    b.row0 + a.m.inter);
+        } else if (it->dual) {
             /* two weight blocks over one pass of A (two stages per K block, or one for a compact
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
@@ -1036,7 +1086,7 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
  * g on warpgroup g. A GEMM1 item that is not dual runs the gate pass then the up pass; small
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
-template <bool FOLD, bool HANDOFF>
+template <bool FOLD, bool HANDOFF, bool FP4>
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
@@ -1061,8 +1111,9 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool dual = it->dual;
         /* as produce_item chose: GEMM1 gathers its rows, GEMM2 takes act's row tiles by TMA */
         const bool gathered = is_gemm1 || !mm_tile_a_by_tma(a.act_map, rows);
-        /* one call site of each mainloop, so the kernel holds one copy of each */
-        if (dual && rows <= SMALL_ROWS) {
+        /* one call site of each mainloop, so the kernel holds one copy of each (FP4: the one-pass
+         * form only, its expanded weights fenced as gathered rows are: gemm_fp4.cuh) */
+        if (!FP4 && dual && rows <= SMALL_ROWS) {
             /* split: warpgroup g computes half g (gate / up, or H block `block + g`); a compact
              * item has both halves of a K block in one stage */
             if (it->compact) mm_tile_consume_compact(stages, pipe, ring, rows, k, acc);
@@ -1073,7 +1124,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             } else {
                 gemm2_epilogue_split(a, it, (__nv_bfloat16 *)staging, acc);
             }
-        } else if (dual) {
+        } else if (!FP4 && dual) {
             float acc1[MM_TILE_ACC];
             const int extra = FOLD ? it->extra : 0; /* the other form has no extra rows */
             mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, extra, extra_accumulators(staging));
@@ -1086,13 +1137,13 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
                 gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
             }
         } else {
-            mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
+            mm_tile_consume<FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
             if (is_gemm1) {
                 /* the gate pass parked (the previous epilogue ended with a barrier after its
                  * reads), then the up pass: parked beside it when both fit, else kept in the
                  * registers (gemm1_epilogue_parked) */
                 park_small(staging, acc, 0, rows, 0);
-                mm_tile_consume(stages, pipe, ring, rows, k, false, gathered, acc);
+                mm_tile_consume<FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
                 if (rows <= PARK_ROWS) {
                     park_small(staging + PARK_FLOATS, acc, 0, rows, 0);
                     gemm1_epilogue_small(a, sc, it, staging, staging + PARK_FLOATS);
@@ -1111,8 +1162,9 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
 
 /* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call);
  * HANDOFF: the form whose GEMM2 items take their tile's I blocks one by one (handoff_arm;
- * mm_fused_handoff_kernel picks it). Never both. */
-template <bool FOLD, bool HANDOFF>
+ * mm_fused_handoff_kernel picks it). Never both. FP4: FP4 experts (MXFP4, gemm_fp4.cuh), in the
+ * form with neither and one-pass items only. */
+template <bool FOLD, bool HANDOFF, bool FP4 = false>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -1129,7 +1181,12 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
     if (threadIdx.x == 0) {
-        mm_tile_pipe_init(&pipe, 1);
+        if constexpr (FP4) {
+            mm_tile_pipe_init(&pipe, 1, MM_CONSUMER_WARPS, MM_FP4_FULL_ARRIVALS);
+            mm_fp4_pipe_init(&fused_fpipe_s);
+        } else {
+            mm_tile_pipe_init(&pipe, 1);
+        }
         mm_item_ring_init(&ring_items);
         fused_handoff_s = HANDOFF;
     }
@@ -1218,19 +1275,19 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
     sc.tiny = tile_start[el + 2] != 0;
-    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
+    sc.h_width = FP4 ? 1 : mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;
     if (mm_warpgroup() == 0) {
-        mm_regs_producer();
-        produce_items<FOLD, HANDOFF>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+        mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
+        produce_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
-        mm_regs_math();
-        ok = consume_items<FOLD, HANDOFF>(a, sc, stages, &pipe, &ring_items, slots, staging);
+        mm_regs_math<FP4 ? MM_FP4_MATH_REGS : MM_MATH_REGS>();
+        ok = consume_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the
@@ -1304,11 +1361,13 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
     return (size_t)MM_TILE_SMEM_BYTES + STAGING_BYTES + MM_XACC_BYTES + mm_fused_smem_counts_bytes(experts, ranks);
 }
 
-/* The kernel's forms: plain, folding, hand-off (mm_launch_fused picks one per call). */
-#define FUSED_FORMS 3
+/* The kernel's forms: plain, folding, hand-off (mm_launch_fused picks one per call), and FP4
+ * experts' (a.w.fp4). */
+#define FUSED_FORMS 4
 static const void *const fused_forms[FUSED_FORMS] = {(const void *)fused_moe_kernel<false, false>,
                                                       (const void *)fused_moe_kernel<true, false>,
-                                                      (const void *)fused_moe_kernel<false, true>};
+                                                      (const void *)fused_moe_kernel<false, true>,
+                                                      (const void *)fused_moe_kernel<false, false, true>};
 
 /* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
  * largest static share of the forms (barriers, item slots, flags). A shape whose
@@ -1423,7 +1482,9 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
     memset(steps_host, 0, (size_t)steps_words * 4);
 #endif
     if ((uintptr_t)a.io.x % 16) return cudaErrorMisalignedAddress; /* the dispatch loads x rows by bulk copies */
-    if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
+    if (a.w.fp4)
+        fused_moe_kernel<false, false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    else if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
         fused_moe_kernel<true, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     else if (mm_fused_handoff_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts, a.m.inter, ctas))
         fused_moe_kernel<false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);

@@ -80,9 +80,9 @@ static const struct {
     {"timeout-ms", 1, OPT_TIMEOUT, B | C | S, "MS", "bound on every device-side wait (default 5000)"},
     {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
     {"weights", 1, OPT_WEIGHTS, B | C | P | M, "fp8|fp4",
-     "the experts' weight format: FP8 with 128 x 128 block scales, or MXFP4 (docs/recipe.md); FP4 runs in "
-     "ll, normal and gemm (128 x 128 tiles), fused SKIPs it so far; check --weights fp4 runs every scenario "
-     "with FP4 experts (default: the config's quantization_config.quant_method, else fp8)"},
+     "the experts' weight format: FP8 with 128 x 128 block scales, or MXFP4 (docs/recipe.md; the GEMM core "
+     "expands it to FP8 in shared memory, 128 x 128 tiles); check --weights fp4 runs every scenario with FP4 "
+     "experts (default: the config's quantization_config.quant_method, else fp8)"},
     {"ep-slice", 1, OPT_EP_SLICE, B | P, "N",
      "emulate one rank of EP N on this one GPU: it holds E / N experts and runs the rows rank 0 of EP N "
      "receives from N x batch tokens under --routing; dispatch and combine stay on the GPU (no NVLink traffic, "

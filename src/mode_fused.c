@@ -59,11 +59,6 @@ static mm_status fused_fits(const mm_config *cfg, int ranks, int *ok, char *why,
 
 mm_status fused_supports(const mm_config *cfg, int ranks, int *ok, char *why, size_t len)
 {
-    if (cfg->weights == MM_WEIGHTS_FP4) {
-        *ok = 0;
-        mm_fmt(why, len, "FP4 experts: not implemented in fused yet (ll and normal run them)");
-        return MM_OK;
-    }
     int max_ctas;
     return fused_fits(cfg, ranks, ok, why, len, &max_ctas);
 }
