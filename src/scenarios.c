@@ -104,7 +104,7 @@ static const mm_scenario scenarios[] = {
     {"slice8-flash-t1024", FLASH, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
     {"slice4-pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 4, 0},
     /* FP4 experts (MXFP4; docs/recipe.md "FP4 weights"): the GPU reference against the host's,
-     * each written apart; the modes SKIP until the GEMM core streams FP4. Realistic experts at the
+     * each written apart, and every mode against them. Realistic experts at the
      * model shapes and on ragged experts, exponents spread to the exact limit and past it (those
      * groups rounded and counted), rows of zeros, only the largest magnitude. */
     {"fp4-smoke", SMALL, 16, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
@@ -115,6 +115,11 @@ static const mm_scenario scenarios[] = {
     {"fp4-spread-past", 512, 256, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_SPREAD_PAST},
     {"fp4-zeros", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_ZEROS},
     {"fp4-largest", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0, 1 + MM_FP4_LARGEST},
+    /* fused's FP4 form: full and partial row tiles (GEMM2's rows by TMA, GEMM2 items waiting for
+     * their tile's GEMM1 items) with two K blocks an item, fewer than the ring holds; and the
+     * ragged rows of an EP8 slice at the Flash shape */
+    {"fp4-large-tiles", 256, 256, 0, 2, 2, 10.0, 1, 300, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
+    {"fp4-slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 1 + MM_FP4_REAL},
     /* the same tokens at EP1 and at this EP size must give bit-identical outputs */
     {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py", 0, 0},
 };

