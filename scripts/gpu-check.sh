@@ -84,10 +84,11 @@ if [ "$tools" != 0 ]; then
         # items raced there. Not tokens-37: under racecheck that run
         # finished in 17 s once and not within 100-200 s twice (cause not found; it passes unsanitized).
         # and fused on 4096 tokens, where each CTA's dispatch runs 4 rounds over its two buffers;
-        # memcheck of an EP slice (the combine's masked slots) and of the FP4 references
+        # memcheck of an EP slice (the combine's masked slots) and of FP4 experts in every mode (fused's
+        # FP4 form on full and partial row tiles too)
         for run in memcheck:tokens-:fused,normal,ll racecheck:smoke:fused,normal,ll racecheck-fused:tokens-uneven:fused \
                    racecheck-dispatch:tokens-4096:fused memcheck-slice:slice8-small:fused,normal,ll \
-                   memcheck-fp4:fp4-s:fused,normal,ll; do
+                   memcheck-fp4:fp4-s:fused,normal,ll memcheck-fp4tiles:fp4-large:fused,normal,ll; do
             name=${run%%:*} tool=${name%%-*} filter=${run#*:}; modes=${filter#*:} filter=${filter%%:*}
             expect_rc 0 sanitizer-$name $mpi -np 1 compute-sanitizer --tool $tool --error-exitcode 9 \
                 --report-api-errors no build/megamoe check --filter $filter --modes $modes --timeout-ms 60000
