@@ -516,6 +516,21 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
+/* FP4 weights (the FP4 form): the expansion's barriers (gemm_fp4.cuh), and whether the item just
+ * claimed is a GEMM2 item whose row tile is not complete yet. */
+static __shared__ __align__(8) mm_fp4_pipe fused_fpipe_s;
+static __shared__ int fused_rows_wait_s;
+/* FP4: a GEMM1 item's rows run in halves of at most 64 (GEMM1's gate block of a 128-row tile does
+ * not fit the park beside the up pass, and the one-pass form has no second accumulator): the
+ * halves' row counts, for the producer (mm_fused_fp4_halves) */
+static __shared__ int fused_half_rows_s[2];
+#define FUSED_FP4_HALF 64
+/* the FP4 form's math holds a half's epilogue beside the FP4 promotion: 8 registers more than the
+ * GEMM core's FP4 split gives (at 200 it spilled), all the launch's registers with the producer's 88 */
+#define FUSED_FP4_MATH_REGS 208
+static_assert(MM_PRODUCER_THREADS * MM_FP4_PRODUCER_REGS + MM_CONSUMER_THREADS * FUSED_FP4_MATH_REGS <=
+                  MM_TILE_THREADS * MM_LAUNCH_REGS, "the FP4 form's split fits the launch's registers");
+
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -595,6 +610,10 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->dual = !FP4 && mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
         it->compact = !FP4 && mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
+        if constexpr (FP4) {
+            fused_half_rows_s[0] = rows < FUSED_FP4_HALF ? rows : FUSED_FP4_HALF;
+            fused_half_rows_s[1] = rows - FUSED_FP4_HALF;
+        }
     }
 }
 
@@ -652,11 +671,6 @@ __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_
     }
     *(const uint32_t *volatile *)&mm_handoff_word_s = word;
 }
-
-/* FP4 weights (the FP4 form): the expansion's barriers (gemm_fp4.cuh), and whether the item just
- * claimed is a GEMM2 item whose row tile is not complete yet. */
-static __shared__ __align__(8) mm_fp4_pipe fused_fpipe_s;
-static __shared__ int fused_rows_wait_s;
 
 /* Warpgroup 0: claims items in increasing order, describes each in the item ring and streams its
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
@@ -743,13 +757,17 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
             const mm_fp4_source src = {am.map, b.map, is_gemm1 ? a.w.e1 : a.w.e2, k};
-            /* act's first row as an int: the low word of act_row0 (little-endian; act has fewer
-             * than 2^31 rows) */
-            const volatile int *a_row0 = (const volatile int *)&it->act_row0;
-            mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows, a_row0, b.row0);
-            if (is_gemm1)
-                mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows, a_row0,
-                                    b.row0 + a.m.inter);
+            if (is_gemm1) { /* per half of the rows (fused_half_rows_s): the gate pass, then the up pass */
+                for (int h = 0; h * FUSED_FP4_HALF < rows; h++)
+                    for (int pass = 0; pass < 2; pass++)
+                        mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &fused_half_rows_s[h],
+                                            NULL, b.row0 + pass * a.m.inter, h * FUSED_FP4_HALF);
+            } else {
+                /* act's first row as an int: the low word of act_row0 (little-endian; act has
+                 * fewer than 2^31 rows) */
+                mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows,
+                                    (const volatile int *)&it->act_row0, b.row0);
+            }
         } else if (it->dual) {
             /* two weight blocks over one pass of A (two stages per K block, or one for a compact
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
@@ -839,19 +857,18 @@ __device__ __forceinline__ void gemm1_item_done(const mm_fused_args &a, const fu
     }
 }
 
-/* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
- * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
- * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
-__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
-                                               int extra, const float *xacc)
+/* A GEMM1 tile's rows from the math threads' registers: h = swiglu(gate, up) * w per row,
+ * quantized per 128 (recipe steps 4-5) into act rows act_row0 + r, I block `block`; row r's meta
+ * is meta[r]. `silu` is this thread's gate block, already turned into mm_swiglu_gate; `acc` the
+ * up block. */
+__device__ __forceinline__ void gemm1_rows_from_registers(const mm_fused_args &a, const fused_schedule &sc, int block,
+                                                          int rows, const wire_meta *meta, size_t act_row0,
+                                                          const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
-    const int rows = it->rows, block = it->block;
-    const size_t act_row0 = it->act_row0;
     float amax[2] = {0.0f, 0.0f};
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
-    const float w_lo = ok_lo ? it->meta[r_lo].weight : 0.0f, w_hi = ok_hi ? it->meta[r_hi].weight : 0.0f;
+    const float w_lo = ok_lo ? meta[r_lo].weight : 0.0f, w_hi = ok_hi ? meta[r_hi].weight : 0.0f;
     /* the rest of SwiGLU only on valid rows */
     if (ok_lo || ok_hi) {
 #pragma unroll
@@ -895,6 +912,16 @@ __device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fus
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
+}
+
+/* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): its rows
+ * (gemm1_rows_from_registers), then the extra rows folded into it, then the item's end. */
+__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
+                                               int extra, const float *xacc)
+{
+    const int block = it->block;
+    gemm1_rows_from_registers(a, sc, block, it->rows, it->meta, it->act_row0, silu, acc);
     if (extra > 0) { /* the extra rows' gate and up (swapped fragments) parked row-major */
         const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
 #pragma unroll
@@ -993,6 +1020,32 @@ __device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, co
         silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
     }
     gemm1_epilogue(a, sc, it, silu, acc, staging, 0, NULL);
+}
+
+/* FP4's GEMM1 epilogue of one half of a tile (hr <= 64 rows, on math warpgroup 1; the gate block
+ * parked whole, the up block in the registers): gate and up parked side by side through
+ * swiglu_quant_rows when they fit one park, else from the registers as gemm1_epilogue_parked.
+ * Rows r of the half: meta[r], act row act_row0 + r. */
+__device__ __forceinline__ void gemm1_half_epilogue(const mm_fused_args &a, const fused_schedule &sc, int block, int hr,
+                                                    const wire_meta *meta, size_t act_row0, float acc[MM_TILE_ACC],
+                                                    float *staging)
+{
+    if (hr <= PARK_ROWS) {
+        park_small(staging + PARK_FLOATS, acc, 0, hr, 0);
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
+        swiglu_quant_rows(a, sc, block, staging, staging + PARK_FLOATS, hr, meta, act_row0);
+        return;
+    }
+    float silu[MM_TILE_ACC];
+    const bool holds = mm_warpgroup() == 1;
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const float2 v = holds ? *(const float2 *)(staging + mm_acc_row(i) * SMALL_STRIDE + mm_acc_col(i))
+                               : make_float2(0.0f, 0.0f);
+        silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
+        silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
+    }
+    gemm1_rows_from_registers(a, sc, block, hr, meta, act_row0, silu, acc);
 }
 
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
@@ -1136,6 +1189,20 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             } else {
                 gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
             }
+        } else if (FP4 && is_gemm1) {
+            /* FP4: the rows in halves of at most 64, as the producer streams them (fused_half_rows_s):
+             * each half a gate pass parked, an up pass and its rows' epilogue */
+            for (int h = 0; h * FUSED_FP4_HALF < rows; h++) {
+                const int hr = rows - h * FUSED_FP4_HALF < FUSED_FP4_HALF ? rows - h * FUSED_FP4_HALF : FUSED_FP4_HALF;
+                if (h > 0) mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* the last half's park read */
+                mm_tile_consume<FP4>(stages, pipe, ring, hr, k, false, true, acc);
+                park_small(staging, acc, 0, hr, 0);
+                mm_tile_consume<FP4>(stages, pipe, ring, hr, k, false, true, acc);
+                gemm1_half_epilogue(a, sc, it->block, hr, it->meta + h * FUSED_FP4_HALF,
+                                    it->act_row0 + h * FUSED_FP4_HALF, acc, staging);
+            }
+            gemm1_item_done(a, it);
+            stamp_math(a, 3);
         } else {
             mm_tile_consume<FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
             if (is_gemm1) {
@@ -1286,7 +1353,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         produce_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
-        mm_regs_math<FP4 ? MM_FP4_MATH_REGS : MM_MATH_REGS>();
+        mm_regs_math<FP4 ? FUSED_FP4_MATH_REGS : MM_MATH_REGS>();
         ok = consume_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached

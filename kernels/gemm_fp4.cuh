@@ -177,13 +177,14 @@ typedef struct {
 } mm_fp4_source;
 
 /* Producer (all 128 threads): K blocks [0, K / 128) of one tile with FP4 weights into the ring:
- * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered), its
- * scales, and the weight block's codes and exponents, expanded by mm_fp4_expand as they land.
+ * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered: rows
+ * a_off .. a_off + rows - 1 of the table), its scales, and the weight block's codes and
+ * exponents, expanded by mm_fp4_expand as they land.
  * Once a wait of the CTA expired, no more loads are issued (mm_tile_produce's give_up). */
 __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pipe *p, mm_fp4_pipe *f, mm_ring &ring,
                                                     mm_fp4_lag &lag, const mm_fp4_source &src,
                                                     const mm_tile_rows *a, const volatile int *rows_at,
-                                                    const volatile int *a_row0_at, int w_row0)
+                                                    const volatile int *a_row0_at, int w_row0, int a_off = 0)
 {
     const int kblocks = src.k / MM_GEMM_BK;
     for (int kb = 0; kb < kblocks; kb++) {
@@ -225,11 +226,11 @@ __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pip
                 const int r = r0 + 16 * i;
                 if (r < a_rows)
                     mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16),
-                                  a->row[r < rows ? r : 0] + part * 16 + (size_t)kb * MM_GEMM_BK);
+                                  a->row[a_off + (r < rows ? r : 0)] + part * 16 + (size_t)kb * MM_GEMM_BK);
             }
         }
         float *sc = (float *)(sb + MM_TILE_B_STAGE);
-        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[a_off + pt] + kb);
         mm_cp_async4(mm_tile_stage_tiny(stages, s) + 4 * pt,
                      src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(wfull) : "memory");
