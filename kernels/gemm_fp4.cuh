@@ -219,15 +219,14 @@ __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pip
                          "r"(wfull)
                          : "memory");
         }
-        if (!a_tma) { /* the gather, in whole 8-row groups (rows past `rows` repeat row 0) */
+        if (!a_tma) { /* the gather, in whole 8-row groups (rows past `rows` repeat row 0); the
+                       * loop ends at the last group (at decode one pass, not eight predicated
+                       * ones: their issue slots are the expansion's) */
             const int r0 = pt / 8, part = pt % 8, a_rows = ((rows + 7) / 8) * 8;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const int r = r0 + 16 * i;
-                if (r < a_rows)
-                    mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16),
-                                  a->row[a_off + (r < rows ? r : 0)] + part * 16 + (size_t)kb * MM_GEMM_BK);
-            }
+#pragma unroll 1
+            for (int r = r0; r < a_rows; r += 16)
+                mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16),
+                              a->row[a_off + (r < rows ? r : 0)] + part * 16 + (size_t)kb * MM_GEMM_BK);
         }
         float *sc = (float *)(sb + MM_TILE_B_STAGE);
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[a_off + pt] + kb);
