@@ -1003,14 +1003,10 @@ __device__ __forceinline__ void gemm1_epilogue_split(const mm_fused_args &a, con
     gemm1_item_done(a, it);
 }
 
-/* GEMM1 epilogue of a non-dual tile of more than PARK_ROWS rows: its gate block parked whole
- * (park_small after the gate pass), its up block in math warpgroup 0's registers (warpgroup 1
- * holds no rows). Each thread reads back the gate values it parked itself (no barrier needed)
- * and runs the register epilogue, the same functions per element as every other path. */
-__device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, const fused_schedule &sc,
-                                                      const fused_item *it, float acc[MM_TILE_ACC], float *staging)
+/* This thread's gate values of rows 0..63 as park_small left them (math warpgroup 1; warpgroup 2
+ * holds no rows: zeros), turned into mm_swiglu_gate. */
+__device__ __forceinline__ void parked_gate_silu(const mm_fused_args &a, const float *staging, float silu[MM_TILE_ACC])
 {
-    float silu[MM_TILE_ACC];
     const bool holds = mm_warpgroup() == 1; /* rows 0..63 */
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i += 2) {
@@ -1019,6 +1015,17 @@ __device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, co
         silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
         silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
     }
+}
+
+/* GEMM1 epilogue of a non-dual tile of more than PARK_ROWS rows: its gate block parked whole
+ * (park_small after the gate pass), its up block in math warpgroup 0's registers (warpgroup 1
+ * holds no rows). Each thread reads back the gate values it parked itself (no barrier needed)
+ * and runs the register epilogue, the same functions per element as every other path. */
+__device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, const fused_schedule &sc,
+                                                      const fused_item *it, float acc[MM_TILE_ACC], float *staging)
+{
+    float silu[MM_TILE_ACC];
+    parked_gate_silu(a, staging, silu);
     gemm1_epilogue(a, sc, it, silu, acc, staging, 0, NULL);
 }
 
@@ -1037,14 +1044,7 @@ __device__ __forceinline__ void gemm1_half_epilogue(const mm_fused_args &a, cons
         return;
     }
     float silu[MM_TILE_ACC];
-    const bool holds = mm_warpgroup() == 1;
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        const float2 v = holds ? *(const float2 *)(staging + mm_acc_row(i) * SMALL_STRIDE + mm_acc_col(i))
-                               : make_float2(0.0f, 0.0f);
-        silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
-        silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
-    }
+    parked_gate_silu(a, staging, silu);
     gemm1_rows_from_registers(a, sc, block, hr, meta, act_row0, silu, acc);
 }
 
