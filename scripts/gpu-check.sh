@@ -4,12 +4,14 @@
 # Exit status: 0 when every step passed.
 #   1. build (with CJSON_HOME=.deps/usr when cJSON was staged there)
 #   2. selftest on 1 GPU and on all GPUs (NVLink round trip, barrier, stalled peer, generators)
-#   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two; the small
+#   3. check (every scenario) on 1 GPU and on all GPUs, EP invariance between the two, every
+#      scenario with FP4 experts on 1 GPU; the small
 #      scenarios, an EP slice and the FP4 references under compute-sanitizer memcheck; racecheck of smoke (every mode) and of fused on
 #      tokens-uneven and tokens-4096 (and of fold-extra-rows, reported, not judged); the ring
 #      audit build over every scenario and the GEMM core, and its own test
 #   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, FP4 experts (tiny,
-#      small-h640, prefix-2048, Flash; memcheck, racecheck reported), small-k512 (both
+#      small-h640, prefix-2048, Flash; memcheck, racecheck reported), FP4 against FP8 in bench on
+#      the Flash EP8 slice, small-k512 (both
 #      scale kernels) and small-h640 on the wide form (narrow2 items), small-n2048 and Flash skewed
 #      (the banded item order), Flash and Pro EP8 vs cuBLASLt, Flash's joules a call by NVML) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
@@ -70,6 +72,8 @@ expect_rc 0 selftest-np$ngpu-flash $mpi -np "$ngpu" build/megamoe selftest --con
 expect_rc 0 selftest-np$ngpu-pro $mpi -np "$ngpu" build/megamoe selftest --config configs/deepseek-v4-pro.json --timeout-ms 1000
 expect_rc 0 check-np1 $mpi -np 1 build/megamoe check --json "$logs/check-ep1.json"
 expect_rc 0 check-np$ngpu $mpi -np "$ngpu" build/megamoe check --json "$logs/check-ep$ngpu.json"
+# every scenario again with FP4 experts (each mode against the FP4 references; fused = ll bit for bit)
+expect_rc 0 check-np1-fp4 $mpi -np 1 build/megamoe check --weights fp4 --json "$logs/check-ep1-fp4.json"
 # the same outputs at EP1 and at EP n, bit for bit, wherever rank 0 held the same tokens
 [ "$ngpu" -gt 1 ] && expect_rc 0 ep-invariance python3 scripts/ep-invariance.py "$logs/check-ep1.json" "$logs/check-ep$ngpu.json"
 fi
@@ -274,6 +278,11 @@ nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,cloc
     --format=csv -lms 200 >"$logs/gpu-clocks.csv" 2>&1 &
 clocks_pid=$!
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
+# FP4 experts against FP8 ones on the EP8 slice (issue 54's decode and large-batch ratios)
+for w in fp4 fp8; do
+    expect_rc 0 bench-slice8-flash-$w $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --ep-slice 8 \
+        --weights $w --batches 1,8,64,512,4096,8192 --json "$logs/bench-slice8-flash-$w.json"
+done
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # decode sizes as serving engines run them: CUDA-graph replays for the modes that allow it
