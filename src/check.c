@@ -306,12 +306,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         for (int m = 0; m < MODE_COUNT; m++) res->mode[m] = res->ref;
         return MM_OK;
     }
-    /* --weights fp4: every scenario with FP4 experts as checkpoints draw them (the fp4-* ones keep
-     * their patterns) */
-    if (o->weights == MM_WEIGHTS_FP4 && cfg.weights != MM_WEIGHTS_FP4) {
-        cfg.weights = MM_WEIGHTS_FP4;
-        cfg.fp4_pattern = MM_FP4_REAL;
-    }
+    scenario_apply_weights(&cfg, o->weights);
     /* the routing is the model's at its EP size: an EP N slice's at N, over all E experts */
     mm_config full = cfg;
     int route_ranks = rt->world, local = 0;

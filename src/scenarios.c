@@ -228,3 +228,11 @@ void scenario_shape_text(const mm_scenario *s, int ranks, char *buf, size_t len)
     int experts = s->experts ? s->experts : s->experts_per_rank * (s->ep_slice ? s->ep_slice : ranks);
     mm_fmt(buf, len, "%dx%d e%d k%d%s", s->hidden, s->inter, experts, s->topk, s->fp4 ? " fp4" : "");
 }
+
+void scenario_apply_weights(mm_config *cfg, int weights)
+{
+    if (weights == MM_WEIGHTS_FP4 && cfg->weights != MM_WEIGHTS_FP4) {
+        cfg->weights = MM_WEIGHTS_FP4;
+        cfg->fp4_pattern = MM_FP4_REAL;
+    }
+}

@@ -36,6 +36,11 @@ const mm_scenario *scenario_get(int i);
 /* The config the scenario runs at `ranks`; MM_USAGE with a reason if it cannot run there. */
 mm_status scenario_config(const mm_scenario *s, int ranks, mm_config *out, char *why, size_t len);
 
+/* check --weights: MM_WEIGHTS_FP4 gives every scenario's config FP4 experts drawn as checkpoints
+ * (MM_FP4_REAL; an FP4 scenario keeps its pattern); anything else (-1: not given, or FP8) leaves
+ * the scenario's own format. */
+void scenario_apply_weights(mm_config *cfg, int weights);
+
 /* Tokens of rank r (an EP slice: the tokens per rank of the EP it emulates). */
 int scenario_tokens(const mm_scenario *s, int rank);
 /* The most tokens a call of rank r can carry: scenario_tokens, or N times it for an EP N slice

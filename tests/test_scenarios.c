@@ -125,6 +125,21 @@ static void fp4_scenarios(void **state)
     assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
     assert_int_equal(scenario_config(by_name("smoke"), 1, &c, why, sizeof why), MM_OK);
     assert_int_equal(c.weights, MM_WEIGHTS_FP8);
+    /* check --weights fp4: FP8 scenarios take checkpoint-like FP4 experts, FP4 ones keep theirs;
+     * fp8 or no flag leaves every scenario's own */
+    assert_int_equal(scenario_config(by_name("smoke"), 1, &c, why, sizeof why), MM_OK);
+    scenario_apply_weights(&c, -1);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP8);
+    scenario_apply_weights(&c, MM_WEIGHTS_FP8);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP8);
+    scenario_apply_weights(&c, MM_WEIGHTS_FP4);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP4);
+    assert_int_equal(c.fp4_pattern, MM_FP4_REAL);
+    assert_int_equal(scenario_config(by_name("fp4-spread-past"), 1, &c, why, sizeof why), MM_OK);
+    scenario_apply_weights(&c, MM_WEIGHTS_FP4);
+    assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
+    scenario_apply_weights(&c, MM_WEIGHTS_FP8);
+    assert_int_equal(c.weights, MM_WEIGHTS_FP4); /* an FP4 scenario stays one */
     scenario_shape_text(by_name("fp4-smoke"), 2, shape, sizeof shape);
     assert_string_equal(shape, "256x128 e8 k2 fp4");
     scenario_shape_text(by_name("slice8-small"), 1, shape, sizeof shape);
