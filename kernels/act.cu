@@ -74,6 +74,13 @@ extern "C" cudaError_t mm_launch_swiglu_quant(mm_act_args a, int ctas, cudaStrea
     return cudaGetLastError();
 }
 
+/* One of the FFN's grouped GEMMs, on the FP8 or the FP4 core as the experts are stored. */
+static cudaError_t launch_expert_gemm(const mm_grouped_gemm_args &g, bool fp4, int sm_count, int max_rows,
+                                      cudaStream_t stream)
+{
+    return fp4 ? mm_launch_grouped_gemm_fp4(g, sm_count, stream) : mm_launch_grouped_gemm(g, sm_count, max_rows, NULL, stream);
+}
+
 extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_expert_args *w, const mm_ffn_buffers *f,
                                             int local_experts, int max_rows, int sm_count, const mm_comm *comm,
                                             cudaEvent_t *marks, cudaStream_t stream)
@@ -83,8 +90,7 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     mm_grouped_gemm_args g1 = {f->packed_x, f->packed_scales, w->fp4 ? w->e1 : w->w1, w->w1_map, w->s1, f->row_offset,
                                f->row_count, f->tile_start, local_experts, 2 * m->inter, m->hidden, 1, f->gemm1_out,
                                f->x_map, comm->error, comm->abort_flag, comm->peers.rank};
-    e = w->fp4 ? mm_launch_grouped_gemm_fp4(g1, sm_count, stream) : mm_launch_grouped_gemm(g1, sm_count, max_rows, NULL, stream);
-    if (e != cudaSuccess) return e;
+    if ((e = launch_expert_gemm(g1, w->fp4, sm_count, max_rows, stream)) != cudaSuccess) return e;
     MM_MARK(0);
     mm_act_args act = {local_experts, m->inter, m->has_limit, m->ue8m0, m->limit, f->tile_start, f->row_offset,
                        f->row_count, f->packed_meta, f->gemm1_out, f->act, f->act_scales};
@@ -93,6 +99,5 @@ extern "C" cudaError_t mm_launch_expert_ffn(const mm_model_args *m, const mm_exp
     mm_grouped_gemm_args g2 = {f->act, f->act_scales, w->fp4 ? w->e2 : w->w2, w->w2_map, w->s2, f->row_offset,
                                f->row_count, f->tile_start, local_experts, m->hidden, m->inter, 0, f->gemm2_out,
                                f->act_map, comm->error, comm->abort_flag, comm->peers.rank, f->out2_map};
-    return w->fp4 ? mm_launch_grouped_gemm_fp4(g2, sm_count, stream)
-                  : mm_launch_grouped_gemm(g2, sm_count, max_rows, NULL, stream);
+    return launch_expert_gemm(g2, w->fp4, sm_count, max_rows, stream);
 }
