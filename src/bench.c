@@ -185,15 +185,8 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
 static mm_status setup_modes(bench_state *b, const mm_config *cfg)
 {
     mm_runtime *rt = &b->rt;
-    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * b->local_experts;
-    mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
-                           b->w1_scale + first * (2 * in / 128) * (h / 128),
-                           b->w2_scale + first * (h / 128) * (in / 128), 0, NULL, NULL};
-    if (cfg->weights == MM_WEIGHTS_FP4) {
-        const mm_local_weights fp4 = {b->w1 + first * 2 * in * h / 2, b->w2 + first * h * in / 2, NULL, NULL, 1,
-                                      b->e1 + first * 2 * in * h / MM_FP4_GROUP, b->e2 + first * h * in / MM_FP4_GROUP};
-        lw = fp4;
-    }
+    const size_t first = (size_t)rt->rank * b->local_experts;
+    const mm_local_weights lw = modes_local_weights(cfg, first, b->w1, b->w2, b->w1_scale, b->w2_scale, b->e1, b->e2);
     for (int m = 0; m < MODE_COUNT; m++) {
         if (!b->mode_max[m]) continue;
         MM_TRY(mode_ops((mm_mode)m)->setup(&b->mode_state[m], rt, cfg, b->mode_max[m], b->mode_sym[m], &lw));

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "../kernels/fp4.h"
 #include "datagen_host.h"
 #include "launch.h"
 #include "modes.h"
@@ -207,15 +206,10 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
 {
     const mm_mode_ops *ops = mode_ops(m);
     int el = cfg->experts / rt->world;
-    size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter, first = (size_t)rt->rank * el;
-    mm_local_weights lw = {b->w1 + first * 2 * in * h, b->w2 + first * h * in,
-                           b->s1 + first * (2 * in / 128) * (h / 128), b->s2 + first * (h / 128) * (in / 128), 0,
-                           NULL, NULL};
-    if (cfg->weights == MM_WEIGHTS_FP4) {
-        const mm_local_weights fp4 = {b->c1 + first * 2 * in * h / 2, b->c2 + first * h * in / 2, NULL, NULL, 1,
-                                      b->e1 + first * 2 * in * h / MM_FP4_GROUP, b->e2 + first * h * in / MM_FP4_GROUP};
-        lw = fp4;
-    }
+    size_t h = (size_t)cfg->hidden, first = (size_t)rt->rank * el;
+    const int fp4 = cfg->weights == MM_WEIGHTS_FP4;
+    const mm_local_weights lw = modes_local_weights(cfg, first, fp4 ? b->c1 : b->w1, fp4 ? b->c2 : b->w2, b->s1, b->s2,
+                                                    b->e1, b->e2);
     void *state = NULL;
     uint16_t *y = NULL;
     char what[256] = "";

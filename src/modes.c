@@ -1,5 +1,6 @@
 #include "modes.h"
 
+#include "../kernels/fp4.h"
 #include "launch.h"
 
 /* One entry per mode; a NULL `missing` means built. */
@@ -43,6 +44,20 @@ mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_s
     x.off_ready = per_rank ? sym->region[XCHG_DISPATCH_READY].offset : 0;
     x.row_bytes = per_rank ? mm_fused_row_bytes(shape) : mm_ll_row_bytes(shape);
     return x;
+}
+
+mm_local_weights modes_local_weights(const mm_config *cfg, size_t first, const uint8_t *w1, const uint8_t *w2,
+                                     const float *s1, const float *s2, const uint8_t *e1, const uint8_t *e2)
+{
+    const size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter;
+    if (cfg->weights == MM_WEIGHTS_FP4) {
+        const mm_local_weights fp4 = {w1 + first * 2 * in * h / 2, w2 + first * h * in / 2, NULL, NULL, 1,
+                                      e1 + first * 2 * in * h / MM_FP4_GROUP, e2 + first * h * in / MM_FP4_GROUP};
+        return fp4;
+    }
+    const mm_local_weights fp8 = {w1 + first * 2 * in * h, w2 + first * h * in, s1 + first * (2 * in / 128) * (h / 128),
+                                  s2 + first * (h / 128) * (in / 128), 0, NULL, NULL};
+    return fp8;
 }
 
 mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out)

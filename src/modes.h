@@ -50,6 +50,11 @@ mm_model_args modes_model_args(const mm_config *cfg, int max_tokens);
 /* Where an exchange region laid out as `sym` (ll, fused) starts at sym_offset in the symmetric
  * buffer, with the parts' offsets and the dispatched row's size for `shape`. */
 mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_shape *shape);
+/* Experts [first, first + E / ranks) of weights laid out for all of cfg's experts (FP8: w1, w2
+ * with block scales s1, s2; FP4: codes w1, w2 with exponents e1, e2, the others unused), as the
+ * modes take them. */
+mm_local_weights modes_local_weights(const mm_config *cfg, size_t first, const uint8_t *w1, const uint8_t *w2,
+                                     const float *s1, const float *s2, const uint8_t *e1, const uint8_t *e2);
 /* This rank's weights with TMA descriptors of W1 and W2 (modes_expert_args_free releases them). */
 mm_status modes_expert_args(const mm_config *cfg, int ranks, const mm_local_weights *w, mm_expert_args *out);
 void modes_expert_args_free(mm_expert_args *w);
