@@ -522,7 +522,7 @@ static __shared__ __align__(8) mm_fp4_pipe fused_fpipe_s;
 static __shared__ int fused_rows_wait_s;
 /* FP4: a GEMM1 item's rows run in halves of at most 64 (GEMM1's gate block of a 128-row tile does
  * not fit the park beside the up pass, and the one-pass form has no second accumulator): the
- * halves' row counts, for the producer (mm_fused_fp4_halves) */
+ * halves' row counts, for the producer (describe_item writes them) */
 static __shared__ int fused_half_rows_s[2];
 #define FUSED_FP4_HALF 64
 /* the FP4 form's math holds a half's epilogue beside the FP4 promotion: 8 registers more than the
