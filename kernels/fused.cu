@@ -516,21 +516,11 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
-/* FP4 weights (the FP4 form): the expansion's barriers (gemm_fp4.cuh), and whether the item just
- * claimed is a GEMM2 item whose row tile is not complete yet. */
-static __shared__ __align__(8) mm_fp4_pipe fused_fpipe_s;
-static __shared__ int fused_rows_wait_s;
 /* FP4: a GEMM1 item's rows run in halves of at most 64 (GEMM1's gate block of a 128-row tile does
  * not fit the park beside the up pass, and the one-pass form has no second accumulator): the
  * halves' row counts, for the producer (describe_item writes them) */
 static __shared__ int fused_half_rows_s[2];
 #define FUSED_FP4_HALF 64
-/* the FP4 form's math holds a half's epilogue beside the FP4 promotion: 8 registers more than the
- * GEMM core's FP4 split gives (at 200 it spilled), all the launch's registers with the producer's 88 */
-#define FUSED_FP4_MATH_REGS 208
-static_assert(MM_PRODUCER_THREADS * MM_FP4_PRODUCER_REGS + MM_CONSUMER_THREADS * FUSED_FP4_MATH_REGS <=
-                  MM_TILE_THREADS * MM_LAUNCH_REGS, "the FP4 form's split fits the launch's registers");
-
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -676,16 +666,13 @@ __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot.
- * FP4: each warp expands the weight blocks it issued as they land (gemm_fp4.cuh), so no wait of
- * the producer may stand between the math and a stage a warp still holds: the item slot is
- * waited for while expanding, and a wait for gemm1_done (which this CTA's math of earlier items
- * may have to meet) comes only after every warp expanded all of its stages. */
+ * FP4: the codes and exponents of each weight block (gemm_fp4.cuh; the math expands them),
+ * GEMM1 items in halves of at most 64 rows (fused_half_rows_s). */
 template <bool FOLD, bool HANDOFF, bool FP4>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
     mm_ring ring = MM_RING_START(FUSED_RING_DEPTH(HANDOFF));
-    mm_fp4_lag lag = {MM_RING_START(FUSED_RING_DEPTH(HANDOFF)), 0}; /* FP4: this warp's blocks not yet expanded */
     /* thread 0 claims the next item once the current one's loads are all issued (below): the
      * ring's stages still hold several K blocks of math, which hide the atomic's round trip, and
      * a CTA takes an item only when it is about to be free. (Claiming one item ahead at the top
@@ -695,48 +682,24 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
     if (threadIdx.x == 0) next = claim_item(a, sc);
     for (uint32_t n = 0;; n++) {
         fused_item *it = &slots[n & 1];
-        if constexpr (FP4)
-            mm_fp4_wait_expanding(stages, pipe, &fused_fpipe_s, lag, &ring_items->free_[n & 1], ((n >> 1) & 1u) ^ 1u,
-                                  MM_PIPE_WAIT_ITEM_FREE);
-        else
-            mm_item_wait_free(ring_items, n);
+        mm_item_wait_free(ring_items, n);
         if (threadIdx.x == 0) {
             int item = next;
             TRACE_ITEM_AT(a, n, TRACE_CLAIMED, mm_globaltimer());
             TRACE_ITEM_AT(a, n, TRACE_ITEM, (unsigned long long)(unsigned)item);
             if (!HANDOFF && item >= sc.gemm1_items && item < sc.items) { /* the hand-off form: handoff_arm */
                 int tile = mm_fused_gemm2_tile(item - sc.gemm1_items, sc.h_items);
-                if constexpr (FP4) { /* waited for below, once every stage is expanded */
-                    fused_rows_wait_s = mm_ld_acquire_gpu_u32(&gemm1_done(a)[tile]) != (uint32_t)sc.ib_count;
-                } else {
-                    if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
-                        item = ITEM_ABORT;
-                    /* this thread issues the item's A TMA: order it after the act stores it waited for */
-                    asm volatile("fence.proxy.async.global;" ::: "memory");
-                }
-            } else if constexpr (FP4) {
-                fused_rows_wait_s = 0;
+                if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
+                    item = ITEM_ABORT;
+                /* this thread issues the item's A TMA: order it after the act stores it waited for */
+                asm volatile("fence.proxy.async.global;" ::: "memory");
             }
             TRACE_ITEM_AT(a, n, TRACE_ROWS_READY, mm_globaltimer());
             *claim_s = item;
         }
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-        if constexpr (FP4) {
-            if (fused_rows_wait_s) {
-                mm_fp4_drain_to(stages, pipe, &fused_fpipe_s, lag, 0);
-                if (threadIdx.x == 0) {
-                    const int tile = mm_fused_gemm2_tile(*claim_s - sc.gemm1_items, sc.h_items);
-                    if (!wait_word(a.comm, &gemm1_done(a)[tile], (uint32_t)sc.ib_count, MM_PHASE_FUSED_GEMM1, -1, false))
-                        *claim_s = ITEM_ABORT;
-                }
-                mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS);
-            }
-            /* thread 0 issues the item's A TMA: ordered after the act stores it acquired */
-            if (threadIdx.x == 0) asm volatile("fence.proxy.async.global;" ::: "memory");
-        }
         const int item = *claim_s;
         if (item >= sc.items || item == ITEM_ABORT) {
-            if constexpr (FP4) mm_fp4_drain_to(stages, pipe, &fused_fpipe_s, lag, 0);
             if (threadIdx.x == 0) it->item = item == ITEM_ABORT ? ITEM_ABORT : ITEM_END;
             mm_item_publish(ring_items, n);
             return;
@@ -760,12 +723,12 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             if (is_gemm1) { /* per half of the rows (fused_half_rows_s): the gate pass, then the up pass */
                 for (int h = 0; h * FUSED_FP4_HALF < rows; h++)
                     for (int pass = 0; pass < 2; pass++)
-                        mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &fused_half_rows_s[h],
+                        mm_tile_produce_fp4(stages, pipe, ring, src, &it->tab, &fused_half_rows_s[h],
                                             NULL, b.row0 + pass * a.m.inter, h * FUSED_FP4_HALF);
             } else {
                 /* act's first row as an int: the low word of act_row0 (little-endian; act has
                  * fewer than 2^31 rows) */
-                mm_tile_produce_fp4(stages, pipe, &fused_fpipe_s, ring, lag, src, &it->tab, &it->rows,
+                mm_tile_produce_fp4(stages, pipe, ring, src, &it->tab, &it->rows,
                                     (const volatile int *)&it->act_row0, b.row0);
             }
         } else if (it->dual) {
@@ -1248,12 +1211,7 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     int *tile_start = cnt + a.m.experts; /* [El + 1], then all rows and the decode pairs flag */
     const uint64_t epoch0 = *mm_xchg_epoch(a.comm, a.x) + 1; /* this call's; read again after phase 3 */
     if (threadIdx.x == 0) {
-        if constexpr (FP4) {
-            mm_tile_pipe_init(&pipe, 1, MM_CONSUMER_WARPS, MM_FP4_FULL_ARRIVALS);
-            mm_fp4_pipe_init(&fused_fpipe_s);
-        } else {
-            mm_tile_pipe_init(&pipe, 1);
-        }
+        mm_tile_pipe_init(&pipe, 1);
         mm_item_ring_init(&ring_items);
         fused_handoff_s = HANDOFF;
     }
@@ -1349,11 +1307,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;
     if (mm_warpgroup() == 0) {
-        mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
+        mm_regs_producer();
         produce_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
-        mm_regs_math<FP4 ? FUSED_FP4_MATH_REGS : MM_MATH_REGS>();
+        mm_regs_math();
         ok = consume_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached

@@ -59,9 +59,8 @@ typedef struct {
  * copies gained 4-10% at 49152 rows and 2-3% at 4096. */
 #define GEMM_STAGING_BYTES (2 * 2 * MM_OUT_BOX_BYTES) /* per math warpgroup two boxes */
 #define GEMM_SMEM_BYTES (MM_TILE_SMEM_BYTES + GEMM_STAGING_BYTES)
-#define GEMM_FP4_SMEM_BYTES (GEMM_SMEM_BYTES + (int)sizeof(mm_fp4_pipe))
 /* 227 KB per block on sm_90, ~4.2 KB of it static (the item slots and barriers) */
-static_assert(GEMM_FP4_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
+static_assert(GEMM_SMEM_BYTES <= 227 * 1024 - 8 * 1024, "the staging must fit next to the stage ring");
 static_assert((MM_TILE_STAGES * MM_TILE_STAGE_BYTES) % 1024 == 0, "the boxes start on a 1 KB boundary (the swizzle's)");
 #define GEMM_BAR_WARPGROUP 3 /* + math warpgroup 0 / 1: the epilogue's barriers, 128 threads each */
 
@@ -270,7 +269,7 @@ __device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_arg
 }
 
 /* FP4: the experts' weights as MXFP4 (gemm_fp4.cuh; g.w_map maps the codes, g.w holds the
- * exponents, g.w_scale is unused): single CTAs only, the producer expands each weight block. */
+ * exponents, g.w_scale is unused): single CTAs only, the math warps expand each weight block. */
 template <bool FP4>
 __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
 {
@@ -283,20 +282,12 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
     __shared__ uint64_t clock_start[2];
     uint8_t *stages = mm_tile_stages(smem);
     uint8_t *staging = stages + MM_TILE_STAGES * MM_TILE_STAGE_BYTES;
-    /* FP4: the expansion's barriers after the staging (in the dynamic shared memory the FP4 launch
-     * adds: a static one moved the FP8 kernel's own layout and code) */
-    mm_fp4_pipe *fpipe = (mm_fp4_pipe *)(staging + GEMM_STAGING_BYTES);
     /* a 2-CTA cluster (mm_launch_grouped_gemm) runs pairs of tiles on the same rows and adjacent
      * columns: item w and w + 1 (w even) share their A blocks, which the two CTAs load half each */
     const bool pair = mm_cluster_size() == 2;
     if (threadIdx.x == 0) {
         gemm_clock_begin(clock_start);
-        if (FP4) {
-            mm_tile_pipe_init(&pipe, 1, MM_CONSUMER_WARPS, MM_FP4_FULL_ARRIVALS);
-            mm_fp4_pipe_init(fpipe);
-        } else {
-            mm_tile_pipe_init(&pipe, pair ? 2 : 1);
-        }
+        mm_tile_pipe_init(&pipe, pair ? 2 : 1);
         mm_item_ring_init(&items);
     }
     if (pair) mm_cluster_sync(); /* the peer's barriers exist before the first remote arrival */
@@ -314,7 +305,7 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
      * (decode 5-15% slower); after the decrease, it spilled. */
     if (mm_warpgroup() == 0 && g.experts <= GEMM_OWN_PREFIX_MAX) gemm_build_prefix(g, gemm_own_prefix, prefix_warp_sums);
     if (mm_warpgroup() == 0) {
-        mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
+        mm_regs_producer();
         const int total = gemm_tile_start(g)[g.experts] * col_tiles;
         /* Single CTAs claim their tiles (a decode launch: ~8 tiles a CTA, whose times vary with
          * the HBM traffic around them, and a fixed order ends with the slowest CTA), each one
@@ -335,22 +326,15 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
                                           band, col_tiles, kblocks);
         if (single_claims() && !cur.last && threadIdx.x == 0) next = gemm_claim_next(total);
         if constexpr (FP4) {
-            /* this warp's weight blocks issued and not yet expanded (gemm_fp4.cuh) */
-            mm_fp4_lag lag = {MM_RING_START(MM_TILE_STAGES), 0};
             while (!cur.last) {
                 mm_inject_stall(cur.item);
                 const gemm_item *it = &slot[n & 1];
                 const mm_fp4_source src = {g.a_map, g.w_map, g.w, g.k};
-                mm_tile_produce_fp4(stages, &pipe, fpipe, ring, lag, src, &it->tab, &it->rows, &it->a_row0,
+                mm_tile_produce_fp4(stages, &pipe, ring, src, &it->tab, &it->rows, &it->a_row0,
                                     cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN);
-                /* before the producer's barriers: no stage of an earlier item left to expand, then
-                 * the next slot waited for while expanding, and every stage expanded before the end */
-                mm_fp4_drain_to(stages, &pipe, fpipe, lag, kblocks);
-                const int item_next = gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total);
-                mm_fp4_wait_expanding(stages, &pipe, fpipe, lag, &items.free_[(n + 1) & 1], (((n + 1) >> 1) & 1u) ^ 1u,
-                                      MM_PIPE_WAIT_ITEM_FREE);
-                mm_fp4_drain_to(stages, &pipe, fpipe, lag, item_next >= total ? 0 : kblocks);
-                const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1, item_next, total, band, col_tiles, kblocks);
+                const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
+                                                       gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total),
+                                                       total, band, col_tiles, kblocks);
                 if (!nx.last && threadIdx.x == 0) next = gemm_claim_next(total);
                 cur = nx;
                 n++;
@@ -374,7 +358,7 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
             }
         }
     } else {
-        mm_regs_math<FP4 ? MM_FP4_MATH_REGS : MM_MATH_REGS>();
+        mm_regs_math();
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
@@ -515,7 +499,7 @@ extern "C" cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t ro
     if (k % MM_GEMM_BK || rows % MM_GEMM_BN || rows == 0 || rows > 0xffffffffull) return cudaErrorInvalidValue;
     CUtensorMap m;
     cuuint64_t dims[2] = {k / 2, rows}, strides[1] = {k / 2};
-    cuuint32_t box[2] = {MM_FP4_CODE_BYTES, MM_FP4_ROWS_PER_WARP}, elem[2] = {1, 1};
+    cuuint32_t box[2] = {MM_FP4_CODE_BYTES, MM_GEMM_BN}, elem[2] = {1, 1};
     CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)codes, dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -624,7 +608,7 @@ extern "C" cudaError_t mm_grouped_gemm_prepare(void)
     for (int i = 0; i < 2; i++) {
         if ((e = mm_regs_split_ok(kernels[i])) != cudaSuccess) return e;
         e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 i ? GEMM_FP4_SMEM_BYTES : GEMM_SMEM_BYTES);
+                                 GEMM_SMEM_BYTES);
         if (e != cudaSuccess) return e;
     }
     /* the wide form's two kernels (its scale paths): the same threads, registers and shared memory */
@@ -711,6 +695,6 @@ extern "C" cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args g, int ct
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr[2];
     cudaLaunchConfig_t cfg = gemm_launch(0, ctas, stream, attr);
-    cfg.dynamicSmemBytes = GEMM_FP4_SMEM_BYTES;
+    cfg.dynamicSmemBytes = GEMM_SMEM_BYTES;
     return cudaLaunchKernelEx(&cfg, grouped_gemm_fp4_kernel, g);
 }

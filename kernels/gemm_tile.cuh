@@ -208,12 +208,6 @@ static inline cudaError_t mm_regs_split_ok(const void *kernel, int launch_regs =
 }
 #endif
 
-/* FP4 weights (gemm_fp4.cuh) move registers from the math, whose blocks then retire one at a
- * time (an accumulator and one block sum), to the producer, which expands the weights:
- * 128 x 88 + 256 x 200 = 62464 (setmaxnreg takes multiples of 8). */
-#define MM_FP4_PRODUCER_REGS 88
-#define MM_FP4_MATH_REGS 200
-
 template <int REGS = MM_PRODUCER_REGS>
 __device__ __forceinline__ void mm_regs_producer()
 {
@@ -225,9 +219,6 @@ __device__ __forceinline__ void mm_regs_math()
 {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
 }
-static_assert(MM_PRODUCER_THREADS * MM_FP4_PRODUCER_REGS + MM_CONSUMER_THREADS * MM_FP4_MATH_REGS <=
-                  MM_TILE_THREADS * MM_LAUNCH_REGS, "the FP4 split fits the launch's registers");
-
 /* Back to the launch split, for a kernel whose later phases run all 384 threads alike: the
  * producer's increase waits until the math warpgroups have given theirs back. Only after a
  * barrier of all 384 threads that follows every math warp's mm_regs_math: else a producer done
@@ -747,6 +738,9 @@ __device__ __forceinline__ void mm_tile_retire(const uint8_t *stages, const mm_b
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
  * cluster (mm_tile_release). */
+/* FP4 weights: the math warps expand each block before its MMAs (gemm_fp4.cuh) */
+__device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s);
+
 template <bool FP4 = false> /* FP4 weights: gemm_fp4.cuh */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
@@ -756,9 +750,31 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
+    if (FP4) {
+        /* both warpgroups expand every block (its barriers count all 256 math threads); one whose
+         * rows are all past the tile's skips the MMAs. Each block retires before the next: the
+         * promotion's per-column factors do not fit beside two block sums. The expansion's proxy
+         * fence also covers A's gathered rows. */
+        const bool active = rows > 64 * g;
+        const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
+        float blk[MM_TILE_ACC];
+        for (int kb = 0; kb < kblocks; kb++) {
+            const mm_block b = mm_tile_wait_full<true>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false);
+            mm_fp4_expand_stage(stages, b.stage);
+            if (active) {
+                mm_tile_issue(da, db, b.stage, blk);
+                MM_WGMMA_WAIT(0, 1);
+                mm_tile_retire<true>(stages, b, p, pair, blk, acc);
+            } else {
+                mm_tile_release(p, b.stage, pair);
+            }
+            mm_ring_advance(ring);
+        }
+        return;
+    }
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full<FP4>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
+            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -766,42 +782,40 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
-    /* FP4 weights retire each block too: the promotion's per-column factors do not fit beside
-     * two block sums in the math's 216 registers */
-    if (FP4 || rows <= 64) {
+    if (rows <= 64) {
         /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
          * as soon as its MMAs are done, so its stage goes back to the producer without waiting
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
-            mm_tile_retire<FP4>(stages, b, p, pair, blk0, acc);
+            mm_tile_retire(stages, b, p, pair, blk0, acc);
         }
         return;
     }
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
+    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
-        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+        mm_tile_retire(stages, b0, p, pair, blk0, acc);
+        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
-        mm_tile_retire<FP4>(stages, b1, p, pair, blk1, acc);
+        mm_tile_retire(stages, b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
-        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
+        mm_tile_retire(stages, b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
-        mm_tile_retire<FP4>(stages, b1, p, pair, blk1, acc);
+        mm_tile_retire(stages, b1, p, pair, blk1, acc);
     } else {
         MM_WGMMA_WAIT(0, 6);
-        mm_tile_retire<FP4>(stages, b0, p, pair, blk0, acc);
+        mm_tile_retire(stages, b0, p, pair, blk0, acc);
     }
 }
 
