@@ -362,9 +362,12 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
         for (uint32_t n = 0;; n++) {
             const gemm_item *it = &slot[n & 1];
             /* the warpgroup agrees (its epilogue has a 128-thread barrier): after an expired wait
-             * some threads may read a stale slot; all leave, the output is garbage, no hang */
+             * some threads may read a stale slot; all leave, the output is garbage, no hang. FP4:
+             * both warpgroups agree (the expansion's barriers count all 256 math threads) */
             const bool ready = mm_item_wait_ready(&items, n, MM_STAGE_WAIT_NS);
-            if (!mm_named_barrier_and(GEMM_BAR_WARPGROUP + mm_warpgroup() - 1, 128, ready && !it->last)) break;
+            if (!mm_named_barrier_and(FP4 ? MM_BAR_CONSUMER : GEMM_BAR_WARPGROUP + mm_warpgroup() - 1,
+                                      FP4 ? MM_CONSUMER_THREADS : 128, ready && !it->last))
+                break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
             float acc[MM_TILE_ACC];
             /* FP4: the expanded weights are generic-proxy writes too, fenced here (gemm_fp4.cuh) */
