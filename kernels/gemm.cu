@@ -18,7 +18,7 @@
  * an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128]
  * (grouped_gemm_fp4_kernel: W as MXFP4 codes [E][N][K/2] + exponents [E][N][K/32], expanded in
- * the stages by the producer warps, gemm_fp4.cuh);
+ * the stages by the math warps before their MMAs, gemm_fp4.cuh);
  * row_offset/row_count [E] in device memory (no host sync); tile_start [E+1], the row-tile prefix:
  * each CTA's producer builds it in shared memory from the counts (up to GEMM_OWN_PREFIX_MAX
  * experts; CTA 0 also writes it to tile_start for the kernels after it), else tile_prefix_kernel
