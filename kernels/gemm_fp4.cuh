@@ -1,7 +1,7 @@
 /* FP4 weights in the GEMM core's stage ring (MXFP4, docs/recipe.md "FP4 weights"; kernels/fp4.h):
  * the weight side of a 128 x 128 tile streamed as codes and exponents and expanded to FP8 in
  * shared memory by the math warps, and the promotion by each weight row's reference scale.
- * Used by gemm.cu's grouped_gemm_kernel<true> and by fused.cu's FP4 form.
+ * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles) and by fused.cu's FP4 form.
  *
  * Per stage (K block kb of a tile) the weight block arrives as 8 KB of codes and 512 B of
  * exponents, against 16 KB of FP8:
