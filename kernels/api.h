@@ -57,8 +57,8 @@ cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, in
  * (c1 [E][2I][H/2], e1 [E][2I][H/32]) and W2 (c2 [E][H][I/2], e2 [E][H][I/32]). */
 cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden, int inter,
                                       uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2, cudaStream_t stream);
-/* Adds to *past the groups of `rows` rows of K / 32 exponents each that lie past the exact range
- * of their 128-wide block (fp4.h mm_fp4_past_groups). */
+/* Adds to *past the groups of `rows` rows (a multiple of 128) of K / 32 exponents each that lie
+ * past the exact range of their 128 x 128 weight block (fp4.h mm_fp4_past_groups). */
 cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,
                                       cudaStream_t stream);
 /* GPU reference (reference.cu): this rank's tokens through the whole layer, y in double. */

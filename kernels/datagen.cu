@@ -150,11 +150,15 @@ extern "C" cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int
     return cudaGetLastError();
 }
 
+/* one thread a weight block (128 rows, 128-wide K block) */
 __global__ void fp4_past_kernel(const uint8_t *exps, long long rows, int k, unsigned long long *past)
 {
+    const int kblocks = k / 128, row_groups = k / MM_FP4_GROUP;
+    const long long blocks = rows / MM_FP4_BLOCK_ROWS * kblocks;
     unsigned long long mine = 0;
-    for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x)
-        mine += (unsigned long long)mm_fp4_past_groups(exps + r * (k / MM_FP4_GROUP), k);
+    for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks; b += (long long)gridDim.x * blockDim.x)
+        mine += (unsigned long long)mm_fp4_past_groups(exps + b / kblocks * MM_FP4_BLOCK_ROWS * row_groups, row_groups,
+                                                       (int)(b % kblocks));
     if (mine) atomicAdd(past, mine);
 }
 
@@ -162,6 +166,7 @@ extern "C" cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long 
                                                  cudaStream_t stream)
 {
     if (rows <= 0) return cudaSuccess;
+    if (rows % MM_FP4_BLOCK_ROWS) return cudaErrorInvalidValue;
     fp4_past_kernel<<<264, 256, 0, stream>>>(exps, rows, k, past);
     return cudaGetLastError();
 }

@@ -8,16 +8,17 @@
  * A weight is e2m1(code) * 2^(s - 127). E2M1: sign, 2 exponent bits, 1 mantissa bit: magnitudes
  * 0, 0.5, 1, 1.5, 2, 3, 4, 6.
  *
- * Into the FP8 product, per row n and 128-wide K block kb (four 32-groups, exponents s_0..s_3):
- *   R = max(s_g) - MM_FP4_D_MAX, the row's reference exponent for the block;
- *   d_g = s_g - R (<= MM_FP4_D_MAX); w8 = e4m3(e2m1(code) * 2^d_g);
- *   the block sum of q_x * w8 is promoted with scale_x[kb] * 2^(R - 127), per output row.
- * For d_g in [MM_FP4_D_MIN, MM_FP4_D_MAX] every E2M1 value is exact in e4m3 (6 * 2^6 = 384 <= 448;
+ * Into the FP8 product, per 128 x 128 weight block (rows 128 b .. 128 b + 127, 128-wide K block kb:
+ * the FP8 recipe's weight block, its 512 group exponents s):
+ *   R = max(s) - MM_FP4_D_MAX, the block's reference exponent;
+ *   d = s_g - R (<= MM_FP4_D_MAX) for each group; w8 = e4m3(e2m1(code) * 2^d);
+ *   2^(R - 127) is the block's weight scale: the FP8 recipe from there on (scale_w[b][kb]).
+ * For d in [MM_FP4_D_MIN, MM_FP4_D_MAX] every E2M1 value is exact in e4m3 (6 * 2^6 = 384 <= 448;
  * 0.5 * 2^-8 = 2^-9 is e4m3's smallest subnormal and 1.5 * 2^-8 = 3 * 2^-9 is one): the product
  * equals the exact dequantized weight's. A group whose exponent sits more than
  * MM_FP4_D_MAX - MM_FP4_D_MIN = 14 below its block's largest is "past the limit": its values go
  * through the recipe's e4m3 rounding (round to nearest even; the smallest ones become 0), the same
- * on every path, and each such group is counted (mm_fp4_expand_block's return), never silent. */
+ * on every path, and each such group is counted (mm_fp4_past_groups), never silent. */
 #ifndef MEGAMOE_FP4_H
 #define MEGAMOE_FP4_H
 
@@ -47,11 +48,25 @@ MM_HD uint8_t mm_fp4_code(const uint8_t *codes, int k)
     return (uint8_t)((codes[k >> 1] >> (4 * (k & 1))) & 15u);
 }
 
-/* The reference exponent R of a 128-wide K block from its four group exponents. */
-MM_HD int mm_fp4_block_ref(const uint8_t *s)
+#define MM_FP4_BLOCK_ROWS 128 /* weight rows that share a reference exponent (the FP8 weight block's) */
+
+/* The largest of a row's four group exponents in a K block. */
+MM_HD int mm_fp4_row_top(const uint8_t *s)
 {
     int top = s[0];
     for (int g = 1; g < MM_FP4_GROUPS; g++) top = s[g] > top ? s[g] : top;
+    return top;
+}
+
+/* The reference exponent R of the weight block whose first row's exponents start at `exps` (rows
+ * `row_groups` = K / 32 bytes apart), K block kb. */
+MM_HD int mm_fp4_block_ref(const uint8_t *exps, int row_groups, int kb)
+{
+    int top = 0;
+    for (int r = 0; r < MM_FP4_BLOCK_ROWS; r++) {
+        const int t = mm_fp4_row_top(exps + (long long)r * row_groups + kb * MM_FP4_GROUPS);
+        top = t > top ? t : top;
+    }
     return top - MM_FP4_D_MAX;
 }
 
@@ -72,21 +87,20 @@ MM_HD uint8_t mm_fp4_to_fp8(uint8_t code, int d)
     return mm_fp8_encode(MM_MUL(mm_e2m1_decode(code), MM_MUL(mm_pow2(e / 2), mm_pow2(e - e / 2))));
 }
 
-/* A row's 128-wide K block: its 64 code bytes and 4 exponents into 128 FP8 weights and the
- * reference exponent *ref. Returns how many of its groups are past the limit. */
-MM_HD int mm_fp4_expand_block(const uint8_t *codes, const uint8_t *s, uint8_t *fp8, int *ref)
+/* One row's part of a weight block: its 64 code bytes and 4 exponents into 128 FP8 weights
+ * relative to the block's reference exponent `ref`. Returns how many of its groups are past the
+ * limit. */
+MM_HD int mm_fp4_expand_row(const uint8_t *codes, const uint8_t *s, int ref, uint8_t *fp8)
 {
-    const int r = mm_fp4_block_ref(s);
     int past = 0;
     for (int g = 0; g < MM_FP4_GROUPS; g++) {
-        const int d = (int)s[g] - r;
+        const int d = (int)s[g] - ref;
         past += d < MM_FP4_D_MIN;
         for (int j = 0; j < MM_FP4_GROUP; j++) {
             const int k = g * MM_FP4_GROUP + j;
             fp8[k] = mm_fp4_to_fp8(mm_fp4_code(codes, k), d);
         }
     }
-    *ref = r;
     return past;
 }
 
@@ -150,7 +164,7 @@ MM_HD void mm_fp4_expand_group_fast(const uint32_t c[4], int d, uint32_t out[8])
 }
 
 /* One 32-group at any offset: the fast form where it is exact and normal, else code by code
- * (mm_fp4_to_fp8), so both give the same bytes as mm_fp4_expand_block (the CPU tests' view of
+ * (mm_fp4_to_fp8), so both give the same bytes as mm_fp4_expand_row (the CPU tests' view of
  * the kernel's dispatch). */
 MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
 {
@@ -169,9 +183,9 @@ MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
 
 /* What the generator draws. bench and gemm draw MM_FP4_REAL; check's FP4 scenarios the others. */
 typedef enum {
-    MM_FP4_REAL = 0,     /* as checkpoints: every code, a block's exponents within 4 steps, outliers */
+    MM_FP4_REAL = 0,     /* as checkpoints: every code, a block's exponents within 9 steps, outliers */
     MM_FP4_SPREAD_LIMIT, /* every block's exponents span exactly 14 steps: the widest exact spread */
-    MM_FP4_SPREAD_PAST,  /* one group of every block 15..20 steps below the block's largest */
+    MM_FP4_SPREAD_PAST,  /* one group of every row of a block 15..20 steps below the block's largest */
     MM_FP4_ZEROS,        /* every code +-0 in one row of four */
     MM_FP4_LARGEST,      /* every code +-6 (the largest E2M1 magnitude), the row's exponent 3 steps up */
     MM_FP4_PATTERNS
@@ -192,11 +206,12 @@ MM_HD uint8_t mm_gen_fp4_code(uint64_t seed, int pattern, int matrix, uint64_t e
 }
 
 /* UE8M0 exponent of group g (weights 32g .. 32g + 31) of a row. Real: a per-row base (the row's
- * magnitude), a slow drift along K (every 8 groups), a group in 3 one step lower, and one group in
- * 64 an outlier 2^3 above its row, as checkpoints' exponents spread: a 128-wide block spans at
- * most 4 steps, well inside the exact range. The spread patterns set each block's four groups
- * below the row's base by {0, 14, 7, 3} (exactly the limit) or {0, 3, 15..20, 1} (one past it),
- * rotated by the block so every group position takes each offset. */
+ * magnitude, 4 values), a slow drift along K (every 8 groups), a group in 3 one step lower, and
+ * one group in 64 an outlier 2^3 above its row, as checkpoints' exponents spread: a 128 x 128
+ * block spans at most 9 steps, well inside the exact range. The spread patterns hold every row at
+ * one base and set each row's four groups of a block below it by {0, 14, 7, 3} (exactly the
+ * limit) or {0, 3, 15..20, 1} (one past it), rotated by the block so every group position takes
+ * each offset. */
 MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t expert, uint64_t row, uint64_t g)
 {
     const uint64_t stream = MM_STREAM_BLOCK + 16u * (matrix == 0 ? MM_STREAM_W1 : MM_STREAM_W2);
@@ -205,11 +220,11 @@ MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t 
     const int slot = (int)((g + g / MM_FP4_GROUPS) % MM_FP4_GROUPS);
     if (pattern == MM_FP4_SPREAD_LIMIT) {
         const int below[MM_FP4_GROUPS] = {0, MM_FP4_D_MAX - MM_FP4_D_MIN, 7, 3};
-        return (uint8_t)(base - below[slot]);
+        return (uint8_t)(127 - 11 - below[slot]);
     }
     if (pattern == MM_FP4_SPREAD_PAST) {
         const int below[MM_FP4_GROUPS] = {0, 3, MM_FP4_D_MAX - MM_FP4_D_MIN + 1 + (int)(h % 6u), 1};
-        return (uint8_t)(base - below[slot]);
+        return (uint8_t)(127 - 11 - below[slot]);
     }
     if (pattern == MM_FP4_LARGEST) return (uint8_t)(base + 3);
     const int drift = (int)(mm_hash(seed, stream + 1u, expert, row * 4096u + g / 8u) % 3u) - 1;
@@ -239,14 +254,13 @@ MM_HD uint8_t mm_gen_fp4_byte(uint64_t seed, int pattern, int matrix, int first_
 
 /* The GPU reference's share of one FP4 block sum on lane `lane` of 32 (reference.cu): weights
  * 4 lane .. 4 lane + 3 of K block kb of a row (codes `crow`, exponents `erow`), all in group
- * lane / 8, expanded to FP8 relative to the block's reference exponent, times the activations
- * `arow` (FP8), in double through `fp8` (the 256 FP8 values as doubles). The lanes' sum times
- * sa * 2^(R - 127) is the block's term. */
+ * lane / 8, expanded to FP8 relative to the block's reference exponent `ref`, times the
+ * activations `arow` (FP8), in double through `fp8` (the 256 FP8 values as doubles). The lanes'
+ * sum times sa * 2^(ref - 127) is the block's term. */
 MM_HD double mm_fp4_ref_lane_part(const double *fp8, const uint8_t *arow, const uint8_t *crow, const uint8_t *erow,
-                                  int kb, int lane)
+                                  int kb, int ref, int lane)
 {
-    const uint8_t *s = erow + kb * MM_FP4_GROUPS;
-    const int d = (int)s[lane / 8] - mm_fp4_block_ref(s);
+    const int d = (int)erow[kb * MM_FP4_GROUPS + lane / 8] - ref;
     double part = 0.0;
     for (int j = 0; j < 4; j++) {
         const int c = kb * 128 + lane * 4 + j;
@@ -255,16 +269,15 @@ MM_HD double mm_fp4_ref_lane_part(const double *fp8, const uint8_t *arow, const 
     return part;
 }
 
-/* Groups of one row's exponents (K / 32 of them) that lie past the exact range of their 128-wide
- * block: the count check reports, never silent. */
-MM_HD int mm_fp4_past_groups(const uint8_t *exps, int k)
+/* Groups of one weight block (as mm_fp4_block_ref names it) that lie past the exact range: the
+ * count check reports, never silent. */
+MM_HD int mm_fp4_past_groups(const uint8_t *exps, int row_groups, int kb)
 {
+    const int ref = mm_fp4_block_ref(exps, row_groups, kb);
     int past = 0;
-    for (int kb = 0; kb < k / 128; kb++) {
-        const uint8_t *s = exps + kb * MM_FP4_GROUPS;
-        const int r = mm_fp4_block_ref(s);
-        for (int g = 0; g < MM_FP4_GROUPS; g++) past += (int)s[g] - r < MM_FP4_D_MIN;
-    }
+    for (int r = 0; r < MM_FP4_BLOCK_ROWS; r++)
+        for (int g = 0; g < MM_FP4_GROUPS; g++)
+            past += (int)exps[(long long)r * row_groups + kb * MM_FP4_GROUPS + g] - ref < MM_FP4_D_MIN;
     return past;
 }
 

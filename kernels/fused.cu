@@ -1158,22 +1158,22 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             for (int h = 0; h * FUSED_FP4_HALF < rows; h++) {
                 const int hr = rows - h * FUSED_FP4_HALF < FUSED_FP4_HALF ? rows - h * FUSED_FP4_HALF : FUSED_FP4_HALF;
                 if (h > 0) mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* the last half's park read */
-                mm_tile_consume<FP4>(stages, pipe, ring, hr, k, false, true, acc);
+                mm_tile_consume<FP4, FP4>(stages, pipe, ring, hr, k, false, true, acc);
                 park_small(staging, acc, 0, hr, 0);
-                mm_tile_consume<FP4>(stages, pipe, ring, hr, k, false, true, acc);
+                mm_tile_consume<FP4, FP4>(stages, pipe, ring, hr, k, false, true, acc);
                 gemm1_half_epilogue(a, sc, it->block, hr, it->meta + h * FUSED_FP4_HALF,
                                     it->act_row0 + h * FUSED_FP4_HALF, acc, staging);
             }
             gemm1_item_done(a, it);
             stamp_math(a, 3);
         } else {
-            mm_tile_consume<FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
+            mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
             if (is_gemm1) {
                 /* the gate pass parked (the previous epilogue ended with a barrier after its
                  * reads), then the up pass: parked beside it when both fit, else kept in the
                  * registers (gemm1_epilogue_parked) */
                 park_small(staging, acc, 0, rows, 0);
-                mm_tile_consume<FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
+                mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
                 if (rows <= PARK_ROWS) {
                     park_small(staging + PARK_FLOATS, acc, 0, rows, 0);
                     gemm1_epilogue_small(a, sc, it, staging, staging + PARK_FLOATS);

@@ -1,27 +1,29 @@
 /* FP4 weights in the GEMM core's stage ring (MXFP4, docs/recipe.md "FP4 weights"; kernels/fp4.h):
- * the weight side of a 128 x 128 tile streamed as codes and exponents and expanded to FP8 in
- * shared memory by the math warps, and the promotion by each weight row's reference scale.
+ * the weight block of a K step streamed as codes and exponents and expanded to FP8 in shared
+ * memory by the math warps; from there on the FP8 path (its MMAs, its promotion by a_scale *
+ * w_scale, w_scale = 2^(R - 127) of the block's reference exponent R).
  * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles) and by fused.cu's FP4 form.
  *
- * Per stage (K block kb of a tile) the weight block arrives as 8 KB of codes and 512 B of
- * exponents, against 16 KB of FP8:
- *   producer  thread 0: one TMA of the block's codes (64 B x 128 rows) into the second half of the
- *             B area (the FP8 area of rows 64..127), its bytes expected on `full` with A's;
- *             every thread: its row's 4 exponents (cp.async, 4 B) into the stage's tiny area,
- *             beside A's gather and scales, all on `full` (one arrival each, as for FP8).
- *   math      all 256 math threads, once `full` completed (mm_fp4_expand_stage): thread t takes
- *             half t % 2 (groups 2h, 2h + 1) of weight row t / 2: its 32 code bytes and the row's
- *             4 exponents into registers; a barrier of the 256 (the FP8 rows overwrite the
- *             codes); the 64 FP8 bytes in the 128-byte swizzle the wgmma descriptor names (chunk
- *             c of row r at chunk c ^ (r % 8)), and from the half-0 thread the row's factor
- *             2^(R - 127) over its exponents; a proxy fence (generic writes, async-proxy reads)
- *             and a second barrier; then the MMAs, the promotion of column c by sa[row] *
- *             factor[c] (mm_tile_promote_cols) and the stage's release as for FP8.
+ * Per weight block (128 rows x 128 of K) a stage receives 8 KB of codes and 512 B of exponents
+ * (against 16 KB of FP8 and a scale), both in the block's 16 KB B area, at its end:
+ *   producer  thread 0: one TMA of the codes (64 B x 128 rows) to MM_FP4_CODES_AT, its bytes
+ *             expected on `full` with A's; every thread: its row's 4 exponents (cp.async, 4 B) to
+ *             MM_FP4_EXPS_AT, beside A's gather and scales, all on `full` (one arrival each, as
+ *             for FP8). No weight scale: the math computes it.
+ *   math      once `full` completed, the NT threads that read the block (mm_fp4_expand: 256, one
+ *             half row each, or 128, one row each): codes and the row's exponents into
+ *             registers; the row's largest exponent, a warp's by one reduction, into a scratch
+ *             slot; a barrier of the NT (the FP8 rows overwrite codes and exponents); R from
+ *             the warps' slots; the FP8 bytes in the 128-byte swizzle the wgmma descriptor names
+ *             (chunk c of row r at chunk c ^ (r % 8)), from one thread 2^(R - 127) into the
+ *             stage's weight scale; a proxy fence (generic writes, async-proxy reads) and a
+ *             second barrier; then the FP8 path.
  * Why on the math warps: on the producer (one warp a scheduler) the expansion ran as one
  * dependent instruction stream and bounded the core at ~2500 cycles a block and SM (ncu,
  * docs/performance.md); the eight math warps are two a scheduler and wait for `full` most of the
- * time at decode. Both math warpgroups expand every block, also one whose rows are all past the
- * tile's (it skips only the MMAs), so the barriers always count 256. */
+ * time at decode, and at large tiles the expansion of block kb + 1 runs while block kb's MMAs do.
+ * Every math thread named in NT expands every block it waits for, also one whose rows are all
+ * past the tile's (it skips only the MMAs), so the barriers always count NT. */
 #ifndef MEGAMOE_GEMM_FP4_CUH
 #define MEGAMOE_GEMM_FP4_CUH
 
@@ -30,57 +32,90 @@
 
 #define MM_FP4_CODE_BYTES (MM_GEMM_BK / 2)                    /* a row's codes in a K block */
 #define MM_FP4_BLOCK_CODE_BYTES (MM_GEMM_BN * MM_FP4_CODE_BYTES) /* a block's codes: 8 KB */
-#define MM_FP4_CODES_AT (MM_TILE_B_STAGE - MM_FP4_BLOCK_CODE_BYTES) /* within the B area */
-static_assert(MM_GEMM_BN * 4 <= MM_TILE_TINY_A, "the exponents (then factors) of a block fit the tiny area");
-static_assert(2 * MM_GEMM_BN == MM_CONSUMER_THREADS, "two math threads a weight row");
+#define MM_FP4_EXP_BYTES (MM_GEMM_BN * MM_FP4_GROUPS)           /* a block's exponents: 512 B */
+#define MM_FP4_EXPS_AT (MM_TILE_B_STAGE - MM_FP4_EXP_BYTES)   /* within the block's B area */
+#define MM_FP4_CODES_AT (MM_FP4_EXPS_AT - MM_FP4_BLOCK_CODE_BYTES)
+#define MM_FP4_SCRATCH 160 /* the reduction's slots: stage scale floats [160, 168), one a math warp */
+static_assert(MM_FP4_CODES_AT % 128 == 0, "the codes' TMA lands 128-byte aligned");
+static_assert(MM_GEMM_BN == MM_FP4_BLOCK_ROWS, "a tile's weight block is the recipe's block");
+static_assert(MM_TILE_EXTRA_SCALES + MM_TILE_TINY_ROWS <= MM_FP4_SCRATCH &&
+                  (MM_FP4_SCRATCH + MM_CONSUMER_WARPS) * 4 <= MM_TILE_SCALE_BYTES,
+              "the reduction's slots lie past every scale in the stage's scale area");
 
-/* Math (all 256 math threads): stage s's codes and exponents into its FP8 weight block and the
- * rows' factors (see the header). */
-__device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s)
+/* Math: the weight block at `blk` (its B area: codes and exponents as the producer left them)
+ * into FP8 in place, and its scale 2^(R - 127) into *w_scale; by NT threads (t = 0 .. NT - 1 in
+ * whole warps, warp w of them at scratch[w]) meeting at named barrier `bar`. */
+template <int NT>
+__device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int *scratch, int t, int bar)
 {
-    const int t = mm_math_thread(), row = t / 2, half = t % 2;
-    uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
-    uint8_t *tiny = mm_tile_stage_tiny(stages, s);
-    const uint4 *cw = (const uint4 *)(sb + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES + half * 32);
-    const uint4 c0 = cw[0], c1 = cw[1];
-    const uint32_t ex = *(const uint32_t *)(tiny + 4 * row);
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* every code read before any FP8 row lands on them */
-    uint8_t sg[MM_FP4_GROUPS];
+    static_assert(NT == 2 * MM_GEMM_BN || NT == MM_GEMM_BN, "a half row or a row a thread");
+    constexpr int PARTS = NT / MM_GEMM_BN, GROUPS = MM_FP4_GROUPS / PARTS; /* groups a thread */
+    const int row = t / PARTS, part = t % PARTS;
+    const uint4 *cw = (const uint4 *)(blk + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES + part * 16 * GROUPS);
+    uint32_t in[GROUPS][4];
 #pragma unroll
-    for (int g = 0; g < MM_FP4_GROUPS; g++) sg[g] = (uint8_t)(ex >> (8 * g));
-    const int ref = mm_fp4_block_ref(sg);
-    int lowest = sg[0];
+    for (int j = 0; j < GROUPS; j++) {
+        const uint4 c = cw[j];
+        in[j][0] = c.x, in[j][1] = c.y, in[j][2] = c.z, in[j][3] = c.w;
+    }
+    /* the row's 4 exponents, group g in byte g (read by shifts: an index that depends on `part`
+     * would put an array in local memory) */
+    const uint32_t ex = *(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * row);
+    const unsigned row_top = max(max(ex & 255u, (ex >> 8) & 255u), max((ex >> 16) & 255u, ex >> 24));
+    const unsigned top_w = __reduce_max_sync(0xffffffffu, row_top);
+    if (t % 32 == 0) scratch[t / 32] = (int)top_w;
+    mm_named_barrier(bar, NT); /* every code and exponent read, every warp's top written */
+    int top = scratch[0];
 #pragma unroll
-    for (int g = 1; g < MM_FP4_GROUPS; g++) lowest = min(lowest, (int)sg[g]);
+    for (int w = 1; w < NT / 32; w++) top = max(top, scratch[w]);
+    const int ref = top - MM_FP4_D_MAX;
+    const uint32_t mine = ex >> (8 * part * GROUPS); /* this thread's groups from byte 0 on */
+    int lowest = (int)(mine & 255u);
+#pragma unroll
+    for (int j = 1; j < GROUPS; j++) lowest = min(lowest, (int)((mine >> (8 * j)) & 255u));
     /* chunk c of this row at chunk c ^ (row % 8): the row's address with its swizzle, XORed by the
      * chunk (rows are 128-byte aligned) */
-    const unsigned row_sw = (unsigned)__cvta_generic_to_shared(sb + row * MM_GEMM_BK) | (unsigned)((row & 7) << 4);
-    const uint32_t in[2][4] = {{c0.x, c0.y, c0.z, c0.w}, {c1.x, c1.y, c1.z, c1.w}};
+    const unsigned row_sw = (unsigned)__cvta_generic_to_shared(blk + row * MM_GEMM_BK) | (unsigned)((row & 7) << 4);
     if (lowest - ref >= MM_FP4_D_FAST) {
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const int g = 2 * half + j;
+        for (int j = 0; j < GROUPS; j++) {
+            const unsigned g = (unsigned)(part * GROUPS + j);
             uint32_t out[8];
-            mm_fp4_expand_group_fast(in[j], (half ? (j ? sg[3] : sg[2]) : (j ? sg[1] : sg[0])) - ref, out);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ (unsigned)((2 * g) << 4)),
+            mm_fp4_expand_group_fast(in[j], (int)((mine >> (8 * j)) & 255u) - ref, out);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g) << 4)),
                          "r"(out[0]), "r"(out[1]), "r"(out[2]), "r"(out[3]) : "memory");
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ (unsigned)((2 * g + 1) << 4)),
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g + 1) << 4)),
                          "r"(out[4]), "r"(out[5]), "r"(out[6]), "r"(out[7]) : "memory");
         }
-    } else { /* a group below the fast form (spreads past 11 steps, rare in checkpoints): code by code */
-        uint8_t *rp = sb + row * MM_GEMM_BK;
+    } else { /* a group below the fast form (spreads past 11 steps, rare in checkpoints): code by
+              * code, four to a 32-bit store */
+#pragma unroll
+        for (int j = 0; j < GROUPS; j++) {
+            const unsigned g = (unsigned)(part * GROUPS + j);
+            const int d = (int)((mine >> (8 * j)) & 255u) - ref;
 #pragma unroll 1
-        for (int i = 0; i < 2 * MM_FP4_GROUP; i++) {
-            const int j = i / MM_FP4_GROUP, g = 2 * half + j, q = (i % MM_FP4_GROUP) / 8, k = MM_FP4_GROUP * g + i % MM_FP4_GROUP;
-            const uint32_t w = j ? (q == 0 ? c1.x : q == 1 ? c1.y : q == 2 ? c1.z : c1.w)
-                                 : (q == 0 ? c0.x : q == 1 ? c0.y : q == 2 ? c0.z : c0.w);
-            const int d = (g == 0 ? sg[0] : g == 1 ? sg[1] : g == 2 ? sg[2] : sg[3]) - ref;
-            rp[(((k >> 4) ^ (row & 7)) << 4) + (k & 15)] = mm_fp4_to_fp8((uint8_t)((w >> (4 * (i & 7))) & 15u), d);
+            for (int i = 0; i < 8; i++) { /* FP8 weights 4i .. 4i + 3 of the group */
+                const uint32_t w = (i < 2 ? in[j][0] : i < 4 ? in[j][1] : i < 6 ? in[j][2] : in[j][3]) >> (16 * (i % 2));
+                uint32_t v = 0;
+#pragma unroll
+                for (int b = 0; b < 4; b++) v |= (uint32_t)mm_fp4_to_fp8((uint8_t)((w >> (4 * b)) & 15u), d) << (8 * b);
+                asm volatile("st.shared.b32 [%0], %1;" ::"r"((row_sw ^ ((2 * g + (unsigned)i / 4) << 4)) + 4 * (i % 4)), "r"(v)
+                             : "memory");
+            }
         }
     }
-    if (half == 0) *(float *)(tiny + 4 * row) = mm_fp4_ref_scale(ref);
+    if (t == 0) *w_scale = mm_fp4_ref_scale(ref);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* for the wgmmas' async-proxy reads */
-    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    mm_named_barrier(bar, NT);
+}
+
+/* Math (all 256 math threads): stage s's weight block (the B area) and its scale, as every
+ * consume loop that reads one weight block a stage with both warpgroups needs it. */
+__device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s)
+{
+    uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
+    float *sc = (float *)(sb + MM_TILE_B_STAGE);
+    mm_fp4_expand<MM_CONSUMER_THREADS>(sb, sc + MM_GEMM_BM, (int *)sc + MM_FP4_SCRATCH, mm_math_thread(), MM_BAR_CONSUMER);
 }
 
 /* What a producer loop over one tile with FP4 weights needs, read where it is used: A (a_map NULL:
@@ -95,7 +130,7 @@ typedef struct {
 /* Producer (all 128 threads): K blocks [0, K / 128) of one tile with FP4 weights into the ring:
  * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered: rows
  * a_off .. a_off + rows - 1 of the table), its scales, the weight block's codes (one TMA) and
- * its exponents. Once a wait of the CTA expired, no more loads are issued (mm_tile_produce's
+ * its exponents (no weight scale: the math's expansion writes it). Once a wait of the CTA expired, no more loads are issued (mm_tile_produce's
  * give_up). */
 __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                     const mm_fp4_source &src, const mm_tile_rows *a,
@@ -138,8 +173,7 @@ __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pip
         }
         float *sc = (float *)(sb + MM_TILE_B_STAGE);
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[a_off + pt] + kb);
-        mm_cp_async4(mm_tile_stage_tiny(stages, s) + 4 * pt,
-                     src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
+        mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
     }

@@ -36,9 +36,9 @@
  * publishes a tile's description and frees nothing until the consumers release the slot, so the
  * description can live in shared memory next to the stages.
  *
- * FP4 weights (gemm_fp4.cuh) reach the same stages as FP8 written by the producer warps; the
- * math then promotes by a factor per column (mm_tile_promote_cols) and retires every block
- * before the next (template parameter FP4 of the consume path).
+ * FP4 weights (gemm_fp4.cuh) reach the stages as codes and exponents, which the math warps
+ * expand to an FP8 block and its scale as soon as the block is there (template parameter FP4 of
+ * the consume paths: mm_tile_wait_full); from there on the FP8 path.
  *
  * Numerics (recipe.md step 3): per 128-wide K block four k32 wgmmas sum into fresh FP32
  * registers (scale-d 0 on the first), then the block sum is promoted into the accumulator with
@@ -559,33 +559,10 @@ __device__ __forceinline__ void mm_tile_promote(float s_lo, float s_hi, const fl
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = fmaf((i & 2) ? s_hi : s_lo, blk[i], acc[i]);
 }
 
-/* A stage's tiny area, after its scales: a compact pass's rows, a tile's extra rows, or FP4's
- * exponents (gemm_fp4.cuh), which the producer's expansion overwrites with the factors. */
+/* A stage's tiny area, after its scales: a compact pass's rows or a tile's extra rows. */
 __device__ __forceinline__ uint8_t *mm_tile_stage_tiny(uint8_t *stages, int stage)
 {
     return stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE + MM_TILE_B_STAGE + MM_TILE_SCALE_BYTES;
-}
-
-/* FP4 weights: the factors 2^(R - 127) of the block's 128 weight rows, one float each in the
- * stage's tiny area. */
-__device__ __forceinline__ const float *mm_tile_stage_factors(const uint8_t *stages, int stage)
-{
-    return (const float *)mm_tile_stage_tiny((uint8_t *)stages, stage);
-}
-
-/* The FP4 promotion (recipe.md, "FP4 weights"): acc += (a_scale * factor[column]) * blk, the
- * product first as the FP8 path multiplies a_scale * w_scale first. */
-__device__ __forceinline__ void mm_tile_promote_cols(float s_lo, float s_hi, const float *factor,
-                                                     const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 4) {
-        const float2 f = *(const float2 *)(factor + mm_acc_col(i));
-        acc[i] = fmaf(s_lo * f.x, blk[i], acc[i]);
-        acc[i + 1] = fmaf(s_lo * f.y, blk[i + 1], acc[i + 1]);
-        acc[i + 2] = fmaf(s_hi * f.x, blk[i + 2], acc[i + 2]);
-        acc[i + 3] = fmaf(s_hi * f.y, blk[i + 3], acc[i + 3]);
-    }
 }
 
 /* One K block in the ring as the math sees it: its stage and, read as soon as the stage is
@@ -596,24 +573,24 @@ typedef struct {
     float s_lo, s_hi; /* a_scale * w_scale of this thread's two rows (0 for rows past the tile's) */
 } mm_block;
 
+/* FP4 weights: the math warps expand each block as it arrives (gemm_fp4.cuh) */
+__device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s);
+
 /* Waits for the block's `full` barrier, reads the block's scales and, when A was gathered by
  * cp.async (generic proxy), makes those writes visible to wgmma's async-proxy reads. Blocks that
  * came by TMA need no fence (TMA and wgmma are both the async proxy, ordered by the barrier; the
  * scales are read by ordinary loads), and the fence is not free: it is a MEMBAR.ALL.CTA per math
  * warp and block (measured in the GEMM lab). */
-template <bool FP4 = false> /* FP4: no weight scale (each column's factor comes at the promotion) */
+template <bool FP4 = false> /* FP4: all 256 math threads expand the block first, which fences too */
 __device__ __forceinline__ mm_block mm_tile_wait_full(const uint8_t *stages, mm_tile_pipe *p, const mm_ring &r,
                                                       int r_lo, int r_hi, bool valid_lo, bool valid_hi,
                                                       bool a_gathered)
 {
     mm_mbar_wait(&p->full[r.stage], r.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     MM_AUDIT_ENTER(r.stage);
-    if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (FP4) mm_fp4_expand_stage((uint8_t *)stages, r.stage);
+    else if (a_gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     const float *sc = mm_tile_stage_scales(stages, r.stage);
-    if (FP4) {
-        mm_block b = {r.stage, valid_lo ? sc[r_lo] : 0.0f, valid_hi ? sc[r_hi] : 0.0f};
-        return b;
-    }
     const float sw = sc[MM_GEMM_BM];
     mm_block b = {r.stage, valid_lo ? sc[r_lo] * sw : 0.0f, valid_hi ? sc[r_hi] * sw : 0.0f};
     return b;
@@ -714,16 +691,9 @@ __device__ __forceinline__ void mm_tile_release(mm_tile_pipe *p, int stage, bool
 
 /* The end of one K block whose MMAs completed: free its stage and promote the block sum into
  * acc ((a_scale * w_scale) * sum, in K order; invalid rows get 0). */
-/* FP4: promoted first, by the factors in the stage, which the release hands back to the producer. */
-template <bool FP4 = false>
-__device__ __forceinline__ void mm_tile_retire(const uint8_t *stages, const mm_block &b, mm_tile_pipe *p, bool pair,
+__device__ __forceinline__ void mm_tile_retire(const mm_block &b, mm_tile_pipe *p, bool pair,
                                                const float blk[MM_TILE_ACC], float acc[MM_TILE_ACC])
 {
-    if (FP4) {
-        mm_tile_promote_cols(b.s_lo, b.s_hi, mm_tile_stage_factors(stages, b.stage), blk, acc);
-        mm_tile_release(p, b.stage, pair);
-        return;
-    }
     mm_tile_release(p, b.stage, pair);
     mm_tile_promote(b.s_lo, b.s_hi, blk, acc);
 }
@@ -737,11 +707,9 @@ __device__ __forceinline__ void mm_tile_retire(const uint8_t *stages, const mm_b
  * A warpgroup whose 64 rows are all past `rows` skips its MMAs (decode: most tiles hold a few
  * rows) but still frees each stage; its accumulators are then garbage, like every row past
  * `rows`, and must not be stored. pair: the stages are shared with the other CTA of a 2-CTA
- * cluster (mm_tile_release). */
-/* FP4 weights: the math warps expand each block before its MMAs (gemm_fp4.cuh) */
-__device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s);
-
-template <bool FP4 = false> /* FP4 weights: gemm_fp4.cuh */
+ * cluster (mm_tile_release). FP4: every block expanded by both warpgroups (mm_tile_wait_full),
+ * also by one without rows. */
+template <bool FP4 = false, bool RETIRE_EACH = false> /* RETIRE_EACH: every tile as a small one */
 __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                 int k, bool pair, bool gathered, float acc[MM_TILE_ACC])
 {
@@ -750,31 +718,9 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     const bool valid_lo = r_lo < rows, valid_hi = r_hi < rows;
 #pragma unroll
     for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = 0.0f;
-    if (FP4) {
-        /* both warpgroups expand every block (its barriers count all 256 math threads); one whose
-         * rows are all past the tile's skips the MMAs. Each block retires before the next: the
-         * promotion's per-column factors do not fit beside two block sums. The expansion's proxy
-         * fence also covers A's gathered rows. */
-        const bool active = rows > 64 * g;
-        const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
-        float blk[MM_TILE_ACC];
-        for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_wait_full<true>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false);
-            mm_fp4_expand_stage(stages, b.stage);
-            if (active) {
-                mm_tile_issue(da, db, b.stage, blk);
-                MM_WGMMA_WAIT(0, 1);
-                mm_tile_retire<true>(stages, b, p, pair, blk, acc);
-            } else {
-                mm_tile_release(p, b.stage, pair);
-            }
-            mm_ring_advance(ring);
-        }
-        return;
-    }
     if (rows <= 64 * g) { /* uniform over the warpgroup: no rows here, only free the stages */
         for (int kb = 0; kb < kblocks; kb++) {
-            mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
+            mm_tile_wait_full<FP4>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, false); /* no wgmma reads here */
             mm_tile_release(p, ring.stage, pair);
             mm_ring_advance(ring);
         }
@@ -782,40 +728,40 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
     }
     const uint64_t da = mm_wgmma_desc(stages + g * 64 * 128), db = mm_wgmma_desc(stages + MM_TILE_A_STAGE);
     float blk0[MM_TILE_ACC], blk1[MM_TILE_ACC];
-    if (rows <= 64) {
+    if (RETIRE_EACH || rows <= 64) {
         /* A small tile (decode) is bound by its loads, not by the tensor cores: retire each block
          * as soon as its MMAs are done, so its stage goes back to the producer without waiting
          * for the next block's data and the ring keeps its full depth of loads in flight (with
          * the next block issued first, decode ran 2-4% slower). */
         for (int kb = 0; kb < kblocks; kb++) {
-            const mm_block b = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+            const mm_block b = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
             MM_WGMMA_WAIT(0, 1);
-            mm_tile_retire(stages, b, p, pair, blk0, acc);
+            mm_tile_retire(b, p, pair, blk0, acc);
         }
         return;
     }
     /* A large tile: block kb + 1's MMAs are issued before block kb is retired, so the tensor
      * cores work through each block's stage release and promotion. b0 / b1: the blocks whose
      * sums are in blk0 / blk1. */
-    mm_block b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
+    mm_block b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0), b1;
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) { /* blk0 holds block kb in flight */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 2);
-        mm_tile_retire(stages, b0, p, pair, blk0, acc);
-        b0 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
+        mm_tile_retire(b0, p, pair, blk0, acc);
+        b0 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk0);
         MM_WGMMA_WAIT(1, 3);
-        mm_tile_retire(stages, b1, p, pair, blk1, acc);
+        mm_tile_retire(b1, p, pair, blk1, acc);
     }
     if (kb + 1 < kblocks) { /* two blocks left: kb in flight, kb + 1 still to issue */
-        b1 = mm_tile_issue_next(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
+        b1 = mm_tile_issue_next<FP4>(stages, p, ring, da, db, r_lo, r_hi, valid_lo, valid_hi, gathered, blk1);
         MM_WGMMA_WAIT(1, 4);
-        mm_tile_retire(stages, b0, p, pair, blk0, acc);
+        mm_tile_retire(b0, p, pair, blk0, acc);
         MM_WGMMA_WAIT(0, 5);
-        mm_tile_retire(stages, b1, p, pair, blk1, acc);
+        mm_tile_retire(b1, p, pair, blk1, acc);
     } else {
         MM_WGMMA_WAIT(0, 6);
-        mm_tile_retire(stages, b0, p, pair, blk0, acc);
+        mm_tile_retire(b0, p, pair, blk0, acc);
     }
 }
 

@@ -90,7 +90,8 @@ __global__ void ref_gemm_kernel(const uint8_t *qa, const float *sa, int a_per_to
 }
 
 /* ref_gemm_kernel with FP4 weights: codes [E][n_out][k / 2], exponents [E][n_out][k / 32]. Lane l
- * takes weights 4l .. 4l + 3 of each block, all in group l / 8 (fp4.h mm_fp4_ref_lane_part). */
+ * takes weights 4l .. 4l + 3 of each block, all in group l / 8 (fp4.h mm_fp4_ref_lane_part); the
+ * block's reference exponent comes from its 128 rows' exponents (n_out a multiple of 128). */
 __global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_per_token_topk, const int32_t *ids,
                                     int pairs, int topk, const uint8_t *codes, const uint8_t *exps, int n_out, int k,
                                     double *out)
@@ -104,11 +105,17 @@ __global__ void ref_gemm_fp4_kernel(const uint8_t *qa, const float *sa, int a_pe
     const uint8_t *arow = qa + a_row * k;
     const long long wrow = (long long)e * n_out + n;
     const uint8_t *crow = codes + wrow * (k / 2), *erow = exps + wrow * (k / MM_FP4_GROUP);
+    /* the exponents of row n's weight block: lane l takes its rows 4l .. 4l + 3 for the reference */
+    const uint8_t *eblock = exps + ((long long)e * n_out + n / MM_FP4_BLOCK_ROWS * MM_FP4_BLOCK_ROWS) * (k / MM_FP4_GROUP);
     double acc = 0.0;
     for (int kb = 0; kb < kb_count; kb++) {
-        const double part = ref_warp_sum(mm_fp4_ref_lane_part(table, arow, crow, erow, kb, lane));
-        const int r = mm_fp4_block_ref(erow + kb * MM_FP4_GROUPS);
-        acc += (double)sa[a_row * kb_count + kb] * ldexp(1.0, r - 127) * part;
+        int top = 0;
+        for (int r = 4 * lane; r < 4 * lane + 4; r++)
+            top = max(top, mm_fp4_row_top(eblock + (long long)r * (k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS));
+        top = __reduce_max_sync(0xffffffffu, (unsigned)top);
+        const int ref = top - MM_FP4_D_MAX;
+        const double part = ref_warp_sum(mm_fp4_ref_lane_part(table, arow, crow, erow, kb, ref, lane));
+        acc += (double)sa[a_row * kb_count + kb] * ldexp(1.0, ref - 127) * part;
     }
     if (lane == 0) out[(long long)p * n_out + n] = acc;
 }

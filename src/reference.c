@@ -41,18 +41,23 @@ long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *co
                            int k, double *out)
 {
     static const double e2m1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+    const int kblocks = k / 128, groups = k / 32;
+    int ref[65536 / 128]; /* config.c bounds K by 65536 */
     long long past = 0;
     for (int n = 0; n < n_out; n++) {
-        const uint8_t *row_codes = codes + (size_t)n * (k / 2), *row_exps = exps + (size_t)n * (k / 32);
+        if (n % 128 == 0) /* a new weight block row: each K block's reference, its largest group exponent less 6 */
+            for (int kb = 0; kb < kblocks; kb++) {
+                int top = 0;
+                for (int r = n; r < n + 128 && r < n_out; r++)
+                    for (int g = 0; g < 4; g++) top = exps[(size_t)r * groups + kb * 4 + g] > top ? exps[(size_t)r * groups + kb * 4 + g] : top;
+                ref[kb] = top - 6;
+            }
+        const uint8_t *row_codes = codes + (size_t)n * (k / 2), *row_exps = exps + (size_t)n * groups;
         double acc = 0.0;
-        for (int kb = 0; kb < k / 128; kb++) {
-            /* the block's reference: its largest group exponent, less 6 */
-            int top = 0;
-            for (int g = 0; g < 4; g++) top = row_exps[kb * 4 + g] > top ? row_exps[kb * 4 + g] : top;
-            const int ref = top - 6;
+        for (int kb = 0; kb < kblocks; kb++) {
             double block = 0.0;
             for (int g = 0; g < 4; g++) {
-                const int d = row_exps[kb * 4 + g] - ref;
+                const int d = row_exps[kb * 4 + g] - ref[kb];
                 past += d < -8;
                 for (int j = 0; j < 32; j++) {
                     const int c = kb * 128 + g * 32 + j;
@@ -63,7 +68,7 @@ long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *co
                     block += (double)mm_fp8_decode(qa[c]) * w8;
                 }
             }
-            acc += (double)sa[kb] * ldexp(1.0, ref - 127) * block;
+            acc += (double)sa[kb] * ldexp(1.0, ref[kb] - 127) * block;
         }
         out[n] = acc;
     }

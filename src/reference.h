@@ -24,7 +24,8 @@ typedef struct {
 
 /* Step 3 / 6 with FP4 weights for one activation row (qa [k] FP8, sa [k/128]): out[n] for
  * n < n_out, in double, written from docs/recipe.md's definition independently of kernels/fp4.h's
- * expansion. Returns how many (row, group) pairs lay past the exact range. */
+ * expansion (each 128 x 128 weight block's reference over its rows below n_out; k <= 65536).
+ * Returns how many (row, group) pairs lay past the exact range. */
 long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n_out,
                            int k, double *out);
 

@@ -39,18 +39,27 @@ static void exact_range(void **state)
     for (int c = 0; c < 16; c++) assert_true(mm_fp8_decode(mm_fp4_to_fp8((uint8_t)c, -40)) == 0.0f);
 }
 
-/* A block's expansion: the reference is the largest exponent - 6; the product with the reference
- * scale is the exact weight while the spread is <= 14, and each group past it is counted. */
+/* A block's expansion: the reference is the largest exponent of its 128 rows - 6; the product
+ * with the reference scale is the exact weight while the spread is <= 14, and each group past it
+ * is counted (here row 5 carries the block's largest exponent, row 9 the lowered group). */
 static void expand(void **state)
 {
     (void)state;
-    uint8_t codes[64], fp8[128];
+    enum { G = 8 }; /* K = 256: two K blocks a row, the second one's exponents */
+    uint8_t codes[64], fp8[128], exps[128 * G];
     for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(i * 37 + 11); /* every code, both nibbles */
     for (int spread = 0; spread <= 16; spread++) {
-        const uint8_t s[4] = {120, (uint8_t)(120 - spread), 117, 119};
-        int ref = 0;
-        const int past = mm_fp4_expand_block(codes, s, fp8, &ref);
+        for (int r = 0; r < 128; r++)
+            for (int g = 0; g < G; g++) exps[r * G + g] = (uint8_t)(112 + (r + g) % 3);
+        exps[5 * G + 4 + 2] = 120;
+        exps[9 * G + 4 + 1] = (uint8_t)(120 - spread);
+        const int ref = mm_fp4_block_ref(exps, G, 1);
         assert_int_equal(ref, 120 - MM_FP4_D_MAX);
+        assert_int_equal(mm_fp4_block_ref(exps, G, 0), 114 - MM_FP4_D_MAX);
+        assert_int_equal(mm_fp4_past_groups(exps, G, 1), spread > MM_FP4_D_MAX - MM_FP4_D_MIN ? 1 : 0);
+        assert_int_equal(mm_fp4_past_groups(exps, G, 0), 0);
+        const uint8_t *s = exps + 9 * G + 4;
+        const int past = mm_fp4_expand_row(codes, s, ref, fp8);
         assert_int_equal(past, spread > MM_FP4_D_MAX - MM_FP4_D_MIN ? 1 : 0);
         int exact = 1;
         for (int k = 0; k < 128; k++) {
@@ -76,23 +85,32 @@ static void generator(void **state)
     for (int k = 0; k < 8192; k++) seen[mm_gen_fp4_code(1, MM_FP4_REAL, 0, 3, 7, (uint64_t)k)]++;
     for (int c = 0; c < 16; c++) assert_true(seen[c] > 0);
     assert_true(seen[1] + seen[9] > seen[7] + seen[15]); /* 0.5 more common than 6 */
+    enum { G = 128 }; /* K = 4096 */
+    static uint8_t exps[128 * G];
     int rows_differ = 0, drifts = 0, outliers = 0, widest = 0;
-    for (uint64_t row = 0; row < 64; row++) {
+    for (uint64_t row = 0; row < 128; row++) {
         rows_differ += mm_gen_fp4_scale(1, MM_FP4_REAL, 0, 3, row, 0) != mm_gen_fp4_scale(1, MM_FP4_REAL, 0, 3, 0, 0);
-        for (uint64_t g = 0; g < 128; g += 4) {
-            uint8_t s[4];
-            for (int j = 0; j < 4; j++) s[j] = mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g + (uint64_t)j);
-            int lo = s[0], hi = s[0];
-            for (int j = 1; j < 4; j++) { lo = s[j] < lo ? s[j] : lo; hi = s[j] > hi ? s[j] : hi; }
-            widest = hi - lo > widest ? hi - lo : widest;
-            drifts += mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g) != mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, 0);
-            for (int j = 0; j < 4; j++) outliers += s[j] >= mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g) + 3;
+        for (uint64_t g = 0; g < G; g++) exps[row * G + g] = mm_gen_fp4_scale(1, MM_FP4_REAL, 1, 3, row, g);
+        for (uint64_t g = 0; g < G; g += 4) {
+            drifts += exps[row * G + g] != exps[row * G];
+            for (int j = 0; j < 4; j++) outliers += exps[row * G + g + (uint64_t)j] >= exps[row * G + g] + 3;
         }
     }
-    assert_true(rows_differ > 20);
-    assert_true(drifts > 100);
-    assert_true(outliers > 5 && outliers < 200);
-    assert_true(widest == 4); /* an outlier beside a lowered group: inside the exact range */
+    for (int kb = 0; kb < G / 4; kb++) { /* each 128 x 128 block's span */
+        int lo = 255, hi = 0;
+        for (int i = 0; i < 128 * 4; i++) {
+            const int v = exps[(i / 4) * G + kb * 4 + i % 4];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        widest = hi - lo > widest ? hi - lo : widest;
+        assert_int_equal(mm_fp4_past_groups(exps, G, kb), 0);
+    }
+    assert_true(rows_differ > 40);
+    assert_true(drifts > 200);
+    assert_true(outliers > 10 && outliers < 400);
+    /* rows' bases, drift, a lowered group and an outlier together: inside the exact range */
+    assert_true(widest >= 6 && widest <= 9);
     /* the same bits for the same indices */
     assert_int_equal(mm_gen_fp4_scale(9, MM_FP4_REAL, 0, 1, 2, 3), mm_gen_fp4_scale(9, MM_FP4_REAL, 0, 1, 2, 3));
     assert_int_equal(mm_gen_fp4_code(9, MM_FP4_REAL, 1, 1, 2, 3), mm_gen_fp4_code(9, MM_FP4_REAL, 1, 1, 2, 3));
@@ -103,15 +121,24 @@ static void generator(void **state)
 static void patterns(void **state)
 {
     (void)state;
-    enum { K = 512 };
-    uint8_t exps[K / 32], codes[K / 2], fp8[128];
-    for (uint64_t row = 0; row < 16; row++) {
-        for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)g);
-        assert_int_equal(mm_fp4_past_groups(exps, K), 0);
+    enum { K = 512, G = K / 32 };
+    static uint8_t exps[128 * G], past_exps[128 * G];
+    uint8_t codes[K / 2], fp8[128];
+    for (uint64_t row = 0; row < 128; row++)
+        for (int g = 0; g < G; g++) {
+            exps[row * G + g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)g);
+            past_exps[row * G + g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_PAST, 1, 2, row, (uint64_t)g);
+        }
+    for (int kb = 0; kb < K / 128; kb++) {
+        assert_int_equal(mm_fp4_past_groups(exps, G, kb), 0);
+        assert_int_equal(mm_fp4_past_groups(past_exps, G, kb), 128); /* one a row */
+    }
+    for (uint64_t row = 0; row < 128; row += 7) {
+        const uint8_t *e = exps + row * G;
         for (int kb = 0; kb < K / 128; kb++) {
             int lo = 255, hi = 0, slot_lo = -1;
             for (int g = 0; g < 4; g++) {
-                const int v = exps[kb * 4 + g];
+                const int v = e[kb * 4 + g];
                 if (v < lo) { lo = v; slot_lo = g; }
                 hi = v > hi ? v : hi;
             }
@@ -122,26 +149,26 @@ static void patterns(void **state)
             codes[c / 2] = (uint8_t)(mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c) |
                                      mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c + 1) << 4);
         for (int kb = 0; kb < K / 128; kb++) { /* at the limit every weight is still exact */
-            int ref = 0;
-            assert_int_equal(mm_fp4_expand_block(codes + kb * 64, exps + kb * 4, fp8, &ref), 0);
+            const int ref = mm_fp4_block_ref(exps, G, kb);
+            assert_int_equal(mm_fp4_expand_row(codes + kb * 64, e + kb * 4, ref, fp8), 0);
             for (int j = 0; j < 128; j++)
                 assert_true(ldexp((double)mm_fp8_decode(fp8[j]), ref - 127) ==
-                            ldexp((double)mm_e2m1_decode(mm_fp4_code(codes + kb * 64, j)), exps[kb * 4 + j / 32] - 127));
+                            ldexp((double)mm_e2m1_decode(mm_fp4_code(codes + kb * 64, j)), e[kb * 4 + j / 32] - 127));
         }
-        for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_SPREAD_PAST, 1, 2, row, (uint64_t)g);
-        assert_int_equal(mm_fp4_past_groups(exps, K), K / 128); /* one a block */
         for (int c = 0; c < 64; c++) {
             const uint8_t z = mm_gen_fp4_code(5, MM_FP4_ZEROS, 0, 2, row, (uint64_t)c);
             if (row % 4 == 0) assert_int_equal(z & 7, 0);
             assert_int_equal(mm_gen_fp4_code(5, MM_FP4_LARGEST, 0, 2, row, (uint64_t)c) & 7, 7);
         }
-        /* group 0 of the spread pattern sits at the row's base; the largest are 3 steps above it */
-        assert_int_equal(mm_gen_fp4_scale(5, MM_FP4_LARGEST, 0, 2, row, 0),
-                         mm_gen_fp4_scale(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, 0) + 3);
+        /* the largest sit 3 steps above their row's base (the real pattern's group 0 without its
+         * drift, lowering or outlier lies within one step of it) */
+        const int largest = mm_gen_fp4_scale(5, MM_FP4_LARGEST, 0, 2, row, 0);
+        assert_true(largest >= 127 - 11 - 3 + 3 && largest <= 127 - 11 + 3);
     }
     /* real experts never pass the limit */
-    for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, MM_FP4_REAL, 0, 2, 3, (uint64_t)g);
-    assert_int_equal(mm_fp4_past_groups(exps, K), 0);
+    for (uint64_t row = 0; row < 128; row++)
+        for (int g = 0; g < G; g++) exps[row * G + g] = mm_gen_fp4_scale(5, MM_FP4_REAL, 0, 2, row, (uint64_t)g);
+    for (int kb = 0; kb < K / 128; kb++) assert_int_equal(mm_fp4_past_groups(exps, G, kb), 0);
 }
 
 /* The GEMM core's expansion (byte permutes, eight codes a word) against the per-code definition:

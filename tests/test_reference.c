@@ -154,16 +154,17 @@ static void expert_major_pass(void **state)
     generated_experts_free(gen);
 }
 
-/* FP4 weights (docs/recipe.md): the host reference's GEMM row against (a) the dot product with
+/* FP4 weights (docs/recipe.md): the host reference's GEMM rows against (a) the dot product with
  * the exactly dequantized weights, e2m1 * 2^(s - 127), and (b) kernels/fp4.h's expansion into e4m3
- * and the reference scale, the definition the GPU paths will share; then a group past the limit. */
-static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int k)
+ * and the block's reference scale, the definition the GPU paths share; then groups past the
+ * limit. Row n of a block whose rows' exponents start at `exps` (K / 32 a row). */
+static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n, int k)
 {
     double acc = 0.0;
     for (int kb = 0; kb < k / 128; kb++) {
         uint8_t w8[128];
-        int ref = 0;
-        mm_fp4_expand_block(codes + kb * 64, exps + kb * 4, w8, &ref);
+        const int ref = mm_fp4_block_ref(exps, k / 32, kb);
+        mm_fp4_expand_row(codes + (size_t)n * (k / 2) + kb * 64, exps + (size_t)n * (k / 32) + kb * 4, ref, w8);
         double block = 0.0;
         for (int c = 0; c < 128; c++) block += (double)mm_fp8_decode(qa[kb * 128 + c]) * (double)mm_fp8_decode(w8[c]);
         acc += (double)sa[kb] * (double)mm_fp4_ref_scale(ref) * block;
@@ -173,7 +174,7 @@ static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t
 
 /* The GPU's FP4 pieces, checked here through the functions its kernels call: the generator's byte
  * layout (gen_fp4_kernel) against the host's experts, and the reference's lane split of a block
- * (ref_gemm_fp4_kernel) against the host reference row, past-limit groups included. */
+ * (ref_gemm_fp4_kernel) against the host reference rows, past-limit groups included. */
 static void fp4_gpu_pieces(void **state)
 {
     (void)state;
@@ -193,36 +194,43 @@ static void fp4_gpu_pieces(void **state)
                 assert_int_equal(mm_gen_fp4_byte(11, pattern, 1, FIRST, COUNT, H, I, codes2 + e * sizeof e2 + i), e2[i]);
         }
     }
-    enum { K = 512 };
-    static uint8_t qa[K], codes[K / 2], exps[K / 32];
+    enum { K = 512, N = 128 };
+    static uint8_t qa[K], codes[N * K / 2], exps[N * K / 32];
+    static double host[N];
     float sa[K / 128];
     double fp8[256];
     for (int v = 0; v < 256; v++) fp8[v] = (double)mm_fp8_decode((uint8_t)v);
     for (int c = 0; c < K; c++) qa[c] = (uint8_t)((c * 37 + 11) % 0x7e) | (c % 5 == 0 ? 0x80 : 0);
     for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.02 * (b + 1));
-    for (int pattern = 0; pattern < MM_FP4_PATTERNS; pattern++)
-        for (uint64_t row = 0; row < 6; row++) {
+    for (int pattern = 0; pattern < MM_FP4_PATTERNS; pattern++) {
+        for (uint64_t row = 0; row < N; row++) {
             for (int c = 0; c < K; c += 2)
-                codes[c / 2] = (uint8_t)(mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c) |
-                                         mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c + 1) << 4);
-            for (int g = 0; g < K / 32; g++) exps[g] = mm_gen_fp4_scale(5, pattern, 1, 4, row, (uint64_t)g);
-            double gpu = 0.0, host = 0.0;
-            for (int kb = 0; kb < K / 128; kb++) {
-                double part = 0.0;
-                for (int lane = 0; lane < 32; lane++) part += mm_fp4_ref_lane_part(fp8, qa, codes, exps, kb, lane);
-                gpu += (double)sa[kb] * ldexp(1.0, mm_fp4_block_ref(exps + kb * 4) - 127) * part;
-            }
-            const long long past = ref_gemm_row_fp4(qa, sa, codes, exps, 1, K, &host);
-            assert_int_equal(past, pattern == MM_FP4_SPREAD_PAST ? K / 128 : 0);
-            assert_true(fabs(gpu - host) <= 1e-12 * fabs(host) + 1e-300);
+                codes[row * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c) |
+                                                       mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c + 1) << 4);
+            for (int g = 0; g < K / 32; g++) exps[row * K / 32 + g] = mm_gen_fp4_scale(5, pattern, 1, 4, row, (uint64_t)g);
         }
+        const long long past = ref_gemm_row_fp4(qa, sa, codes, exps, N, K, host);
+        assert_int_equal(past, pattern == MM_FP4_SPREAD_PAST ? N * (K / 128) : 0);
+        for (int n = 0; n < N; n++) {
+            double gpu = 0.0;
+            for (int kb = 0; kb < K / 128; kb++) {
+                const int ref = mm_fp4_block_ref(exps, K / 32, kb);
+                double part = 0.0;
+                for (int lane = 0; lane < 32; lane++)
+                    part += mm_fp4_ref_lane_part(fp8, qa, codes + n * K / 2, exps + n * K / 32, kb, ref, lane);
+                gpu += (double)sa[kb] * ldexp(1.0, ref - 127) * part;
+            }
+            assert_true(fabs(gpu - host[n]) <= 1e-12 * fabs(host[n]) + 1e-300);
+        }
+    }
 }
 
 static void fp4_gemm_row(void **state)
 {
     (void)state;
-    enum { K = 512, N = 8 };
+    enum { K = 512, N = 128 };
     static uint8_t qa[K], codes[N * K / 2], exps[N * K / 32];
+    static double got[N];
     float sa[K / 128];
     for (int c = 0; c < K; c++) qa[c] = (uint8_t)((c * 73 + 5) % 0x7e) | (c % 3 == 0 ? 0x80 : 0); /* no NaN */
     for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.01 * (b + 1));
@@ -232,7 +240,6 @@ static void fp4_gemm_row(void **state)
                                                  mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
         for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)g);
     }
-    double got[N];
     assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 0); /* generated blocks are inside the range */
     for (int n = 0; n < N; n++) {
         double exact = 0.0;
@@ -241,17 +248,19 @@ static void fp4_gemm_row(void **state)
             exact += (double)sa[c / 128] * (double)mm_fp8_decode(qa[c]) * w;
         }
         assert_true(fabs(got[n] - exact) <= 1e-12 * fabs(exact) + 1e-300);
-        assert_true(got[n] == fp4_expanded_row(qa, sa, codes + n * K / 2, exps + n * K / 32, K));
+        assert_true(got[n] == fp4_expanded_row(qa, sa, codes, exps, n, K));
     }
-    /* row 0, block 1, group 2 sixteen steps below its block's largest: rounded, and counted */
-    exps[1 * 4 + 2] = (uint8_t)(exps[1 * 4 + 0] > exps[1 * 4 + 1] ? exps[1 * 4 + 0] : exps[1 * 4 + 1]) - 16;
-    exps[1 * 4 + 3] = exps[1 * 4 + 2];
-    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, 1, K, got) == 2);
-    assert_true(got[0] == fp4_expanded_row(qa, sa, codes, exps, K));
+    /* row 5, block 1, groups 2 and 3 sixteen steps below their block's largest: rounded, and
+     * counted; the block's other rows keep their reference and stay exact */
+    const int top = mm_fp4_block_ref(exps, K / 32, 1) + MM_FP4_D_MAX;
+    exps[5 * K / 32 + 1 * 4 + 2] = exps[5 * K / 32 + 1 * 4 + 3] = (uint8_t)(top - 16);
+    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 2);
+    for (int n = 0; n < N; n++) assert_true(got[n] == fp4_expanded_row(qa, sa, codes, exps, n, K));
 }
 
-/* A layer whose FP4 exponents are one per 128 x 128 block is the FP8 recipe with weights
- * e4m3(e2m1 * 2^6) and block scales 2^(s - 133): the host reference gives the same bits both ways. */
+/* An FP4 layer is the FP8 recipe with each 128 x 128 block expanded to e4m3 relative to its
+ * reference exponent R and block scale 2^(R - 127): the host reference gives the same bits both
+ * ways (the generator's exponents: rows differ, groups drift, outliers). */
 static void fp4_layer_equals_fp8(void **state)
 {
     (void)state;
@@ -259,16 +268,19 @@ static void fp4_layer_equals_fp8(void **state)
     static uint8_t c1[256 * 64], e1[256 * 4], c2[128 * 64], e2[128 * 4];
     for (size_t i = 0; i < sizeof c1; i++) c1[i] = (uint8_t)(i * 29 + 3);
     for (size_t i = 0; i < sizeof c2; i++) c2[i] = (uint8_t)(i * 53 + 1);
-    const uint8_t s_gate = 120, s_up = 118, s_down = 121;
-    for (int r = 0; r < 256; r++) memset(e1 + r * 4, r < 128 ? s_gate : s_up, 4);
-    memset(e2, s_down, sizeof e2);
     for (int r = 0; r < 256; r++)
-        for (int c = 0; c < 128; c++) o.w1[r * 128 + c] = mm_fp4_to_fp8(mm_fp4_code(c1 + r * 64, c), 6);
+        for (int g = 0; g < 4; g++) e1[r * 4 + g] = mm_gen_fp4_scale(3, MM_FP4_REAL, 0, 1, (uint64_t)r, (uint64_t)g);
     for (int r = 0; r < 128; r++)
-        for (int c = 0; c < 128; c++) o.w2[r * 128 + c] = mm_fp4_to_fp8(mm_fp4_code(c2 + r * 64, c), 6);
-    o.s1[0] = (float)ldexp(1.0, s_gate - 133);
-    o.s1[1] = (float)ldexp(1.0, s_up - 133);
-    o.s2[0] = (float)ldexp(1.0, s_down - 133);
+        for (int g = 0; g < 4; g++) e2[r * 4 + g] = mm_gen_fp4_scale(3, MM_FP4_REAL, 1, 1, (uint64_t)r, (uint64_t)g);
+    int refs1[2], ref2 = mm_fp4_block_ref(e2, 4, 0);
+    for (int b = 0; b < 2; b++) {
+        refs1[b] = mm_fp4_block_ref(e1 + b * 128 * 4, 4, 0);
+        o.s1[b] = mm_fp4_ref_scale(refs1[b]);
+    }
+    o.s2[0] = mm_fp4_ref_scale(ref2);
+    assert_true(refs1[0] != refs1[1] || refs1[0] != ref2); /* the blocks' references are their own */
+    for (int r = 0; r < 256; r++) assert_int_equal(mm_fp4_expand_row(c1 + r * 64, e1 + r * 4, refs1[r / 128], o.w1 + r * 128), 0);
+    for (int r = 0; r < 128; r++) assert_int_equal(mm_fp4_expand_row(c2 + r * 64, e2 + r * 4, ref2, o.w2 + r * 128), 0);
     mm_expert_weights v = {o.w1, o.s1, o.w2, o.s2, c1, e1, c2, e2};
     o.view = v;
     mm_config c = tiny_cfg(1, 10.0);
