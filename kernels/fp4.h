@@ -107,8 +107,8 @@ MM_HD int mm_fp4_expand_row(const uint8_t *codes, const uint8_t *s, int ref, uin
 /* ---- the expansion in the GEMM core: eight codes at a time by byte permutes ---------------- */
 
 /* The smallest offset whose eight magnitudes times 2^d are all normal e4m3 (0.5 * 2^-5 = 2^-6):
- * from it up to MM_FP4_D_MAX a group takes mm_fp4_expand_word; below it the per-code
- * mm_fp4_to_fp8 (subnormals, and past the limit its rounding). */
+ * from it up to MM_FP4_D_MAX a group's table is arithmetic (mm_fp4_table); below it each
+ * magnitude goes through mm_fp4_to_fp8 (mm_fp4_table_any). */
 #define MM_FP4_D_FAST (-5)
 
 /* PTX prmt.b32 in its default mode: byte i of the result is byte (sel >> 4i) & 7 of the pair
@@ -154,29 +154,34 @@ MM_HD void mm_fp4_expand_word(uint32_t w, uint32_t t0, uint32_t t1, uint32_t *lo
     *hi = (mm_prmt(up, w, 0x7362u) & 0x80808080u) | mm_prmt(t0, t1, mag >> 16);
 }
 
-/* One 32-group (16 code bytes as four words) at offset d in [MM_FP4_D_FAST, MM_FP4_D_MAX] into
- * 32 e4m3 bytes (eight words): the GEMM core's expansion (gemm_fp4.cuh). */
-MM_HD void mm_fp4_expand_group_fast(const uint32_t c[4], int d, uint32_t out[8])
-{
-    uint32_t t0, t1;
-    mm_fp4_table(d, &t0, &t1);
-    for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
-}
-
-/* One 32-group at any offset: the fast form where it is exact and normal, else code by code
- * (mm_fp4_to_fp8), so both give the same bytes as mm_fp4_expand_row (the CPU tests' view of
- * the kernel's dispatch). */
-MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
+/* The table of any offset d <= MM_FP4_D_MAX: mm_fp4_table from MM_FP4_D_FAST up, below it each
+ * magnitude through mm_fp4_to_fp8 (subnormals, and past the limit its rounding). A negative
+ * code's byte is its magnitude's with bit 7 set at every offset (e4m3 is sign and magnitude, and
+ * the rounding is symmetric), so mm_fp4_expand_word applies to both (tests/test_fp4.c checks
+ * every code at every offset against mm_fp4_to_fp8). */
+MM_HD void mm_fp4_table_any(int d, uint32_t *t0, uint32_t *t1)
 {
     if (d >= MM_FP4_D_FAST) {
-        mm_fp4_expand_group_fast(c, d, out);
+        mm_fp4_table(d, t0, t1);
         return;
     }
-    for (int i = 0; i < 8; i++) {
-        uint32_t v = 0;
-        for (int j = 0; j < 4; j++) v |= (uint32_t)mm_fp4_to_fp8((uint8_t)((c[i / 2] >> (16 * (i % 2) + 4 * j)) & 15u), d) << (8 * j);
-        out[i] = v;
+    /* below -12, 6 * 2^d is under half of e4m3's least subnormal (2^-10): every byte 0 */
+    uint64_t t = 0;
+    if (d >= -12) {
+        const float p = mm_pow2(d); /* exact and normal, so each product is mm_fp4_to_fp8's */
+        for (int m = 1; m < 8; m++) t |= (uint64_t)mm_fp8_encode(MM_MUL(mm_e2m1_decode((uint8_t)m), p)) << (8 * m);
     }
+    *t0 = (uint32_t)t;
+    *t1 = (uint32_t)(t >> 32);
+}
+
+/* One 32-group at any offset d <= MM_FP4_D_MAX through mm_fp4_table_any: the same bytes as
+ * mm_fp4_expand_row (the CPU tests' view of the kernel's expansion). */
+MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
+{
+    uint32_t t0, t1;
+    mm_fp4_table_any(d, &t0, &t1);
+    for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
 }
 
 /* ---- the generator: MXFP4 experts as real checkpoints look, and the patterns check adds ------ */

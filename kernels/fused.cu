@@ -516,11 +516,6 @@ typedef struct {
     int h_width, h_items; /* 128-blocks of H per GEMM2 item (2 when large or tiny), GEMM2 items per row tile */
 } fused_schedule;
 
-/* FP4: a GEMM1 item's rows run in halves of at most 64 (GEMM1's gate block of a 128-row tile does
- * not fit the park beside the up pass, and the one-pass form has no second accumulator): the
- * halves' row counts, for the producer (describe_item writes them) */
-static __shared__ int fused_half_rows_s[2];
-#define FUSED_FP4_HALF 64
 /* Producer side of one item (all 128 threads of warpgroup 0): the row table and each row's meta.
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
@@ -561,6 +556,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->map = a.w.w1_map;
         b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
         b->scale = FP4 ? NULL : a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
+        b->exps = FP4 ? a.w.e1 : NULL; /* FP4: the codes' rows' exponents (gemm_tile.cuh mm_tile_b) */
+        b->exp_row_bytes = a.m.hidden / 32;
         *k = a.m.hidden;
     } else {
         *am = mm_tile_a_map{a.act_map, (int)act_row0, 0};
@@ -570,6 +567,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         b->map = a.w.w2_map;
         b->row0 = le * a.m.hidden + block * 128;
         b->scale = FP4 ? NULL : a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        b->exps = FP4 ? a.w.e2 : NULL;
+        b->exp_row_bytes = a.m.inter / 32;
         *k = a.m.inter;
     }
     if (FOLD && pt < extra) { /* the extra rows: their metas now (rare: a folded tile), their rows' places */
@@ -596,14 +595,9 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tile = tile;
         it->block = block;
         it->is_gemm1 = is_gemm1;
-        /* FP4 weights: the one-pass form only (gemm_fp4.cuh expands one weight block a stage) */
-        it->dual = !FP4 && mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
-        it->compact = !FP4 && mm_fused_compact(is_gemm1, rows, sc.h_width);
+        it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
+        it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
-        if constexpr (FP4) {
-            fused_half_rows_s[0] = rows < FUSED_FP4_HALF ? rows : FUSED_FP4_HALF;
-            fused_half_rows_s[1] = rows - FUSED_FP4_HALF;
-        }
     }
 }
 
@@ -666,8 +660,7 @@ __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_
  * K blocks (GEMM1: the gate pass then the up pass; GEMM2: one pass) into the stage ring, running
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot.
- * FP4: the codes and exponents of each weight block (gemm_fp4.cuh; the math expands them),
- * GEMM1 items in halves of at most 64 rows (fused_half_rows_s). */
+ * FP4: the codes and exponents of each weight block (gemm_fp4.cuh; the math expands them). */
 template <bool FOLD, bool HANDOFF, bool FP4>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
@@ -713,49 +706,31 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        if constexpr (FP4) {
-            /* published first: the expansion's waits may take a while (the math is still busy
-             * with the previous item); GEMM1's gate pass, then its up pass over A again */
-            it->meta[threadIdx.x] = *(const wire_meta *)&meta;
-            mm_item_publish(ring_items, n);
-            mm_inject_stall(item);
-            const mm_fp4_source src = {am.map, b.map, is_gemm1 ? a.w.e1 : a.w.e2, k};
-            if (is_gemm1) { /* per half of the rows (fused_half_rows_s): the gate pass, then the up pass */
-                for (int h = 0; h * FUSED_FP4_HALF < rows; h++)
-                    for (int pass = 0; pass < 2; pass++)
-                        mm_tile_produce_fp4(stages, pipe, ring, src, &it->tab, &fused_half_rows_s[h],
-                                            NULL, b.row0 + pass * a.m.inter, h * FUSED_FP4_HALF);
-            } else {
-                /* act's first row as an int: the low word of act_row0 (little-endian; act has
-                 * fewer than 2^31 rows) */
-                mm_tile_produce_fp4(stages, pipe, ring, src, &it->tab, &it->rows,
-                                    (const volatile int *)&it->act_row0, b.row0);
-            }
-        } else if (it->dual) {
+        if (it->dual) {
             /* two weight blocks over one pass of A (two stages per K block, or one for a compact
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
             const bool compact = it->compact;
             const int extra = FOLD ? it->extra : 0;
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra, FOLD,
-                                 HANDOFF);
+            mm_tile_produce_dual<FP4>(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 0, 1, compact, extra,
+                                      FOLD, HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce_dual(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
-                                 extra, FOLD, HANDOFF);
+            mm_tile_produce_dual<FP4>(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
+                                      extra, FOLD, HANDOFF);
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD, HANDOFF);
+            mm_tile_produce<FP4>(stages, pipe, ring, &it->tab, rows, am, b, 0, 1, 0, 0, false, 0, FOLD, HANDOFF);
             it->meta[threadIdx.x] = *(const wire_meta *)&meta;
             mm_item_publish(ring_items, n);
             mm_inject_stall(item);
-            mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD, HANDOFF);
+            mm_tile_produce<FP4>(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD, HANDOFF);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
-                b.scale += (size_t)sc.ib_count * sc.hb_count;
-                mm_tile_produce(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, FOLD);
+                if (!FP4) b.scale += (size_t)sc.ib_count * sc.hb_count;
+                mm_tile_produce<FP4>(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, FOLD);
             }
         }
         if (threadIdx.x == 0) {
@@ -992,25 +967,6 @@ __device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, co
     gemm1_epilogue(a, sc, it, silu, acc, staging, 0, NULL);
 }
 
-/* FP4's GEMM1 epilogue of one half of a tile (hr <= 64 rows, on math warpgroup 1; the gate block
- * parked whole, the up block in the registers): gate and up parked side by side through
- * swiglu_quant_rows when they fit one park, else from the registers as gemm1_epilogue_parked.
- * Rows r of the half: meta[r], act row act_row0 + r. */
-__device__ __forceinline__ void gemm1_half_epilogue(const mm_fused_args &a, const fused_schedule &sc, int block, int hr,
-                                                    const wire_meta *meta, size_t act_row0, float acc[MM_TILE_ACC],
-                                                    float *staging)
-{
-    if (hr <= PARK_ROWS) {
-        park_small(staging + PARK_FLOATS, acc, 0, hr, 0);
-        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* gate and up parked */
-        swiglu_quant_rows(a, sc, block, staging, staging + PARK_FLOATS, hr, meta, act_row0);
-        return;
-    }
-    float silu[MM_TILE_ACC];
-    parked_gate_silu(a, staging, silu);
-    gemm1_rows_from_registers(a, sc, block, hr, meta, act_row0, silu, acc);
-}
-
 /* After a barrier (the BF16 out tile, `width` columns, is written), each row's width * 2 bytes
  * go home as 16-byte stores of one warp (combine_recv[token][k], NVLink for a remote token);
  * row r's meta is meta[r]. */
@@ -1127,23 +1083,24 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool dual = it->dual;
         /* as produce_item chose: GEMM1 gathers its rows, GEMM2 takes act's row tiles by TMA */
         const bool gathered = is_gemm1 || !mm_tile_a_by_tma(a.act_map, rows);
-        /* one call site of each mainloop, so the kernel holds one copy of each (FP4: the one-pass
-         * form only, its expanded weights fenced as gathered rows are: gemm_fp4.cuh) */
-        if (!FP4 && dual && rows <= SMALL_ROWS) {
+        /* one call site of each mainloop, so the kernel holds one copy of each (FP4: each weight
+         * block expanded by the math as it arrives, gemm_fp4.cuh; one block sum in flight) */
+        if (dual && rows <= SMALL_ROWS) {
             /* split: warpgroup g computes half g (gate / up, or H block `block + g`); a compact
              * item has both halves of a K block in one stage */
-            if (it->compact) mm_tile_consume_compact(stages, pipe, ring, rows, k, acc);
-            else mm_tile_consume_split(stages, pipe, ring, rows, k, false, acc);
+            if (it->compact) mm_tile_consume_compact<FP4>(stages, pipe, ring, rows, k, acc);
+            else mm_tile_consume_split<FP4>(stages, pipe, ring, rows, k, false, acc);
             if (is_gemm1) {
                 gemm1_epilogue_split(a, sc, it, acc, staging);
                 stamp_math(a, 3);
             } else {
                 gemm2_epilogue_split(a, it, (__nv_bfloat16 *)staging, acc);
             }
-        } else if (!FP4 && dual) {
+        } else if (dual) {
             float acc1[MM_TILE_ACC];
             const int extra = FOLD ? it->extra : 0; /* the other form has no extra rows */
-            mm_tile_consume_dual(stages, pipe, ring, rows, k, false, gathered, acc, acc1, extra, extra_accumulators(staging));
+            mm_tile_consume_dual<FP4>(stages, pipe, ring, rows, k, false, gathered, acc, acc1, extra,
+                                      extra_accumulators(staging));
             if (is_gemm1) {
 #pragma unroll
                 for (int i = 0; i < MM_TILE_ACC; i++) acc[i] = mm_swiglu_gate(acc[i], a.m.has_limit, a.m.limit);
@@ -1152,28 +1109,14 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             } else {
                 gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
             }
-        } else if (FP4 && is_gemm1) {
-            /* FP4: the rows in halves of at most 64, as the producer streams them (fused_half_rows_s):
-             * each half a gate pass parked, an up pass and its rows' epilogue */
-            for (int h = 0; h * FUSED_FP4_HALF < rows; h++) {
-                const int hr = rows - h * FUSED_FP4_HALF < FUSED_FP4_HALF ? rows - h * FUSED_FP4_HALF : FUSED_FP4_HALF;
-                if (h > 0) mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* the last half's park read */
-                mm_tile_consume<FP4, FP4>(stages, pipe, ring, hr, k, false, true, acc);
-                park_small(staging, acc, 0, hr, 0);
-                mm_tile_consume<FP4, FP4>(stages, pipe, ring, hr, k, false, true, acc);
-                gemm1_half_epilogue(a, sc, it->block, hr, it->meta + h * FUSED_FP4_HALF,
-                                    it->act_row0 + h * FUSED_FP4_HALF, acc, staging);
-            }
-            gemm1_item_done(a, it);
-            stamp_math(a, 3);
         } else {
-            mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
+            mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, gathered, acc);
             if (is_gemm1) {
                 /* the gate pass parked (the previous epilogue ended with a barrier after its
                  * reads), then the up pass: parked beside it when both fit, else kept in the
                  * registers (gemm1_epilogue_parked) */
                 park_small(staging, acc, 0, rows, 0);
-                mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, FP4 || gathered, acc);
+                mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, gathered, acc);
                 if (rows <= PARK_ROWS) {
                     park_small(staging + PARK_FLOATS, acc, 0, rows, 0);
                     gemm1_epilogue_small(a, sc, it, staging, staging + PARK_FLOATS);
@@ -1300,14 +1243,14 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
     sc.tiny = tile_start[el + 2] != 0;
-    sc.h_width = FP4 ? 1 : mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
+    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
     /* 3: GEMM items: warpgroup 0 produces, warpgroups 1 and 2 compute */
     bool ok = true;
     if (mm_warpgroup() == 0) {
-        mm_regs_producer();
+        mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
         produce_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();

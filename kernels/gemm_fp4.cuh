@@ -30,11 +30,6 @@
 #include "fp4.h"
 #include "gemm_tile.cuh"
 
-#define MM_FP4_CODE_BYTES (MM_GEMM_BK / 2)                    /* a row's codes in a K block */
-#define MM_FP4_BLOCK_CODE_BYTES (MM_GEMM_BN * MM_FP4_CODE_BYTES) /* a block's codes: 8 KB */
-#define MM_FP4_EXP_BYTES (MM_GEMM_BN * MM_FP4_GROUPS)           /* a block's exponents: 512 B */
-#define MM_FP4_EXPS_AT (MM_TILE_B_STAGE - MM_FP4_EXP_BYTES)   /* within the block's B area */
-#define MM_FP4_CODES_AT (MM_FP4_EXPS_AT - MM_FP4_BLOCK_CODE_BYTES)
 #define MM_FP4_SCRATCH 160 /* the reduction's slots: stage scale floats [160, 168), one a math warp */
 static_assert(MM_FP4_CODES_AT % 128 == 0, "the codes' TMA lands 128-byte aligned");
 static_assert(MM_GEMM_BN == MM_FP4_BLOCK_ROWS, "a tile's weight block is the recipe's block");
@@ -42,11 +37,23 @@ static_assert(MM_TILE_EXTRA_SCALES + MM_TILE_TINY_ROWS <= MM_FP4_SCRATCH &&
                   (MM_FP4_SCRATCH + MM_CONSUMER_WARPS) * 4 <= MM_TILE_SCALE_BYTES,
               "the reduction's slots lie past every scale in the stage's scale area");
 
+/* Group g's 32 FP8 bytes (out) into chunks 2g and 2g + 1 of a row (row_sw: the row's address
+ * with its swizzle) */
+__device__ __forceinline__ void mm_fp4_store_group(unsigned row_sw, unsigned g, const uint32_t out[8])
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g) << 4)), "r"(out[0]), "r"(out[1]),
+                 "r"(out[2]), "r"(out[3]) : "memory");
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g + 1) << 4)), "r"(out[4]), "r"(out[5]),
+                 "r"(out[6]), "r"(out[7]) : "memory");
+}
+
 /* Math: the weight block at `blk` (its B area: codes and exponents as the producer left them)
  * into FP8 in place, and its scale 2^(R - 127) into *w_scale; by NT threads (t = 0 .. NT - 1 in
- * whole warps, warp w of them at scratch[w]) meeting at named barrier `bar`. */
+ * whole warps, warp w of them at scratch[w]) meeting at named barrier `bar` of bar_threads (NT,
+ * or 256 when each warpgroup expands its own block) */
 template <int NT>
-__device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int *scratch, int t, int bar)
+__device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int *scratch, int t, int bar,
+                                              int bar_threads = NT)
 {
     static_assert(NT == 2 * MM_GEMM_BN || NT == MM_GEMM_BN, "a half row or a row a thread");
     constexpr int PARTS = NT / MM_GEMM_BN, GROUPS = MM_FP4_GROUPS / PARTS; /* groups a thread */
@@ -64,49 +71,47 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
     const unsigned row_top = max(max(ex & 255u, (ex >> 8) & 255u), max((ex >> 16) & 255u, ex >> 24));
     const unsigned top_w = __reduce_max_sync(0xffffffffu, row_top);
     if (t % 32 == 0) scratch[t / 32] = (int)top_w;
-    mm_named_barrier(bar, NT); /* every code and exponent read, every warp's top written */
+    mm_named_barrier(bar, bar_threads); /* every code and exponent read, every warp's top written */
     int top = scratch[0];
 #pragma unroll
     for (int w = 1; w < NT / 32; w++) top = max(top, scratch[w]);
     const int ref = top - MM_FP4_D_MAX;
     const uint32_t mine = ex >> (8 * part * GROUPS); /* this thread's groups from byte 0 on */
-    int lowest = (int)(mine & 255u);
-#pragma unroll
-    for (int j = 1; j < GROUPS; j++) lowest = min(lowest, (int)((mine >> (8 * j)) & 255u));
     /* chunk c of this row at chunk c ^ (row % 8): the row's address with its swizzle, XORed by the
      * chunk (rows are 128-byte aligned) */
     const unsigned row_sw = (unsigned)__cvta_generic_to_shared(blk + row * MM_GEMM_BK) | (unsigned)((row & 7) << 4);
+    int lowest = (int)(mine & 255u);
+#pragma unroll
+    for (int j = 1; j < GROUPS; j++) lowest = min(lowest, (int)((mine >> (8 * j)) & 255u));
     if (lowest - ref >= MM_FP4_D_FAST) {
 #pragma unroll
         for (int j = 0; j < GROUPS; j++) {
-            const unsigned g = (unsigned)(part * GROUPS + j);
-            uint32_t out[8];
-            mm_fp4_expand_group_fast(in[j], (int)((mine >> (8 * j)) & 255u) - ref, out);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g) << 4)),
-                         "r"(out[0]), "r"(out[1]), "r"(out[2]), "r"(out[3]) : "memory");
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(row_sw ^ ((2 * g + 1) << 4)),
-                         "r"(out[4]), "r"(out[5]), "r"(out[6]), "r"(out[7]) : "memory");
+            uint32_t t0, t1, out[8];
+            mm_fp4_table((int)((mine >> (8 * j)) & 255u) - ref, &t0, &t1);
+#pragma unroll
+            for (int i = 0; i < 4; i++) mm_fp4_expand_word(in[j][i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+            mm_fp4_store_group(row_sw, (unsigned)(part * GROUPS + j), out);
         }
-    } else { /* a group below the fast form (spreads past 11 steps, rare in checkpoints): code by
-              * code, four to a 32-bit store */
-#pragma unroll
-        for (int j = 0; j < GROUPS; j++) {
-            const unsigned g = (unsigned)(part * GROUPS + j);
-            const int d = (int)((mine >> (8 * j)) & 255u) - ref;
+    } else { /* a group below the arithmetic table (spreads past 11 steps, rare in checkpoints):
+              * the tables code by code, one group at a time */
 #pragma unroll 1
-            for (int i = 0; i < 8; i++) { /* FP8 weights 4i .. 4i + 3 of the group */
-                const uint32_t w = (i < 2 ? in[j][0] : i < 4 ? in[j][1] : i < 6 ? in[j][2] : in[j][3]) >> (16 * (i % 2));
-                uint32_t v = 0;
+        for (int j = 0; j < GROUPS; j++) {
+            uint32_t c[4], t0, t1, out[8];
 #pragma unroll
-                for (int b = 0; b < 4; b++) v |= (uint32_t)mm_fp4_to_fp8((uint8_t)((w >> (4 * b)) & 15u), d) << (8 * b);
-                asm volatile("st.shared.b32 [%0], %1;" ::"r"((row_sw ^ ((2 * g + (unsigned)i / 4) << 4)) + 4 * (i % 4)), "r"(v)
-                             : "memory");
+            for (int i = 0; i < 4; i++) { /* in[j] by selects: a dynamic index would put `in` in local memory */
+                c[i] = in[0][i];
+#pragma unroll
+                for (int jj = 1; jj < GROUPS; jj++) c[i] = j == jj ? in[jj][i] : c[i];
             }
+            mm_fp4_table_any((int)((mine >> (8 * j)) & 255u) - ref, &t0, &t1);
+#pragma unroll
+            for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+            mm_fp4_store_group(row_sw, (unsigned)(part * GROUPS + j), out);
         }
     }
     if (t == 0) *w_scale = mm_fp4_ref_scale(ref);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* for the wgmmas' async-proxy reads */
-    mm_named_barrier(bar, NT);
+    mm_named_barrier(bar, bar_threads);
 }
 
 /* Math (all 256 math threads): stage s's weight block (the B area) and its scale, as every
@@ -116,6 +121,16 @@ __device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s)
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
     float *sc = (float *)(sb + MM_TILE_B_STAGE);
     mm_fp4_expand<MM_CONSUMER_THREADS>(sb, sc + MM_GEMM_BM, (int *)sc + MM_FP4_SCRATCH, mm_math_thread(), MM_BAR_CONSUMER);
+}
+
+/* Math (warpgroup g of a compact stage, both at one barrier): weight block g, block 0 in the B
+ * area and block 1 in the A area (the rows are in the tiny area), its scale at [BM + g]. */
+__device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, int g)
+{
+    uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
+    float *sc = (float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
+    mm_fp4_expand<MM_GEMM_BN>(g ? stage : stage + MM_TILE_A_STAGE, sc + MM_GEMM_BM + g, (int *)sc + MM_FP4_SCRATCH + 4 * g,
+                              mm_math_thread() - MM_GEMM_BN * g, MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 }
 
 /* What a producer loop over one tile with FP4 weights needs, read where it is used: A (a_map NULL:

@@ -101,10 +101,21 @@ typedef struct {
 
 /* The weight side of a tile: TMA copies its [BN][128] blocks. */
 typedef struct {
-    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle */
+    const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle (FP4:
+                          * over the codes [rows][K / 2], box 64 B x 128 rows) */
     int row0;            /* the tile's first weight row in the map */
-    const float *scale;  /* the tile's K/128 block scales */
+    const float *scale;  /* the tile's K/128 block scales (FP4: none) */
+    const uint8_t *exps; /* FP4: the exponents of the map's rows, [rows][K / 32] */
+    int exp_row_bytes;   /* FP4: K / 32 */
 } mm_tile_b;
+
+/* FP4 weights' place in a weight block's 16 KB B area (gemm_fp4.cuh): the codes (64 B a row) and
+ * the exponents (4 B a row) at its end, which the math's expansion overwrites with the FP8 block */
+#define MM_FP4_CODE_BYTES (MM_GEMM_BK / 2)                      /* a row's codes in a K block */
+#define MM_FP4_BLOCK_CODE_BYTES (MM_GEMM_BN * MM_FP4_CODE_BYTES) /* a block's codes: 8 KB */
+#define MM_FP4_EXP_BYTES (MM_GEMM_BN * 4)                         /* a block's exponents: 512 B */
+#define MM_FP4_EXPS_AT (MM_GEMM_BN * MM_GEMM_BK - MM_FP4_EXP_BYTES)
+#define MM_FP4_CODES_AT (MM_FP4_EXPS_AT - MM_FP4_BLOCK_CODE_BYTES)
 
 /* The A side of a tile when its rows are contiguous in memory: TMA copies its [128][128] blocks
  * (map NULL: the rows are gathered through the row table). */
@@ -195,6 +206,10 @@ __device__ __forceinline__ bool mm_named_barrier_and(int id, int threads, bool p
 #define MM_PRODUCER_REGS 64
 #define MM_MATH_REGS 216
 #define MM_LAUNCH_REGS 168
+/* FP4 weights' producer (the exponents' addresses beside the row pointers) takes the rest of the
+ * pool: 128 x 72 + 256 x 216 = 64512 (with 64, ptxas spilled in the fused kernel's FP4 form) */
+#define MM_FP4_PRODUCER_REGS 72
+static_assert(128 * MM_FP4_PRODUCER_REGS + 256 * MM_MATH_REGS <= 384 * MM_LAUNCH_REGS, "the FP4 split fits the pool");
 
 #ifdef __CUDACC__
 /* Host side: a kernel that uses the split must have been given exactly MM_LAUNCH_REGS per thread
@@ -400,6 +415,34 @@ __device__ __forceinline__ void mm_tile_tma_b(uint8_t *sb, const mm_tile_b &b, i
                  : "memory");
 }
 
+/* Thread 0 of the producer: K block kb's weight block into the B area at sb, counted on `full`:
+ * FP8 by mm_tile_tma_b, FP4 its codes (64 B x 128 rows) to MM_FP4_CODES_AT. */
+template <bool FP4>
+__device__ __forceinline__ void mm_tile_tma_w(uint8_t *sb, const mm_tile_b &b, int kb, unsigned full)
+{
+    if (!FP4) {
+        mm_tile_tma_b(sb, b, kb, full);
+        return;
+    }
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb + MM_FP4_CODES_AT)),
+                 "l"(b.map), "r"(kb * MM_FP4_CODE_BYTES), "r"(b.row0), "r"(full)
+                 : "memory");
+}
+
+/* Producer thread pt: its part of K block kb's weight scale for the B area at sb: FP8 the last
+ * thread the block's scale into *sw; FP4 every thread its row's 4 exponents to MM_FP4_EXPS_AT
+ * (the math computes the scale). */
+template <bool FP4>
+__device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, const float *scale,
+                                                     int kb, int pt)
+{
+    if (FP4)
+        mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
+    else if (pt == MM_PRODUCER_THREADS - 1)
+        mm_cp_async4(sw, scale + kb);
+}
+
 /* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)
  * into both CTAs' stages at the same offset `dst` (TMA multicast), counted on each CTA's `full`. */
 __device__ __forceinline__ void mm_tile_tma_a_multicast(uint8_t *dst, const void *map, int kb, int row, unsigned full)
@@ -426,9 +469,11 @@ __device__ __forceinline__ bool mm_tile_a_by_tma(const void *a_map, int rows)
  * pair this CTA's 64-row half, multicast) or gathered by cp.async (rows past the last 8-row
  * group with a valid row are not loaded, the MMA's results for them are never stored); the
  * scales by cp.async; the weight block by one TMA (thread 0); then report on `full`. */
+template <bool FP4>
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb);
 
+template <bool FP4 = false> /* FP4: codes and exponents for each weight block (gemm_fp4.cuh) */
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
@@ -458,7 +503,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * expects the whole block */
     const unsigned rank = am.pair ? mm_cluster_rank() : 0u;
     const void *half_map = am.map ? (const void *)((const uint8_t *)am.map + 128) : NULL;
-    const unsigned tx_bytes = compact ? 2 * MM_TILE_B_STAGE : MM_TILE_B_STAGE + (a_tma ? MM_TILE_A_STAGE : 0);
+    const unsigned w_bytes = FP4 ? MM_FP4_BLOCK_CODE_BYTES : MM_TILE_B_STAGE;
+    const unsigned tx_bytes = compact ? 2 * w_bytes : w_bytes + (a_tma ? MM_TILE_A_STAGE : 0);
     /* The gather: thread pt copies 16-byte part pt % 8 of rows pt / 8 + 16 i (i < 8) in whole
      * 8-row groups (the MMAs read them; rows past `rows` repeat row 0). Row pointers and the
      * swizzled destination are worked out once per call, so a block costs each thread 8 copies
@@ -505,7 +551,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
                              "l"(am.map), "r"(kb * MM_GEMM_BK), "r"(am.row0), "r"(full)
                              : "memory");
-            mm_tile_tma_b(sb, b, kb, full);
+            mm_tile_tma_w<FP4>(sb, b, kb, full);
         }
         /* skipped by a branch when A came by TMA: predicated off, the gather's ~60 instructions
          * per warp and block still took issue slots from the math warps of the same SM
@@ -516,7 +562,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                 if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         }
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-        if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+        mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, b.scale, kb, pt);
         /* a full tile's extra rows (1..8): all 8 rows of the tiny area (rows past `extra` repeat
          * the first; never stored), their scales at MM_TILE_EXTRA_SCALES */
         if (extra > 0) {
@@ -530,7 +576,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                 mm_cp_async4(sc + MM_TILE_EXTRA_SCALES + (pt - 8 * MM_TILE_TINY_ROWS),
                              *(const float *const volatile *)&a->scale[MM_GEMM_BM + pt - 8 * MM_TILE_TINY_ROWS] + kb);
         }
-        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
+        if (compact && FP4) /* the second block's exponents in the A area, beside its codes */
+            mm_tile_load_w_scale<FP4>(sa, NULL, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes},
+                                      NULL, kb, pt);
+        if (compact && !FP4 && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
@@ -539,9 +588,13 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         /* compact: the second block into this stage's A area, after the arrivals (the expected
          * bytes above keep the phase open until it lands; issued here, the producer's registers
          * suffice) */
-        if (compact && pt == 0) mm_tile_tma_b(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL}, kb, full);
+        if (compact && pt == 0)
+            mm_tile_tma_w<FP4>(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes}, kb, full);
         if (second_rows && !compact)
-            mm_tile_produce_b(stages, p, ring, mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales}, kb);
+            mm_tile_produce_b<FP4>(stages, p, ring,
+                                   mm_tile_b{b.map, b.row0 + second_rows, FP4 ? NULL : b.scale + second_scales, b.exps,
+                                             b.exp_row_bytes},
+                                   kb);
     }
 }
 
@@ -573,8 +626,10 @@ typedef struct {
     float s_lo, s_hi; /* a_scale * w_scale of this thread's two rows (0 for rows past the tile's) */
 } mm_block;
 
-/* FP4 weights: the math warps expand each block as it arrives (gemm_fp4.cuh) */
+/* FP4 weights: the math warps expand each block as it arrives (gemm_fp4.cuh): a stage's B area
+ * by all 256, or a compact stage's two blocks (B area and A area) by warpgroup g each */
 __device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s);
+__device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, int g);
 
 /* Waits for the block's `full` barrier, reads the block's scales and, when A was gathered by
  * cp.async (generic proxy), makes those writes visible to wgmma's async-proxy reads. Blocks that
@@ -773,6 +828,7 @@ __device__ __forceinline__ void mm_tile_consume(uint8_t *stages, mm_tile_pipe *p
  * form), and frees both stages after the second half's MMAs. A crosses from L2 once per 256
  * columns: 48 KB per 8.4 MFLOP instead of 64 KB. (The standalone GEMM gains nothing from it: its
  * 2-CTA clusters already share A, and it would lose its in-flight block.) */
+template <bool FP4>
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb)
 {
@@ -783,27 +839,30 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     MM_AUDIT_REFILL(s);
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(MM_TILE_B_STAGE) : "memory");
-        mm_tile_tma_b(sb, b, kb, full);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
+                     "r"(FP4 ? MM_FP4_BLOCK_CODE_BYTES : MM_TILE_B_STAGE) : "memory");
+        mm_tile_tma_w<FP4>(sb, b, kb, full);
     }
-    if (pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sc + MM_GEMM_BM, b.scale + kb);
+    mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, b.scale, kb, pt);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
 
+template <bool FP4 = false>
 __device__ __forceinline__ void mm_tile_produce_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                      const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                      const mm_tile_b &b0, int second_rows, int second_scales,
                                                      int kb_begin, int kb_end, bool compact = false, int extra = 0,
                                                      bool tight = false, bool handoff = false)
 {
-    mm_tile_produce(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra, tight,
-                    handoff);
+    mm_tile_produce<FP4>(stages, p, ring, a, rows, am, b0, kb_begin, kb_end, second_rows, second_scales, compact, extra,
+                         tight, handoff);
 }
 
 /* Math of a compact dual pass (mm_tile_produce with compact): warpgroup g computes weight block g on
  * the tiny tile's rows, one stage per K block, as mm_tile_consume_split computes half g (the same
  * MMAs and promotions, so the same bits); acc's rows are mm_acc_row(i) - 64 g, valid below rows. */
+template <bool FP4 = false>
 __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows,
                                                         int k, float acc[MM_TILE_ACC])
 {
@@ -820,7 +879,8 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
         mm_mbar_wait(&p->full[s], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s);
         mm_ring_advance(ring);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (FP4) mm_fp4_expand_compact(stages, s, g); /* fences too */
+        else asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc = mm_tile_stage_scales(stages, s);
         const float sw = sc[MM_GEMM_BM + g];
         const float t_lo = vl ? sc[rl] * sw : 0.0f, t_hi = vh ? sc[rh] * sw : 0.0f;
@@ -835,6 +895,7 @@ __device__ __forceinline__ void mm_tile_consume_compact(uint8_t *stages, mm_tile
  * (B0 or B1) on rows 0..63 into acc, so both halves run at once instead of one warpgroup idling
  * through them; acc's rows are mm_acc_row(i) - 64 g. Both stages of a K block are freed after
  * the MMAs that read them. */
+template <bool FP4 = false>
 __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                       bool pair, float acc[MM_TILE_ACC])
 {
@@ -849,12 +910,14 @@ __device__ __forceinline__ void mm_tile_consume_split(uint8_t *stages, mm_tile_p
         const int s0 = ring.stage;
         mm_mbar_wait(&p->full[s0], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s0);
+        if (FP4) mm_fp4_expand_stage(stages, s0); /* both warpgroups expand both blocks */
         mm_ring_advance(ring);
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s1);
+        if (FP4) mm_fp4_expand_stage(stages, s1);
         mm_ring_advance(ring);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (!FP4) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const float *sc0 = mm_tile_stage_scales(stages, s0);
         const float sw = mm_tile_stage_scales(stages, g ? s1 : s0)[MM_GEMM_BM];
         const float t_lo = vl ? sc0[rl] * sw : 0.0f, t_hi = vh ? sc0[rh] * sw : 0.0f;
@@ -909,6 +972,7 @@ __device__ __forceinline__ void mm_tile_consume_extra(const uint8_t *stages, int
  * halves in each warpgroup's 64 rows. extra > 0 (the fused kernel's folding form only; 0
  * compiles the branch away): the tile's extra rows against both halves (mm_tile_consume_extra)
  * after the K block's MMAs, before its stages go back. */
+template <bool FP4 = false>
 __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
                                                      bool pair, bool gathered, float acc0[MM_TILE_ACC],
                                                      float acc1[MM_TILE_ACC], int extra = 0, float *xacc_all = NULL)
@@ -925,7 +989,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
     float blk[MM_TILE_ACC];
     for (int kb = 0; kb < kblocks; kb++) {
         /* extra rows come by cp.async (generic proxy) even when A came by TMA */
-        const mm_block b = mm_tile_wait_full(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered || extra > 0);
+        const mm_block b = mm_tile_wait_full<FP4>(stages, p, ring, r_lo, r_hi, valid_lo, valid_hi, gathered || extra > 0);
         mm_ring_advance(ring);
         mm_tile_issue_ab(da, b.stage, db, b.stage, blk);
         MM_WGMMA_WAIT(0, 9);
@@ -935,6 +999,7 @@ __device__ __forceinline__ void mm_tile_consume_dual(uint8_t *stages, mm_tile_pi
         const int s1 = ring.stage;
         mm_mbar_wait(&p->full[s1], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
         MM_AUDIT_ENTER(s1);
+        if (FP4) mm_fp4_expand_stage(stages, s1);
         const float *sc0 = mm_tile_stage_scales(stages, b.stage);
         const float sw1 = mm_tile_stage_scales(stages, s1)[MM_GEMM_BM];
         const float t_lo = valid_lo ? sc0[r_lo] * sw1 : 0.0f, t_hi = valid_hi ? sc0[r_hi] * sw1 : 0.0f;
