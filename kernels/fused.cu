@@ -1136,7 +1136,8 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
 /* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call);
  * HANDOFF: the form whose GEMM2 items take their tile's I blocks one by one (handoff_arm;
  * mm_fused_handoff_kernel picks it). Never both. FP4: FP4 experts (MXFP4, gemm_fp4.cuh), in the
- * form with neither and one-pass items only. */
+ * form with neither: its items' weight blocks come as codes and exponents and the math expands
+ * each one as it arrives. */
 template <bool FOLD, bool HANDOFF, bool FP4 = false>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
