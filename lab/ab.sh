@@ -19,6 +19,7 @@
 #   --gemm ROWS        time the GEMM core instead: `gemm --ep 8 --rows ROWS` on one GPU
 #   --tile T           with --gemm: gemm --tile [auto]
 #   --spread S         with --gemm: gemm --spread (uniform or skewed) [uniform]
+#   --gemm-extra F     with --gemm: more gemm flags for both sides, e.g. "--weights fp4" []
 #   --bench-extra F    more bench flags for both sides, e.g. "--ep-slice 8" []
 #   --rounds N         old / new pairs per config [2]
 #   --iters N          bench's or gemm's --iters [30]
@@ -53,7 +54,7 @@ fi
 if [ "$cmd" != run ] || [ $# -lt 1 ]; then usage; fi
 logs=$1; shift
 configs=deepseek-v4-flash,deepseek-v4-pro batches=1,64,512,4096,8192 modes=fused rounds=2 iters=30
-np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) new_extra="" bench_extra="" check=1 gemm_rows="" tile=auto spread=uniform dry=0
+np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) new_extra="" bench_extra="" gemm_extra="" check=1 gemm_rows="" tile=auto spread=uniform dry=0
 while [ $# -gt 0 ]; do
     case $1 in
         --configs) configs=$2; shift 2 ;;
@@ -64,6 +65,7 @@ while [ $# -gt 0 ]; do
         --np) np=$2; shift 2 ;;
         --new-extra) new_extra=$2; shift 2 ;;
         --bench-extra) bench_extra=$2; shift 2 ;;
+        --gemm-extra) gemm_extra=$2; shift 2 ;;
         --no-check) check=0; shift ;;
         --gemm) gemm_rows=$2; shift 2 ;;
         --tile) tile=$2; shift 2 ;;
@@ -79,7 +81,7 @@ sides_of() { if [ $(($1 % 2)) -eq 1 ]; then echo "old new"; else echo "new old";
 # the timed command of one side (binary, config, JSON path)
 timed() {
     if [ -n "$gemm_rows" ]; then
-        echo "$1 gemm --config configs/$2.json --ep 8 --rows $gemm_rows --tile $tile --spread $spread --iters $iters --json $3"
+        echo "$1 gemm --config configs/$2.json --ep 8 --rows $gemm_rows --tile $tile --spread $spread --iters $iters${gemm_extra:+ $gemm_extra} --json $3"
     else
         echo "$1 bench --config configs/$2.json --modes $modes --batches $batches --iters $iters --breakdown${bench_extra:+ $bench_extra} --json $3"
     fi

@@ -28,6 +28,9 @@ expect 0 dry-run-gemm lab/ab.sh run build/ab-test --gemm 12288,49152 --configs d
 expect 0 dry-run-gemm-skewed lab/ab.sh run build/ab-test --gemm 49152 --tile 192 --spread skewed --configs deepseek-v4-flash --rounds 1 --dry-run
 [ "$(grep -c ' --rows 49152 --tile 192 --spread skewed ' /tmp/test_ab.$$.out)" = 2 ] ||
     { fail=$((fail + 1)); echo "FAIL dry-run-gemm-skewed: --spread not passed on"; cat /tmp/test_ab.$$.out; }
+expect 0 dry-run-gemm-extra lab/ab.sh run build/ab-test --gemm 64 --gemm-extra "--weights fp4" --configs deepseek-v4-flash --rounds 1 --dry-run
+[ "$(grep -c ' --rows 64 .* --iters 30 --weights fp4 --json ' /tmp/test_ab.$$.out)" = 2 ] ||
+    { fail=$((fail + 1)); echo "FAIL dry-run-gemm-extra: flags not passed on"; cat /tmp/test_ab.$$.out; }
 expect 0 dry-run-bench lab/ab.sh run build/ab-test --configs deepseek-v4-flash --rounds 2 --dry-run
 [ "$(grep -c ' bench --config configs/deepseek-v4-flash.json --modes fused ' /tmp/test_ab.$$.out)" = 4 ] ||
     { fail=$((fail + 1)); echo "FAIL dry-run-bench: commands wrong"; cat /tmp/test_ab.$$.out; }
