@@ -145,8 +145,8 @@ typedef struct {
 /* Producer (all 128 threads): K blocks [0, K / 128) of one tile with FP4 weights into the ring:
  * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered: rows
  * a_off .. a_off + rows - 1 of the table), its scales, the weight block's codes (one TMA) and
- * its exponents (no weight scale: the math's expansion writes it). Once a wait of the CTA expired, no more loads are issued (mm_tile_produce's
- * give_up). */
+ * its exponents (no weight scale: the math's expansion writes it). Once a wait of the CTA
+ * expired, no more loads are issued (mm_tile_produce's give_up). */
 __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                     const mm_fp4_source &src, const mm_tile_rows *a,
                                                     const volatile int *rows_at, const volatile int *a_row0_at,
