@@ -795,18 +795,19 @@ __device__ __forceinline__ void gemm1_item_done(const mm_fused_args &a, const fu
     }
 }
 
-/* A GEMM1 tile's rows from the math threads' registers: h = swiglu(gate, up) * w per row,
- * quantized per 128 (recipe steps 4-5) into act rows act_row0 + r, I block `block`; row r's meta
- * is meta[r]. `silu` is this thread's gate block, already turned into mm_swiglu_gate; `acc` the
- * up block. */
-__device__ __forceinline__ void gemm1_rows_from_registers(const mm_fused_args &a, const fused_schedule &sc, int block,
-                                                          int rows, const wire_meta *meta, size_t act_row0,
-                                                          const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC])
+/* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): h =
+ * swiglu(gate, up) * w per row, quantized per 128 (recipe steps 4-5) into act. `silu` is this
+ * thread's gate block, already turned into mm_swiglu_gate; `acc` the up block. */
+__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
+                                               int extra, const float *xacc)
 {
+    const int rows = it->rows, block = it->block;
+    const size_t act_row0 = it->act_row0;
     float amax[2] = {0.0f, 0.0f};
     const int r_lo = mm_acc_row(0), r_hi = mm_acc_row(2);
     const bool ok_lo = r_lo < rows, ok_hi = r_hi < rows;
-    const float w_lo = ok_lo ? meta[r_lo].weight : 0.0f, w_hi = ok_hi ? meta[r_hi].weight : 0.0f;
+    const float w_lo = ok_lo ? it->meta[r_lo].weight : 0.0f, w_hi = ok_hi ? it->meta[r_hi].weight : 0.0f;
     /* the rest of SwiGLU only on valid rows */
     if (ok_lo || ok_hi) {
 #pragma unroll
@@ -850,16 +851,6 @@ __device__ __forceinline__ void gemm1_rows_from_registers(const mm_fused_args &a
         if (ok_lo) a.act_scales[(act_row0 + r_lo) * sc.ib_count + block] = scale[0];
         if (ok_hi) a.act_scales[(act_row0 + r_hi) * sc.ib_count + block] = scale[1];
     }
-}
-
-/* GEMM1 epilogue of a large tile (math threads, from the registers of the dual pass): its rows
- * (gemm1_rows_from_registers), then the extra rows folded into it, then the item's end. */
-__device__ __forceinline__ void gemm1_epilogue(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
-                                               const float silu[MM_TILE_ACC], float acc[MM_TILE_ACC], float *staging,
-                                               int extra, const float *xacc)
-{
-    const int block = it->block;
-    gemm1_rows_from_registers(a, sc, block, it->rows, it->meta, it->act_row0, silu, acc);
     if (extra > 0) { /* the extra rows' gate and up (swapped fragments) parked row-major */
         const int g = mm_warpgroup() - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
 #pragma unroll
@@ -941,20 +932,6 @@ __device__ __forceinline__ void gemm1_epilogue_split(const mm_fused_args &a, con
     gemm1_item_done(a, it);
 }
 
-/* This thread's gate values of rows 0..63 as park_small left them (math warpgroup 1; warpgroup 2
- * holds no rows: zeros), turned into mm_swiglu_gate. */
-__device__ __forceinline__ void parked_gate_silu(const mm_fused_args &a, const float *staging, float silu[MM_TILE_ACC])
-{
-    const bool holds = mm_warpgroup() == 1; /* rows 0..63 */
-#pragma unroll
-    for (int i = 0; i < MM_TILE_ACC; i += 2) {
-        const float2 v = holds ? *(const float2 *)(staging + mm_acc_row(i) * SMALL_STRIDE + mm_acc_col(i))
-                               : make_float2(0.0f, 0.0f);
-        silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
-        silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
-    }
-}
-
 /* GEMM1 epilogue of a non-dual tile of more than PARK_ROWS rows: its gate block parked whole
  * (park_small after the gate pass), its up block in math warpgroup 0's registers (warpgroup 1
  * holds no rows). Each thread reads back the gate values it parked itself (no barrier needed)
@@ -963,7 +940,14 @@ __device__ __forceinline__ void gemm1_epilogue_parked(const mm_fused_args &a, co
                                                       const fused_item *it, float acc[MM_TILE_ACC], float *staging)
 {
     float silu[MM_TILE_ACC];
-    parked_gate_silu(a, staging, silu);
+    const bool holds = mm_warpgroup() == 1; /* rows 0..63 */
+#pragma unroll
+    for (int i = 0; i < MM_TILE_ACC; i += 2) {
+        const float2 v = holds ? *(const float2 *)(staging + mm_acc_row(i) * SMALL_STRIDE + mm_acc_col(i))
+                               : make_float2(0.0f, 0.0f);
+        silu[i] = mm_swiglu_gate(v.x, a.m.has_limit, a.m.limit);
+        silu[i + 1] = mm_swiglu_gate(v.y, a.m.has_limit, a.m.limit);
+    }
     gemm1_epilogue(a, sc, it, silu, acc, staging, 0, NULL);
 }
 

@@ -143,14 +143,14 @@ typedef struct {
 } mm_fp4_source;
 
 /* Producer (all 128 threads): K blocks [0, K / 128) of one tile with FP4 weights into the ring:
- * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered: rows
- * a_off .. a_off + rows - 1 of the table), its scales, the weight block's codes (one TMA) and
- * its exponents (no weight scale: the math's expansion writes it). Once a wait of the CTA
- * expired, no more loads are issued (mm_tile_produce's give_up). */
+ * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered), its
+ * scales, the weight block's codes (one TMA) and its exponents (no weight scale: the math's
+ * expansion writes it). Once a wait of the CTA expired, no more loads are issued
+ * (mm_tile_produce's give_up). */
 __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                     const mm_fp4_source &src, const mm_tile_rows *a,
                                                     const volatile int *rows_at, const volatile int *a_row0_at,
-                                                    int w_row0, int a_off = 0)
+                                                    int w_row0)
 {
     const int kblocks = src.k / MM_GEMM_BK;
     for (int kb = 0; kb < kblocks; kb++) {
@@ -184,10 +184,10 @@ __device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pip
 #pragma unroll 1
             for (int r = r0; r < a_rows; r += 16)
                 mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16),
-                              a->row[a_off + (r < rows ? r : 0)] + part * 16 + (size_t)kb * MM_GEMM_BK);
+                              a->row[r < rows ? r : 0] + part * 16 + (size_t)kb * MM_GEMM_BK);
         }
         float *sc = (float *)(sb + MM_TILE_B_STAGE);
-        if (pt < rows) mm_cp_async4(sc + pt, a->scale[a_off + pt] + kb);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
         mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);

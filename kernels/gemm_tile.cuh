@@ -431,16 +431,15 @@ __device__ __forceinline__ void mm_tile_tma_w(uint8_t *sb, const mm_tile_b &b, i
 }
 
 /* Producer thread pt: its part of K block kb's weight scale for the B area at sb: FP8 the last
- * thread the block's scale into *sw; FP4 every thread its row's 4 exponents to MM_FP4_EXPS_AT
- * (the math computes the scale). */
+ * thread the block's scale (b.scale) into *sw; FP4 every thread its row's 4 exponents to
+ * MM_FP4_EXPS_AT (the math computes the scale). */
 template <bool FP4>
-__device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, const float *scale,
-                                                     int kb, int pt)
+__device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, int kb, int pt)
 {
     if (FP4)
         mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
     else if (pt == MM_PRODUCER_THREADS - 1)
-        mm_cp_async4(sw, scale + kb);
+        mm_cp_async4(sw, b.scale + kb);
 }
 
 /* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)
@@ -562,7 +561,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                 if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         }
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-        mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, b.scale, kb, pt);
+        mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, kb, pt);
         /* a full tile's extra rows (1..8): all 8 rows of the tiny area (rows past `extra` repeat
          * the first; never stored), their scales at MM_TILE_EXTRA_SCALES */
         if (extra > 0) {
@@ -577,8 +576,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                              *(const float *const volatile *)&a->scale[MM_GEMM_BM + pt - 8 * MM_TILE_TINY_ROWS] + kb);
         }
         if (compact && FP4) /* the second block's exponents in the A area, beside its codes */
-            mm_tile_load_w_scale<FP4>(sa, NULL, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes},
-                                      NULL, kb, pt);
+            mm_tile_load_w_scale<FP4>(sa, NULL, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes}, kb,
+                                      pt);
         if (compact && !FP4 && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
@@ -843,7 +842,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
                      "r"(FP4 ? MM_FP4_BLOCK_CODE_BYTES : MM_TILE_B_STAGE) : "memory");
         mm_tile_tma_w<FP4>(sb, b, kb, full);
     }
-    mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, b.scale, kb, pt);
+    mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, kb, pt);
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
     mm_ring_advance(ring);
 }
