@@ -37,22 +37,27 @@ static void gemm_row(const uint8_t *qa, const float *sa, const uint8_t *w, const
     }
 }
 
-long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n_out,
-                           int k, double *out)
+void ref_fp4_block_refs(const uint8_t *exps, int n_out, int k, int *refs)
+{
+    const int kblocks = k / 128, groups = k / 32;
+    for (int n0 = 0; n0 < n_out; n0 += 128)
+        for (int kb = 0; kb < kblocks; kb++) {
+            int top = 0;
+            for (int r = n0; r < n0 + 128 && r < n_out; r++)
+                for (int g = 0; g < 4; g++) top = exps[(size_t)r * groups + kb * 4 + g] > top ? exps[(size_t)r * groups + kb * 4 + g] : top;
+            refs[(n0 / 128) * kblocks + kb] = top - 6;
+        }
+}
+
+long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, const int *refs,
+                           int n_out, int k, double *out)
 {
     static const double e2m1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
     const int kblocks = k / 128, groups = k / 32;
-    int ref[65536 / 128]; /* config.c bounds K by 65536 */
     long long past = 0;
     for (int n = 0; n < n_out; n++) {
-        if (n % 128 == 0) /* a new weight block row: each K block's reference, its largest group exponent less 6 */
-            for (int kb = 0; kb < kblocks; kb++) {
-                int top = 0;
-                for (int r = n; r < n + 128 && r < n_out; r++)
-                    for (int g = 0; g < 4; g++) top = exps[(size_t)r * groups + kb * 4 + g] > top ? exps[(size_t)r * groups + kb * 4 + g] : top;
-                ref[kb] = top - 6;
-            }
         const uint8_t *row_codes = codes + (size_t)n * (k / 2), *row_exps = exps + (size_t)n * groups;
+        const int *ref = refs + (size_t)(n / 128) * kblocks;
         double acc = 0.0;
         for (int kb = 0; kb < kblocks; kb++) {
             double block = 0.0;
@@ -96,7 +101,11 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
     float *sx = malloc(sizeof(float) * (size_t)pass * (h / 128)), *sh = malloc(sizeof(float) * (size_t)(in / 128));
     double *g1 = malloc(sizeof(double) * 2 * (size_t)in), *part = malloc(per_token * (size_t)pass);
     int *order = malloc(sizeof(int) * (size_t)pass * k), *first = malloc(sizeof(int) * ((size_t)cfg->experts + 1));
-    mm_status s = (xf && hf && qx && qh && sx && sh && g1 && part && order && first) ? MM_OK : MM_RUNTIME;
+    /* FP4: the current expert's block references of W1 and W2, worked out once per fetch */
+    const size_t refs1_n = (size_t)(2 * in / 128) * (h / 128), refs2_n = (size_t)(h / 128) * (in / 128);
+    int *refs1 = fp4 ? malloc(sizeof(int) * refs1_n) : NULL, *refs2 = fp4 ? malloc(sizeof(int) * refs2_n) : NULL;
+    mm_status s = (xf && hf && qx && qh && sx && sh && g1 && part && order && first && (!fp4 || (refs1 && refs2)))
+                      ? MM_OK : MM_RUNTIME;
     for (int t0 = 0; s == MM_OK && t0 < tokens; t0 += pass) {
         const int n = tokens - t0 < pass ? tokens - t0 : pass;
         const int32_t *pid = ids + (size_t)t0 * k;
@@ -117,9 +126,15 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
         const mm_expert_weights *ew = NULL;
         for (int v = 0; v < valid && s == MM_OK; v++) {
             const int q = order[v], i = q / k, e = pid[q];
-            if (v == 0 || pid[order[v - 1]] != e) ew = experts->get(experts->ctx, e);
+            if (v == 0 || pid[order[v - 1]] != e) {
+                ew = experts->get(experts->ctx, e);
+                if (ew && fp4) {
+                    ref_fp4_block_refs(ew->e1, 2 * in, h, refs1);
+                    ref_fp4_block_refs(ew->e2, h, in, refs2);
+                }
+            }
             if (!ew) { s = MM_RUNTIME; break; }
-            if (fp4) ref_gemm_row_fp4(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->c1, ew->e1, 2 * in, h, g1);
+            if (fp4) ref_gemm_row_fp4(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->c1, ew->e1, refs1, 2 * in, h, g1);
             else gemm_row(qx + (size_t)i * h, sx + (size_t)i * (h / 128), ew->w1, ew->s1, 2 * in, h, g1);
             /* Step 4 in double, then rounded once to FP32 for step 5's quantization. */
             for (int c = 0; c < in; c++) {
@@ -132,7 +147,7 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
                 hf[c] = (float)(gate / (1.0 + exp(-gate)) * up * (double)w[(size_t)t0 * k + q]);
             }
             quantize_row(hf, in, ue8m0, qh, sh);
-            if (fp4) ref_gemm_row_fp4(qh, sh, ew->c2, ew->e2, h, in, part + (size_t)q * h);
+            if (fp4) ref_gemm_row_fp4(qh, sh, ew->c2, ew->e2, refs2, h, in, part + (size_t)q * h);
             else gemm_row(qh, sh, ew->w2, ew->s2, h, in, part + (size_t)q * h);
         }
         for (int i = 0; i < n && s == MM_OK; i++) {
@@ -146,6 +161,7 @@ mm_status ref_host_layer(const mm_config *cfg, const mm_expert_source *experts, 
         }
     }
     free(xf); free(hf); free(qx); free(qh); free(sx); free(sh); free(g1); free(part); free(order); free(first);
+    free(refs1); free(refs2);
     return s;
 }
 

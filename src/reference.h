@@ -22,12 +22,16 @@ typedef struct {
     const uint8_t *c2, *e2; /* FP4 W2: codes [H][I/2], exponents [H][I/32] */
 } mm_expert_weights;
 
+/* FP4 weights (docs/recipe.md): each 128 x 128 weight block's reference exponent, its largest
+ * group exponent less 6, of a matrix of n_out rows (a last block of fewer rows over those) and K
+ * = k, from its exponents [n_out][k / 32]: refs[(n / 128) * (k / 128) + kb]. */
+void ref_fp4_block_refs(const uint8_t *exps, int n_out, int k, int *refs);
 /* Step 3 / 6 with FP4 weights for one activation row (qa [k] FP8, sa [k/128]): out[n] for
  * n < n_out, in double, written from docs/recipe.md's definition independently of kernels/fp4.h's
- * expansion (each 128 x 128 weight block's reference over its rows below n_out; k <= 65536).
- * Returns how many (row, group) pairs lay past the exact range. */
-long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, int n_out,
-                           int k, double *out);
+ * expansion, with the blocks' references from ref_fp4_block_refs. Returns how many (row, group)
+ * pairs lay past the exact range. */
+long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, const int *refs,
+                           int n_out, int k, double *out);
 
 /* Supplies expert `e` (global id); the pointers stay valid until the next call. */
 typedef struct {

@@ -209,7 +209,10 @@ static void fp4_gpu_pieces(void **state)
                                                        mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c + 1) << 4);
             for (int g = 0; g < K / 32; g++) exps[row * K / 32 + g] = mm_gen_fp4_scale(5, pattern, 1, 4, row, (uint64_t)g);
         }
-        const long long past = ref_gemm_row_fp4(qa, sa, codes, exps, N, K, host);
+        int refs[K / 128];
+        ref_fp4_block_refs(exps, N, K, refs);
+        for (int kb = 0; kb < K / 128; kb++) assert_int_equal(refs[kb], mm_fp4_block_ref(exps, K / 32, kb));
+        const long long past = ref_gemm_row_fp4(qa, sa, codes, exps, refs, N, K, host);
         assert_int_equal(past, pattern == MM_FP4_SPREAD_PAST ? N * (K / 128) : 0);
         for (int n = 0; n < N; n++) {
             double gpu = 0.0;
@@ -240,7 +243,9 @@ static void fp4_gemm_row(void **state)
                                                  mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
         for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)g);
     }
-    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 0); /* generated blocks are inside the range */
+    int refs[K / 128];
+    ref_fp4_block_refs(exps, N, K, refs);
+    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, refs, N, K, got) == 0); /* generated blocks are inside the range */
     for (int n = 0; n < N; n++) {
         double exact = 0.0;
         for (int c = 0; c < K; c++) {
@@ -254,7 +259,8 @@ static void fp4_gemm_row(void **state)
      * counted; the block's other rows keep their reference and stay exact */
     const int top = mm_fp4_block_ref(exps, K / 32, 1) + MM_FP4_D_MAX;
     exps[5 * K / 32 + 1 * 4 + 2] = exps[5 * K / 32 + 1 * 4 + 3] = (uint8_t)(top - 16);
-    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, N, K, got) == 2);
+    ref_fp4_block_refs(exps, N, K, refs);
+    assert_true(ref_gemm_row_fp4(qa, sa, codes, exps, refs, N, K, got) == 2);
     for (int n = 0; n < N; n++) assert_true(got[n] == fp4_expanded_row(qa, sa, codes, exps, n, K));
 }
 
