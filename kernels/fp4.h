@@ -176,7 +176,8 @@ MM_HD void mm_fp4_table_any(int d, uint32_t *t0, uint32_t *t1)
 }
 
 /* One 32-group at any offset d <= MM_FP4_D_MAX through mm_fp4_table_any: the same bytes as
- * mm_fp4_expand_row (the CPU tests' view of the kernel's expansion). */
+ * mm_fp4_expand_row (the GEMM core's expansion of a block below the arithmetic table,
+ * gemm_fp4.cuh, and the CPU tests' view of every expansion). */
 MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
 {
     uint32_t t0, t1;

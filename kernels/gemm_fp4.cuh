@@ -96,16 +96,14 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
               * the tables code by code, one group at a time */
 #pragma unroll 1
         for (int j = 0; j < GROUPS; j++) {
-            uint32_t c[4], t0, t1, out[8];
+            uint32_t c[4], out[8];
 #pragma unroll
             for (int i = 0; i < 4; i++) { /* in[j] by selects: a dynamic index would put `in` in local memory */
                 c[i] = in[0][i];
 #pragma unroll
                 for (int jj = 1; jj < GROUPS; jj++) c[i] = j == jj ? in[jj][i] : c[i];
             }
-            mm_fp4_table_any((int)((mine >> (8 * j)) & 255u) - ref, &t0, &t1);
-#pragma unroll
-            for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+            mm_fp4_expand_group(c, (int)((mine >> (8 * j)) & 255u) - ref, out);
             mm_fp4_store_group(row_sw, (unsigned)(part * GROUPS + j), out);
         }
     }
