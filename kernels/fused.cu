@@ -520,7 +520,7 @@ typedef struct {
  * Logical row r of expert le is the (r - prefix)-th meta that source rank s sent, s the first with
  * prefix + cnt[s] > r; the meta names the token, whose row GEMM1 reads in place at
  * dispatch_recv[s][token]; GEMM2 reads act. The meta comes back in a register. */
-template <bool FOLD, bool FP4>
+template <bool FOLD, bool FP4, bool SWAP>
 __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fused_schedule &sc, int item,
                                               fused_item *it, mm_tile_a_map *am, mm_tile_b *b, int *k, int4 *meta)
 {
@@ -595,8 +595,10 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tile = tile;
         it->block = block;
         it->is_gemm1 = is_gemm1;
-        it->dual = mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
-        it->compact = mm_fused_compact(is_gemm1, rows, sc.h_width);
+        /* the swapped form: every item one-pass, 64 rows at a time (consume_items), GEMM2 one H
+         * block an item */
+        it->dual = !SWAP && mm_fused_dual(is_gemm1, rows, sc.large, sc.h_width);
+        it->compact = !SWAP && mm_fused_compact(is_gemm1, rows, sc.h_width);
         it->act_row0 = act_row0;
     }
 }
@@ -661,7 +663,7 @@ __device__ __forceinline__ void handoff_arm(const mm_fused_args &a, const fused_
  * ahead of the math across passes and items. A GEMM2 item's rows are loaded only once its row
  * tile's GEMM1 items are all done (gemm1_done). Ends with an ITEM_END (or ITEM_ABORT) slot.
  * FP4: the codes and exponents of each weight block (gemm_fp4.cuh; the math expands them). */
-template <bool FOLD, bool HANDOFF, bool FP4>
+template <bool FOLD, bool HANDOFF, bool FP4, bool SWAP>
 __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages,
                               mm_tile_pipe *pipe, mm_item_ring *ring_items, fused_item *slots, int *claim_s)
 {
@@ -702,11 +704,11 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
         mm_tile_b b;
         int k;
         int4 meta;
-        describe_item<FOLD, FP4>(a, sc, item, it, &am, &b, &k, &meta);
+        describe_item<FOLD, FP4, SWAP>(a, sc, item, it, &am, &b, &k, &meta);
         mm_named_barrier(MM_BAR_PRODUCER, MM_PRODUCER_THREADS); /* the table, for every loader; claim_s read */
         const int rows = it->rows, kblocks = k / MM_GEMM_BK;
         const bool is_gemm1 = item < sc.gemm1_items;
-        if (it->dual) {
+        if (!SWAP && it->dual) {
             /* two weight blocks over one pass of A (two stages per K block, or one for a compact
              * tiny tile): a GEMM1 tile's gate and up rows, or a GEMM2 item's two adjacent H blocks */
             const int b1_rows = is_gemm1 ? a.m.inter : MM_GEMM_BN, b1_scales = is_gemm1 ? sc.ib_count * sc.hb_count : sc.ib_count;
@@ -719,6 +721,26 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_inject_stall(item);
             mm_tile_produce_dual<FP4>(stages, pipe, ring, &it->tab, rows, am, b, b1_rows, b1_scales, 1, kblocks, compact,
                                       extra, FOLD, HANDOFF);
+        } else if (SWAP) {
+            /* the swapped form (gemm_fp4.cuh): per 64-row half of the tile, GEMM1's gate pass then
+             * its up pass, GEMM2's one pass; the first block goes out before the item is published */
+            for (int h = 0; h < rows; h += MM_FP4_SWAP_ROWS) {
+                const int hr = min(rows - h, MM_FP4_SWAP_ROWS);
+                mm_tile_b pass = b;
+                for (int up = 0; up <= (is_gemm1 ? 1 : 0); up++) {
+                    const int kb0 = h == 0 && up == 0 ? 1 : 0;
+                    if (kb0) {
+                        mm_tile_produce<true>(stages, pipe, ring, &it->tab, hr, am, pass, 0, 1, 0, 0, false, 0, true, false,
+                                              false, h);
+                        it->meta[threadIdx.x] = *(const wire_meta *)&meta;
+                        mm_item_publish(ring_items, n);
+                        mm_inject_stall(item);
+                    }
+                    mm_tile_produce<true>(stages, pipe, ring, &it->tab, hr, am, pass, kb0, kblocks, 0, 0, false, 0, true,
+                                          false, false, h);
+                    pass.row0 += a.m.inter;
+                }
+            }
         } else {
             /* the first block goes out before the item is published (a GEMM2 item's loads do not
              * wait for the meta; the math is still busy with the previous item) */
@@ -881,6 +903,17 @@ __device__ __forceinline__ void park_small(float *park, const float acc[MM_TILE_
     }
 }
 
+/* One row's h (lane's 4 channels) into act: the row's amax over the warp, its scale, 4 FP8
+ * bytes a lane (recipe step 5). */
+__device__ __forceinline__ void quant_store_row(const mm_fused_args &a, const fused_schedule &sc, int block,
+                                                const float h[4], size_t row, int lane)
+{
+    const float amax = mm_warp_amax(fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3]))));
+    const float scale = mm_block_scale(amax, a.m.ue8m0);
+    *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = mm_quantize4(h, scale);
+    if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
+}
+
 /* The rows of a parked gate and up (row-major, SMALL_STRIDE): warp w takes rows w, w + 8, ...:
  * each lane 4 channels of SwiGLU, the row's amax over the warp, the scale, 4 FP8 bytes (a row's
  * 128 bytes in one coalesced store); meta[r] is row r's, act row act_row0 + r its output (block
@@ -898,11 +931,7 @@ __device__ __forceinline__ void swiglu_quant_rows(const mm_fused_args &a, const 
         float4 u = *(const float4 *)(up + r * SMALL_STRIDE + 4 * lane);
         float h[4] = {mm_swiglu(g.x, u.x, w, a.m.has_limit, a.m.limit), mm_swiglu(g.y, u.y, w, a.m.has_limit, a.m.limit),
                       mm_swiglu(g.z, u.z, w, a.m.has_limit, a.m.limit), mm_swiglu(g.w, u.w, w, a.m.has_limit, a.m.limit)};
-        const float amax = mm_warp_amax(fmaxf(fmaxf(mm_fabs(h[0]), mm_fabs(h[1])), fmaxf(mm_fabs(h[2]), mm_fabs(h[3]))));
-        const float scale = mm_block_scale(amax, a.m.ue8m0);
-        const size_t row = act_row0 + r;
-        *(uint32_t *)(a.act + row * a.m.inter + block * 128 + 4 * lane) = mm_quantize4(h, scale);
-        if (lane == 0) a.act_scales[row * sc.ib_count + block] = scale;
+        quant_store_row(a, sc, block, h, act_row0 + r, lane);
     }
 }
 
@@ -1036,13 +1065,78 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
     store_out_rows(a, it->block, it->meta, it->rows, out_tile, width);
 }
 
+/* ---- the swapped form (FP4 experts at decode; gemm_fp4.cuh mm_fp4_swap_consume): one-pass
+ * items, 64 rows at a time, the accumulators transposed (d[i]: weight column c or c + 8 of token
+ * row 8 (i / 4) + 2 (lane % 4) + (i & 1), both math warpgroups holding 64 columns each). ---- */
+
+/* Parks rows 0 .. rows - 1 of a swapped block row-major at `park` (as park_small). */
+template <int N>
+__device__ __forceinline__ void park_swapped(float *park, const float acc[N / 2], int rows)
+{
+    const int lane = mm_tid() % 32, c = mm_fp4_swap_row();
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+        if ((unsigned)r < (unsigned)rows) park[r * SMALL_STRIDE + c + 8 * ((i >> 1) & 1)] = acc[i];
+    }
+}
+
+/* Rows h .. h + rows - 1 (rows <= N, the narrowest width that holds them) of a swapped item.
+ * GEMM1: the gate pass parked whole (the previous epilogue ended with a barrier after its reads;
+ * 64 rows fill the staging area), the up pass in the registers; each thread turns the elements
+ * it holds into h = swiglu(gate, up) x weight over the gate values it parked itself, in place,
+ * and after a barrier a warp a row quantizes them (the same functions per element as every other
+ * path; keeping gate in registers through the up pass spilled); a barrier after the reads.
+ * GEMM2: the BF16 out tile staged (mm_out_tile_at's swizzle) behind a barrier (the previous
+ * tile read), each row sent home as gemm2_epilogue does. */
+template <int N>
+__device__ __forceinline__ void fused_swapped_rows(const mm_fused_args &a, const fused_schedule &sc, const fused_item *it,
+                                                   int h, int rows, uint8_t *stages, mm_tile_pipe *pipe, mm_ring &ring,
+                                                   float *staging)
+{
+    static_assert(N <= SMALL_ROWS, "a swapped GEMM1 pass's gate block fits the staging area");
+    const bool is_gemm1 = it->is_gemm1;
+    const int k = is_gemm1 ? a.m.hidden : a.m.inter;
+    float acc[N / 2];
+#pragma unroll 1
+    for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
+        mm_fp4_swap_consume<N>(stages, pipe, ring, rows, k, acc);
+        if (is_gemm1 && pass == 0) park_swapped<N>(staging, acc, rows);
+    }
+    const int lane = mm_tid() % 32, c = mm_fp4_swap_row();
+    if (is_gemm1) {
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) {
+            const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+            float *at = staging + r * SMALL_STRIDE + c + 8 * ((i >> 1) & 1);
+            if (r < rows) *at = mm_swiglu(*at, acc[i], it->meta[h + r].weight, a.m.has_limit, a.m.limit);
+        }
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* every row's h written */
+        for (int r = mm_math_warp(); r < rows; r += MM_CONSUMER_WARPS) {
+            const float4 h4 = *(const float4 *)(staging + r * SMALL_STRIDE + 4 * lane);
+            const float hv[4] = {h4.x, h4.y, h4.z, h4.w};
+            quant_store_row(a, sc, it->block, hv, it->act_row0 + h + r, lane);
+        }
+        mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* the park read */
+        return;
+    }
+    __nv_bfloat16 *out_tile = (__nv_bfloat16 *)staging;
+    mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* every warp read the previous out tile */
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+        if (r < rows) out_tile[mm_out_tile_at(r, c + 8 * ((i >> 1) & 1), MM_GEMM_BN)] = __float2bfloat16_rn(acc[i]);
+    }
+    store_out_rows(a, it->block, it->meta + h, rows, out_tile, MM_GEMM_BN);
+}
+
 /* Warpgroups 1 and 2: the items in the producer's order. A dual item (two weight blocks over one
  * pass of A: GEMM1's gate and up, or GEMM2's two H blocks) of more than 64 rows computes both
  * halves in two accumulators (GEMM1: SwiGLU from the registers); of <= 64 rows it is split, half
  * g on warpgroup g. A GEMM1 item that is not dual runs the gate pass then the up pass; small
  * GEMM1 tiles park gate and up row-major in `staging` for the shared epilogue. Returns false when
  * the producer aborted. */
-template <bool FOLD, bool HANDOFF, bool FP4>
+template <bool FOLD, bool HANDOFF, bool FP4, bool SWAP>
 __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, uint8_t *stages, mm_tile_pipe *pipe,
                               mm_item_ring *ring_items, const fused_item *slots, float *staging)
 {
@@ -1069,7 +1163,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
         const bool gathered = is_gemm1 || !mm_tile_a_by_tma(a.act_map, rows);
         /* one call site of each mainloop, so the kernel holds one copy of each (FP4: each weight
          * block expanded by the math as it arrives, gemm_fp4.cuh; one block sum in flight) */
-        if (dual && rows <= SMALL_ROWS) {
+        if (!SWAP && dual && rows <= SMALL_ROWS) {
             /* split: warpgroup g computes half g (gate / up, or H block `block + g`); a compact
              * item has both halves of a K block in one stage */
             if (it->compact) mm_tile_consume_compact<FP4>(stages, pipe, ring, rows, k, acc);
@@ -1080,7 +1174,7 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
             } else {
                 gemm2_epilogue_split(a, it, (__nv_bfloat16 *)staging, acc);
             }
-        } else if (dual) {
+        } else if (!SWAP && dual) {
             float acc1[MM_TILE_ACC];
             const int extra = FOLD ? it->extra : 0; /* the other form has no extra rows */
             mm_tile_consume_dual<FP4>(stages, pipe, ring, rows, k, false, gathered, acc, acc1, extra,
@@ -1092,6 +1186,18 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
                 stamp_math(a, 3);
             } else {
                 gemm2_epilogue_dual(a, it, (__nv_bfloat16 *)staging, acc, acc1, extra, extra_accumulators(staging));
+            }
+        } else if (SWAP) { /* the swapped form, 64 rows at a time */
+            for (int h = 0; h < rows; h += MM_FP4_SWAP_ROWS) {
+                const int hr = min(rows - h, MM_FP4_SWAP_ROWS);
+                if (hr <= 8) fused_swapped_rows<8>(a, sc, it, h, hr, stages, pipe, ring, staging);
+                else if (hr <= 16) fused_swapped_rows<16>(a, sc, it, h, hr, stages, pipe, ring, staging);
+                else if (hr <= 32) fused_swapped_rows<32>(a, sc, it, h, hr, stages, pipe, ring, staging);
+                else fused_swapped_rows<64>(a, sc, it, h, hr, stages, pipe, ring, staging);
+            }
+            if (is_gemm1) {
+                gemm1_item_done(a, it);
+                stamp_math(a, 3);
             }
         } else {
             mm_tile_consume<FP4, FP4>(stages, pipe, ring, rows, k, false, gathered, acc);
@@ -1121,8 +1227,10 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
  * HANDOFF: the form whose GEMM2 items take their tile's I blocks one by one (handoff_arm;
  * mm_fused_handoff_kernel picks it). Never both. FP4: FP4 experts (MXFP4, gemm_fp4.cuh), in the
  * form with neither: its items' weight blocks come as codes and exponents and the math expands
- * each one as it arrives. */
-template <bool FOLD, bool HANDOFF, bool FP4 = false>
+ * each one as it arrives, into the stage's FP8 block; with SWAP (mm_fused_fp4_swapped picks it:
+ * decode calls) into wgmma's A registers, every item one-pass and 64 rows at a time
+ * (fused_swapped_rows). */
+template <bool FOLD, bool HANDOFF, bool FP4 = false, bool SWAP = false>
 __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_args a)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -1228,7 +1336,8 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     sc.gemm1_items = sc.tiles * sc.ib_count;
     sc.large = mm_fused_large(tile_start[el + 1], sc.tiles);
     sc.tiny = tile_start[el + 2] != 0;
-    sc.h_width = mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
+    /* the swapped form: GEMM2 one H block an item (describe_item) */
+    sc.h_width = SWAP ? 1 : mm_fused_h_width(sc.hb_count, sc.large, sc.tiny);
     sc.h_items = sc.hb_count / sc.h_width;
     sc.items = sc.gemm1_items + sc.tiles * sc.h_items;
 
@@ -1236,11 +1345,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
     bool ok = true;
     if (mm_warpgroup() == 0) {
         mm_regs_producer<FP4 ? MM_FP4_PRODUCER_REGS : MM_PRODUCER_REGS>();
-        produce_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
+        produce_items<FOLD, HANDOFF, FP4, SWAP>(a, sc, stages, &pipe, &ring_items, slots, &claim_s);
     } else {
         inject_late_math();
         mm_regs_math();
-        ok = consume_items<FOLD, HANDOFF, FP4>(a, sc, stages, &pipe, &ring_items, slots, staging);
+        ok = consume_items<FOLD, HANDOFF, FP4, SWAP>(a, sc, stages, &pipe, &ring_items, slots, staging);
     }
     /* every thread meets before the registers go back: a producer with no item left once reached
      * its increase (back to the launch split) before two math warps had made theirs, took the
@@ -1315,12 +1424,13 @@ extern "C" size_t mm_fused_smem_bytes(int hidden, int experts, int ranks)
 }
 
 /* The kernel's forms: plain, folding, hand-off (mm_launch_fused picks one per call), and FP4
- * experts' (a.w.fp4). */
-#define FUSED_FORMS 4
+ * experts' two (a.w.fp4; the swapped one at decode). */
+#define FUSED_FORMS 5
 static const void *const fused_forms[FUSED_FORMS] = {(const void *)fused_moe_kernel<false, false>,
                                                       (const void *)fused_moe_kernel<true, false>,
                                                       (const void *)fused_moe_kernel<false, true>,
-                                                      (const void *)fused_moe_kernel<false, false, true>};
+                                                      (const void *)fused_moe_kernel<false, false, true>,
+                                                      (const void *)fused_moe_kernel<false, false, true, true>};
 
 /* What dynamic shared memory a launch may take on this GPU: the per-block opt-in limit less the
  * largest static share of the forms (barriers, item slots, flags). A shape whose
@@ -1435,7 +1545,9 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
     memset(steps_host, 0, (size_t)steps_words * 4);
 #endif
     if ((uintptr_t)a.io.x % 16) return cudaErrorMisalignedAddress; /* the dispatch loads x rows by bulk copies */
-    if (a.w.fp4)
+    if (a.w.fp4 && mm_fused_fp4_swapped(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
+        fused_moe_kernel<false, false, true, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
+    else if (a.w.fp4)
         fused_moe_kernel<false, false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     else if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
         fused_moe_kernel<true, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);

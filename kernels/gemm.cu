@@ -122,6 +122,34 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
     }
 }
 
+/* A swapped FP4 tile's valid rows from the registers (mm_fp4_swap_consume's transposed layout:
+ * d[i] is weight column c or c + 8 of token row 8 (i / 4) + 2 (lane % 4) + (i & 1)). */
+template <int N>
+__device__ __forceinline__ void store_rows_swapped(void *out, int out_fp32, int n, const float acc[N / 2], int rows,
+                                                   int a_row0, int n0)
+{
+    const int lane = mm_tid() % 32, c = n0 + mm_fp4_swap_row();
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+        if (r >= rows) continue;
+        const size_t at = (size_t)(a_row0 + r) * n + c + 8 * ((i >> 1) & 1);
+        if (out_fp32) ((float *)out)[at] = acc[i];
+        else ((__nv_bfloat16 *)out)[at] = __float2bfloat16_rn(acc[i]);
+    }
+}
+
+/* Math (both warpgroups): `rows` (<= N) rows of an FP4 tile, from out row a_row0, in the swapped
+ * form. */
+template <int N>
+__device__ __forceinline__ void gemm_fp4_swapped_rows(const mm_grouped_gemm_args &g, uint8_t *stages, mm_tile_pipe *p,
+                                                      mm_ring &ring, int rows, int a_row0, int n0)
+{
+    float acc[N / 2];
+    mm_fp4_swap_consume<N>(stages, p, ring, rows, g.k, acc);
+    store_rows_swapped<N>(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
+}
+
 /* The claims of a launch of single CTAs past their first tiles (a pair walks its tiles in a fixed
  * order: both CTAs need the same one). Zero at the start of every launch: grouped_gemm_kernel's
  * claims wrap it back to zero with their last one (gemm_claim_next), and tile_prefix_kernel, where
@@ -329,9 +357,13 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
             while (!cur.last) {
                 mm_inject_stall(cur.item);
                 const gemm_item *it = &slot[n & 1];
-                const mm_fp4_source src = {g.a_map, g.w_map, g.w, g.k};
-                mm_tile_produce_fp4(stages, &pipe, ring, src, &it->tab, &it->rows, &it->a_row0,
-                                    cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN);
+                /* codes and exponents of each weight block; the math expands them (gemm_fp4.cuh:
+                 * into registers for a tile of <= 64 rows, into the stage's FP8 block above) */
+                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN, NULL, g.w,
+                                     g.k / MM_FP4_GROUP};
+                const mm_tile_a_map am = {g.a_map, it->a_row0, 0};
+                mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,
+                                      false, true);
                 const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
                                                        gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total),
                                                        total, band, col_tiles, kblocks);
@@ -369,9 +401,19 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
                                       FP4 ? MM_CONSUMER_THREADS : 128, ready && !it->last))
                 break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
+            if (FP4 && rows <= MM_FP4_SWAP_ROWS) { /* decode: the swapped form (gemm_fp4.cuh) */
+                if (rows <= 8) gemm_fp4_swapped_rows<8>(g, stages, &pipe, ring, rows, a_row0, n0);
+                else if (rows <= 16) gemm_fp4_swapped_rows<16>(g, stages, &pipe, ring, rows, a_row0, n0);
+                else if (rows <= 32) gemm_fp4_swapped_rows<32>(g, stages, &pipe, ring, rows, a_row0, n0);
+                else gemm_fp4_swapped_rows<64>(g, stages, &pipe, ring, rows, a_row0, n0);
+                mm_item_release(&items, n);
+                continue;
+            }
             float acc[MM_TILE_ACC];
-            /* FP4: the expanded weights are generic-proxy writes too, fenced here (gemm_fp4.cuh) */
-            mm_tile_consume<FP4>(stages, &pipe, ring, rows, g.k, pair, FP4 || !mm_tile_a_by_tma(g.a_map, rows), acc);
+            /* FP4: the expanded weights are generic-proxy writes too, fenced here (gemm_fp4.cuh);
+             * each block retired before the next, as in fused's FP4 form (with two block sums in
+             * flight beside the swapped form's code the accumulators spilled) */
+            mm_tile_consume<FP4, FP4>(stages, &pipe, ring, rows, g.k, pair, FP4 || !mm_tile_a_by_tma(g.a_map, rows), acc);
             mm_item_release(&items, n);
             /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
              * weights are the limit, a partial half, FP32) straight from the registers, valid rows
@@ -491,8 +533,10 @@ extern "C" cudaError_t mm_weight_map_create(const uint8_t *w, uint64_t rows, uin
     return fp8_rows_maps(w, rows, k, k, box, 1, out);
 }
 
-/* FP4 weights' codes [rows][k / 2] bytes in boxes of 64 bytes (a K block) x 32 rows (a producer
- * warp's share of a weight block), unswizzled: the expansion reads a row's 64 bytes in a line. */
+/* FP4 weights' codes [rows][k / 2] bytes in boxes of 64 bytes (a K block) x 128 rows (a weight
+ * block) with the 64-byte swizzle (16-byte chunk c of row r at chunk c ^ ((r >> 1) & 3)): the
+ * swapped form's reads of 4 bytes from 8 rows a warp (gemm_fp4.cuh) then hit 8 bank groups,
+ * unswizzled they hit 2 (4-way conflicts). */
 extern "C" cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t rows, uint64_t k, void **out)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode;
@@ -504,7 +548,7 @@ extern "C" cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t ro
     cuuint64_t dims[2] = {k / 2, rows}, strides[1] = {k / 2};
     cuuint32_t box[2] = {MM_FP4_CODE_BYTES, MM_GEMM_BN}, elem[2] = {1, 1};
     CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)codes, dims, strides, box, elem,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
     return tensor_maps_upload(&m, 1, out);

@@ -1,12 +1,17 @@
 /* FP4 weights in the GEMM core's stage ring (MXFP4, docs/recipe.md "FP4 weights"; kernels/fp4.h):
- * the weight block of a K step streamed as codes and exponents and expanded to FP8 in shared
- * memory by the math warps; from there on the FP8 path (its MMAs, its promotion by a_scale *
- * w_scale, w_scale = 2^(R - 127) of the block's reference exponent R).
- * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles) and by fused.cu's FP4 form.
+ * the weight block of a K step streamed as codes and exponents and expanded to FP8 by the math
+ * warps, two ways:
+ *   - a tile of more than 64 rows: into the stage's FP8 block (below), from there on the FP8
+ *     path (its MMAs, its promotion by a_scale * w_scale, w_scale = 2^(R - 127) of the block's
+ *     reference exponent R);
+ *   - a tile of at most 64 rows (decode): straight into wgmma's A registers, the tile's rows as
+ *     the MMA's N (the swapped form, further down).
+ * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles; both ways by the tile's
+ * rows) and by fused.cu's two FP4 forms (one each).
  *
  * Per weight block (128 rows x 128 of K) a stage receives 8 KB of codes and 512 B of exponents
  * (against 16 KB of FP8 and a scale), both in the block's 16 KB B area, at its end:
- *   producer  thread 0: one TMA of the codes (64 B x 128 rows) to MM_FP4_CODES_AT, its bytes
+ *   producer  thread 0: one TMA of the codes (64 B x 128 rows, 64-byte swizzle) to MM_FP4_CODES_AT, its bytes
  *             expected on `full` with A's; every thread: its row's 4 exponents (cp.async, 4 B) to
  *             MM_FP4_EXPS_AT, beside A's gather and scales, all on `full` (one arrival each, as
  *             for FP8). No weight scale: the math computes it.
@@ -31,7 +36,7 @@
 #include "gemm_tile.cuh"
 
 #define MM_FP4_SCRATCH 160 /* the reduction's slots: stage scale floats [160, 168), one a math warp */
-static_assert(MM_FP4_CODES_AT % 128 == 0, "the codes' TMA lands 128-byte aligned");
+static_assert(MM_FP4_CODES_AT % 512 == 0, "the codes' TMA lands on its 64-byte swizzle's 512-byte period");
 static_assert(MM_GEMM_BN == MM_FP4_BLOCK_ROWS, "a tile's weight block is the recipe's block");
 static_assert(MM_TILE_EXTRA_SCALES + MM_TILE_TINY_ROWS <= MM_FP4_SCRATCH &&
                   (MM_FP4_SCRATCH + MM_CONSUMER_WARPS) * 4 <= MM_TILE_SCALE_BYTES,
@@ -58,11 +63,12 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
     static_assert(NT == 2 * MM_GEMM_BN || NT == MM_GEMM_BN, "a half row or a row a thread");
     constexpr int PARTS = NT / MM_GEMM_BN, GROUPS = MM_FP4_GROUPS / PARTS; /* groups a thread */
     const int row = t / PARTS, part = t % PARTS;
-    const uint4 *cw = (const uint4 *)(blk + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES + part * 16 * GROUPS);
+    /* the row's 16-byte chunk c at chunk c ^ ((row >> 1) & 3) (the codes box's 64-byte swizzle) */
+    const uint4 *cw = (const uint4 *)(blk + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES);
     uint32_t in[GROUPS][4];
 #pragma unroll
     for (int j = 0; j < GROUPS; j++) {
-        const uint4 c = cw[j];
+        const uint4 c = cw[(part * GROUPS + j) ^ ((row >> 1) & 3)];
         in[j][0] = c.x, in[j][1] = c.y, in[j][2] = c.z, in[j][3] = c.w;
     }
     /* the row's 4 exponents, group g in byte g (read by shifts: an index that depends on `part`
@@ -131,64 +137,201 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
                               mm_math_thread() - MM_GEMM_BN * g, MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 }
 
-/* What a producer loop over one tile with FP4 weights needs, read where it is used: A (a_map NULL:
- * gathered through the row table), the codes map and the exponents ([rows][K / 32] bytes) of the
- * weight rows from w_row0 on. */
-typedef struct {
-    const void *a_map, *codes_map;
-    const uint8_t *exps;
-    int k;
-} mm_fp4_source;
+/* ---- the swapped form: a decode tile's rows as wgmma's N, the weights as A from registers ----
+ *
+ * A tile of <= 64 rows (decode) is bound by the weight stream, and the expansion above puts a
+ * chain into every block (codes to registers, a reduction and a barrier, FP8 rows to shared
+ * memory, a proxy fence and a second barrier, then the MMAs), one block at a time. Here the math
+ * threads expand straight into wgmma's A registers and the tile's rows are B (m64nNk32, N = 8,
+ * 16, 32 or 64 by the rows): no FP8 block in shared memory, no barrier, no fence. Each math
+ * warpgroup g takes the block's weight rows 64 g .. 64 g + 63; thread (warp w, lane l) expands
+ * rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4) .. + 3 of every
+ * k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
+ * while block kb's MMAs run (two A fragments), then kb is promoted and its stage freed (its rows
+ * are the MMAs' B). Every warp works out the block's reference exponent itself (each lane four
+ * rows' exponents, a byte max and a warp max), so the warps never wait for each other.
+ * Numerics: the same block sums as the FP8 path's (the swapped MMA gives the core's FP32 bits,
+ * lab/probes/swap_probe.cu) promoted by the same fmaf(a_scale * w_scale, sum, acc) in K order:
+ * the same bits as mm_tile_consume's. The accumulators come out transposed: d[i] is weight row
+ * c (+ 8 where bit 1 of i is set) of token row 8 (i / 4) + 2 (l % 4) + (i & 1). */
 
-/* Producer (all 128 threads): K blocks [0, K / 128) of one tile with FP4 weights into the ring:
- * A as mm_tile_produce loads it (one TMA for more than 64 contiguous rows, else gathered), its
- * scales, the weight block's codes (one TMA) and its exponents (no weight scale: the math's
- * expansion writes it). Once a wait of the CTA expired, no more loads are issued
- * (mm_tile_produce's give_up). */
-__device__ __forceinline__ void mm_tile_produce_fp4(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
-                                                    const mm_fp4_source &src, const mm_tile_rows *a,
-                                                    const volatile int *rows_at, const volatile int *a_row0_at,
-                                                    int w_row0)
+#define MM_FP4_SWAP_ROWS 64 /* rows a swapped pass takes (wgmma N <= 64): a larger tile runs in halves */
+
+/* This math thread's first weight row in the swapped form, c = 64 g + 16 w + lane / 4, from the
+ * hardware's thread index at each use (a value the compiler would keep live from the item loop's
+ * start, where the 128 x 128 form needs every register, and spill). */
+__device__ __forceinline__ int mm_fp4_swap_row()
 {
-    const int kblocks = src.k / MM_GEMM_BK;
-    for (int kb = 0; kb < kblocks; kb++) {
-        const int s = ring.stage;
-        const bool expired = *(volatile uint32_t *)&mm_stage_wait_expired;
-        const bool freed = mm_mbar_wait(&p->empty[s], ring.phase ^ 1u, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_EMPTY);
-        if (expired || !freed) {
-            mm_ring_advance(ring);
-            continue;
-        }
-        const int pt = mm_tid(), rows = *rows_at;
-        uint8_t *sa = stages + s * MM_TILE_STAGE_BYTES, *sb = sa + MM_TILE_A_STAGE;
-        const bool a_tma = mm_tile_a_by_tma(src.a_map, rows);
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
-        if (pt == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
-                         "r"((a_tma ? (unsigned)MM_TILE_A_STAGE : 0u) + (unsigned)MM_FP4_BLOCK_CODE_BYTES) : "memory");
-            if (a_tma)
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sa)),
-                             "l"(src.a_map), "r"(kb * MM_GEMM_BK), "r"(*a_row0_at), "r"(full)
-                             : "memory");
-            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                         "[%0], [%1, {%2, %3}], [%4];" ::"r"((unsigned)__cvta_generic_to_shared(sb + MM_FP4_CODES_AT)),
-                         "l"(src.codes_map), "r"(kb * MM_FP4_CODE_BYTES), "r"(w_row0), "r"(full)
-                         : "memory");
-        }
-        if (!a_tma) { /* the gather, in whole 8-row groups (rows past `rows` repeat row 0); the
-                       * loop ends at the last group (at decode one pass, not eight predicated ones) */
-            const int r0 = pt / 8, part = pt % 8, a_rows = ((rows + 7) / 8) * 8;
+    const int t = mm_tid() - MM_PRODUCER_THREADS;
+    return 64 * (t / 128) + 16 * ((t / 32) % 4) + (t % 32) / 4;
+}
+
+/* Block reference exponent R of the block at `blk` (its exponents at MM_FP4_EXPS_AT, 4 a row),
+ * by one warp alone: lane l reads rows 4 l .. 4 l + 3. */
+__device__ __forceinline__ int mm_fp4_swap_ref(const uint8_t *blk, int lane)
+{
+    const uint4 e = *(const uint4 *)(blk + MM_FP4_EXPS_AT + 16 * lane);
+    const uint32_t m4 = __vmaxu4(__vmaxu4(e.x, e.y), __vmaxu4(e.z, e.w));
+    const unsigned m = max(max(m4 & 255u, (m4 >> 8) & 255u), max((m4 >> 16) & 255u, m4 >> 24));
+    return (int)__reduce_max_sync(0xffffffffu, m) - MM_FP4_D_MAX;
+}
+
+/* The 8 codes of group j a thread needs from one weight row (`row`: the row's codes in the
+ * swizzled box; swz = (row >> 1) & 3): bytes 2q, 2q + 1 (K 4q .. 4q + 3) in the low half and
+ * bytes 8 + 2q, 9 + 2q (K 16 + 4q ..) in the high half, q = lane % 4. */
+__device__ __forceinline__ uint32_t mm_fp4_swap_codes(const uint8_t *row, int swz, int j, int q)
+{
+    const uint8_t *chunk = row + ((j ^ swz) << 4) + 4 * (q >> 1);
+    const uint32_t lo = *(const uint32_t *)chunk, hi = *(const uint32_t *)(chunk + 8);
+    return __byte_perm(lo, hi, (q & 1) ? 0x7632u : 0x5410u);
+}
+
+/* Weight rows c and c + 8 of the block at `blk` into a thread's A registers a[j] (k32 step j),
+ * relative to the block's reference `ref`. */
+__device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, int q, int ref, uint32_t a[4][4])
+{
+    const uint8_t *row = blk + MM_FP4_CODES_AT + c * MM_FP4_CODE_BYTES;
+    const int swz = (c >> 1) & 3; /* the same for row c + 8 */
+    uint32_t w[2][4];
+#pragma unroll
+    for (int j = 0; j < MM_FP4_GROUPS; j++) {
+        w[0][j] = mm_fp4_swap_codes(row, swz, j, q);
+        w[1][j] = mm_fp4_swap_codes(row + 8 * MM_FP4_CODE_BYTES, swz, j, q);
+    }
+    const uint32_t ex[2] = {*(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * c),
+                            *(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * (c + 8))};
+    const uint32_t low4 = __vminu4(ex[0], ex[1]);
+    const int lowest = (int)min(min(low4 & 255u, (low4 >> 8) & 255u), min((low4 >> 16) & 255u, low4 >> 24));
+    if (lowest - ref >= MM_FP4_D_FAST) {
+#pragma unroll
+        for (int j = 0; j < MM_FP4_GROUPS; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                uint32_t t0, t1;
+                mm_fp4_table((int)((ex[h] >> (8 * j)) & 255u) - ref, &t0, &t1);
+                mm_fp4_expand_word(w[h][j], t0, t1, &a[j][h], &a[j][2 + h]);
+            }
+    } else { /* a group below the arithmetic table (rare): its table code by code, one group at a
+              * time, the words picked by selects (a dynamic index would put them in local memory) */
 #pragma unroll 1
-            for (int r = r0; r < a_rows; r += 16)
-                mm_cp_async16(sa + r * 128 + ((part ^ (r & 7)) * 16),
-                              a->row[r < rows ? r : 0] + part * 16 + (size_t)kb * MM_GEMM_BK);
+        for (int i = 0; i < 2 * MM_FP4_GROUPS; i++) {
+            const int j = i >> 1, h = i & 1;
+            uint32_t word = w[0][0];
+#pragma unroll
+            for (int ii = 1; ii < 2 * MM_FP4_GROUPS; ii++) word = i == ii ? w[ii & 1][ii >> 1] : word;
+            uint32_t t0, t1, lo, hi;
+            mm_fp4_table_any((int)(((h ? ex[1] : ex[0]) >> (8 * j)) & 255u) - ref, &t0, &t1);
+            mm_fp4_expand_word(word, t0, t1, &lo, &hi);
+#pragma unroll
+            for (int ii = 0; ii < 2 * MM_FP4_GROUPS; ii++) {
+                a[ii >> 1][ii & 1] = i == ii ? lo : a[ii >> 1][ii & 1];
+                a[ii >> 1][2 + (ii & 1)] = i == ii ? hi : a[ii >> 1][2 + (ii & 1)];
+            }
         }
-        float *sc = (float *)(sb + MM_TILE_B_STAGE);
-        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
-        mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, src.exps + (size_t)(w_row0 + pt) * (src.k / MM_FP4_GROUP) + kb * MM_FP4_GROUPS);
-        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-        mm_ring_advance(ring);
+    }
+}
+
+template <int N, bool ACC>
+__device__ __forceinline__ void mm_wgmma_rs(float d[N / 2], const uint32_t a[4], uint64_t b)
+{
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64, "the swapped form's widths");
+    if constexpr (N == 8) mm_wgmma_64x8x32_rs<ACC>(d, a, b);
+    else if constexpr (N == 16) mm_wgmma_64x16x32_rs<ACC>(d, a, b);
+    else if constexpr (N == 32) mm_wgmma_64x32x32_rs<ACC>(d, a, b);
+    else mm_wgmma_64x64x32_rs<ACC>(d, a, b);
+}
+
+/* One swapped block: the stage's rows (B, from db0: stage 0's A area) times a's weights into a
+ * fresh sum, committed as one group. */
+template <int N>
+__device__ __forceinline__ void mm_fp4_swap_issue(uint64_t db0, int stage, const uint32_t a[4][4], float blk[N / 2])
+{
+    const uint64_t db = db0 + (uint64_t)stage * (MM_TILE_STAGE_BYTES >> 4);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    mm_wgmma_rs<N, false>(blk, a[0], db);
+#pragma unroll
+    for (int ks = 1; ks < MM_GEMM_BK / 32; ks++) mm_wgmma_rs<N, true>(blk, a[ks], db + 2 * ks);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* The next block in the ring for the swapped form: waits for it, expands this thread's weights
+ * into a, moves the ring on; returns its stage, and its weight scale 2^(R - 127) in *sw. */
+__device__ __forceinline__ int mm_fp4_swap_take(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int c, int lane,
+                                                uint32_t a[4][4], float *sw)
+{
+    const int stage = ring.stage;
+    mm_mbar_wait(&p->full[stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
+    const uint8_t *blk = stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
+    const int ref = mm_fp4_swap_ref(blk, lane);
+    mm_fp4_swap_expand(blk, c, lane % 4, ref, a);
+    *sw = mm_fp4_ref_scale(ref);
+    mm_ring_advance(ring);
+    return stage;
+}
+
+/* A block's promotion factors for this thread's token rows 8 m + 2 (lane % 4) + {0, 1}: the
+ * rows' activation scales (the stage's, read before it is freed) times the block's weight scale,
+ * 0 past `rows`, as mm_tile_wait_full computes them. */
+template <int N>
+__device__ __forceinline__ void mm_fp4_swap_scales(const uint8_t *stages, int stage, float sw, int rows, int lane,
+                                                   float s[N / 4])
+{
+    const float *sc = mm_tile_stage_scales(stages, stage);
+#pragma unroll
+    for (int m = 0; m < N / 8; m++) {
+        const int r = 8 * m + 2 * (lane % 4);
+        const float2 sa = *(const float2 *)(sc + r);
+        s[2 * m] = r < rows ? sa.x * sw : 0.0f;
+        s[2 * m + 1] = r + 1 < rows ? sa.y * sw : 0.0f;
+    }
+}
+
+/* Block sum into acc once its MMAs are done: free its stage, promote (the FP8 path's fmaf by
+ * a_scale * w_scale, in K order). The factors are read before the wait (the stage is held). */
+template <int N>
+__device__ __forceinline__ void mm_fp4_swap_retire(uint8_t *stages, mm_tile_pipe *p, int stage, float sw, int rows,
+                                                   int lane, const float blk[N / 2], float acc[N / 2])
+{
+    float s[N / 4];
+    mm_fp4_swap_scales<N>(stages, stage, sw, rows, lane, s);
+    MM_WGMMA_WAIT(0, 1);
+    mm_tile_release(p, stage, false);
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) acc[i] = fmaf(s[2 * (i / 4) + (i & 1)], blk[i], acc[i]);
+}
+
+/* Math (both warpgroups, single CTAs): acc = this thread's part of the tile's rows (<= N) x the
+ * weight block rows' K, transposed as above, from the blocks the producer put in the ring. */
+template <int N>
+__device__ __forceinline__ void mm_fp4_swap_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
+                                                    float acc[N / 2])
+{
+    const int lane = mm_tid() % 32, kblocks = k / MM_GEMM_BK, c = mm_fp4_swap_row();
+    const uint64_t db0 = mm_wgmma_desc(stages);
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) acc[i] = 0.0f;
+    uint32_t a0[4][4], a1[4][4];
+    float sw0, sw1, blk[N / 2];
+    int st0 = mm_fp4_swap_take(stages, p, ring, c, lane, a0, &sw0), st1 = 0;
+    mm_fp4_swap_issue<N>(db0, st0, a0, blk);
+    /* two blocks a pass, so that each A fragment has a fixed name (the wgmma reads it until its
+     * wait): block kb + 1 expanded while block kb's MMAs run */
+#pragma unroll 1
+    for (int kb = 1;; kb += 2) {
+        if (kb >= kblocks) {
+            mm_fp4_swap_retire<N>(stages, p, st0, sw0, rows, lane, blk, acc);
+            return;
+        }
+        st1 = mm_fp4_swap_take(stages, p, ring, c, lane, a1, &sw1);
+        mm_fp4_swap_retire<N>(stages, p, st0, sw0, rows, lane, blk, acc);
+        mm_fp4_swap_issue<N>(db0, st1, a1, blk);
+        if (kb + 1 >= kblocks) {
+            mm_fp4_swap_retire<N>(stages, p, st1, sw1, rows, lane, blk, acc);
+            return;
+        }
+        st0 = mm_fp4_swap_take(stages, p, ring, c, lane, a0, &sw0);
+        mm_fp4_swap_retire<N>(stages, p, st1, sw1, rows, lane, blk, acc);
+        mm_fp4_swap_issue<N>(db0, st0, a0, blk);
     }
 }
 

@@ -478,8 +478,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
                                                 int second_rows = 0, int second_scales = 0, bool compact = false,
                                                 int extra = 0, bool tight = false, bool handoff = false,
-                                                bool give_up = false)
+                                                bool give_up = false, int row_off = 0)
 {
+    /* row_off: the pass's rows start at row row_off of the table (the FP4 swapped form's second
+     * 64-row half of a tile, gemm_fp4.cuh) */
     /* give_up (the standalone GEMM): once a wait of the CTA expired, no more loads are issued (at
      * most one more block when another warp's wait expires while this thread's passes), so none
      * is still in flight into a CTA of the pair that has left (a stalled producer that wakes up
@@ -514,7 +516,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = r0 + 16 * i;
-        src[i] = a->row[r < rows ? r : 0] + part * 16;
+        src[i] = a->row[row_off + (r < rows ? r : 0)] + part * 16;
     }
     for (int kb = kb_begin; kb < kb_end; kb++) {
         const int s = ring.stage;
@@ -560,7 +562,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
             for (int i = 0; i < 8; i++)
                 if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         }
-        if (pt < rows) mm_cp_async4(sc + pt, a->scale[pt] + kb);
+        if (pt < rows) mm_cp_async4(sc + pt, a->scale[row_off + pt] + kb);
         mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, kb, pt);
         /* a full tile's extra rows (1..8): all 8 rows of the tiny area (rows past `extra` repeat
          * the first; never stored), their scales at MM_TILE_EXTRA_SCALES */

@@ -1,6 +1,7 @@
 /* PTX wrappers the kernels share: thread and cluster ids, cp.async, mbarriers (init, arrive,
  * the peer's arrive across a 2-CTA cluster), wgmma descriptors and the wgmma instructions of the
- * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, all FP8 e4m3 into FP32).
+ * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, and m64n{8,16,32,64}k32 with A
+ * from registers; all FP8 e4m3 into FP32).
  * One instruction each, no policy: what a stage, a ring or a tile does with them lives in
  * gemm_tile.cuh. */
 #ifndef MEGAMOE_PTX_CUH
@@ -146,6 +147,45 @@ __device__ __forceinline__ void mm_wgmma_64x8x32(float d[4], uint64_t a, uint64_
     else
         asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, 0, 1, 1;\n"
                      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : "l"(a), "l"(b));
+}
+
+/* wgmma m64nNk32 (e4m3 x e4m3 -> FP32) with A from registers, four per thread in the register
+ * layout of an 8-bit A operand (thread (warp w, lane l) holds rows 16 w + l / 4 and + 8, K
+ * 4 (l % 4) .. + 3 and 16 + 4 (l % 4) .. + 3: regs {row lo k 0-15 part, row hi, row lo k 16-31
+ * part, row hi}) and B (N rows x 32 bytes, K-major) by descriptor; ACC: accumulate into d, else
+ * overwrite it. The FP4 swapped form's MMAs (gemm_fp4.cuh): a weight block's rows as A, a
+ * decode tile's N rows as B. */
+
+template <bool ACC>
+__device__ __forceinline__ void mm_wgmma_64x8x32_rs(float d[4], const uint32_t a[4], uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, %9, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
+}
+
+template <bool ACC>
+__device__ __forceinline__ void mm_wgmma_64x16x32_rs(float d[8], const uint32_t a[4], uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, %13, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
+}
+
+template <bool ACC>
+__device__ __forceinline__ void mm_wgmma_64x32x32_rs(float d[16], const uint32_t a[4], uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, %21, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
+}
+
+template <bool ACC>
+__device__ __forceinline__ void mm_wgmma_64x64x32_rs(float d[32], const uint32_t a[4], uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
 }
 
 #endif

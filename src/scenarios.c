@@ -120,6 +120,10 @@ static const mm_scenario scenarios[] = {
      * ragged rows of an EP8 slice at the Flash shape */
     {"fp4-large-tiles", 256, 256, 0, 2, 2, 10.0, 1, 300, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 1 + MM_FP4_REAL},
+    /* fused's swapped FP4 form (a call whose experts expect <= 64 rows: fused_schedule.h
+     * mm_fused_fp4_swapped) on two hot experts of 200 rows each: full tiles in two 64-row passes,
+     * a partial tile in passes of 64 and 8 rows */
+    {"fp4-swapped-hot", 256, 256, 0, 16, 2, 10.0, 0, 200, TOKENS_SAME, "hot", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     /* the same tokens at EP1 and at this EP size must give bit-identical outputs */
     {"ep-invariance", SMALL, 64, TOKENS_SAME, "uniform", X_NORMAL, "two runs at different EP sizes: every scenario's JSON carries rank 0's output digest; compare them with scripts/ep-invariance.py", 0, 0},
 };

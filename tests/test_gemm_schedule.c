@@ -619,6 +619,15 @@ static void fused_extra_rows(void **state)
     assert_false(mm_fused_handoff_kernel(8192, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(0, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(1, 6, 2, 256, 2048, 64));
+    /* the FP4 swapped form: a local expert expects <= 64 rows. Flash (256 experts, top-6) at EP8
+     * up to 341 tokens a rank (8 x 341 x 6 = 16368 <= 64 x 256), not 342; at EP1 up to 2730 */
+    assert_true(mm_fused_fp4_swapped(1, 6, 8, 256));
+    assert_true(mm_fused_fp4_swapped(341, 6, 8, 256));
+    assert_false(mm_fused_fp4_swapped(342, 6, 8, 256));
+    assert_true(mm_fused_fp4_swapped(2730, 6, 1, 256) && !mm_fused_fp4_swapped(2731, 6, 1, 256));
+    assert_false(mm_fused_fp4_swapped(0, 6, 8, 256));
+    assert_false(mm_fused_fp4_swapped(1, 6, 8, 0));
+    assert_false(mm_fused_fp4_swapped(1, 0, 8, 256));
     assert_false(mm_fused_fold_kernel(4096, 6, 2, 0));
     assert_true(mm_fused_fold_kernel(1, 128 + 16, 1, 1) && !mm_fused_fold_kernel(1, 128 + 17, 1, 1));
     assert_true(mm_fused_fold_kernel(1, 128 - 16, 1, 1) && !mm_fused_fold_kernel(1, 128 - 17, 1, 1));

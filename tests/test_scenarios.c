@@ -2,6 +2,7 @@
 
 #include "scenarios.h"
 #include "../kernels/fp4.h"
+#include "../kernels/fused_schedule.h"
 #include "test_util.h"
 
 static const mm_scenario *by_name(const char *name)
@@ -113,7 +114,8 @@ static void fp4_scenarios(void **state)
     mm_config c;
     char why[160], shape[64];
     const char *names[] = {"fp4-smoke", "fp4-flash-t1", "fp4-pro-t1", "fp4-ragged", "fp4-spread-limit",
-                           "fp4-spread-past", "fp4-zeros", "fp4-largest", "fp4-large-tiles", "fp4-slice8-flash-t160"};
+                           "fp4-spread-past", "fp4-zeros", "fp4-largest", "fp4-large-tiles", "fp4-slice8-flash-t160",
+                           "fp4-swapped-hot"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const mm_scenario *s = by_name(names[i]);
         if (!s) fail_msg("missing scenario %s", names[i]);
@@ -121,6 +123,10 @@ static void fp4_scenarios(void **state)
         assert_int_equal(c.weights, MM_WEIGHTS_FP4);
         if (i < 8) assert_true(scenario_host_reference(s)); /* the GPU reference against the host's */
     }
+    /* fp4-swapped-hot runs fused's swapped form: 400 rows expected over 16 experts */
+    const mm_scenario *hot = by_name("fp4-swapped-hot");
+    assert_int_equal(scenario_config(hot, 1, &c, why, sizeof why), MM_OK);
+    assert_true(mm_fused_fp4_swapped(hot->tokens, c.topk, 1, c.experts));
     assert_int_equal(scenario_config(by_name("fp4-spread-past"), 1, &c, why, sizeof why), MM_OK);
     assert_int_equal(c.fp4_pattern, MM_FP4_SPREAD_PAST);
     assert_int_equal(scenario_config(by_name("smoke"), 1, &c, why, sizeof why), MM_OK);
