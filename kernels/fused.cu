@@ -1066,8 +1066,8 @@ __device__ __forceinline__ void gemm2_epilogue_split(const mm_fused_args &a, con
 }
 
 /* ---- the swapped form (FP4 experts at decode; gemm_fp4.cuh mm_fp4_swap_consume): one-pass
- * items, 64 rows at a time, the accumulators transposed (d[i]: weight column c or c + 8 of token
- * row 8 (i / 4) + 2 (lane % 4) + (i & 1), both math warpgroups holding 64 columns each). ---- */
+ * items, 64 rows at a time, the accumulators transposed (gemm_fp4.cuh mm_fp4_swap_acc_row /
+ * mm_fp4_swap_acc_col; both math warpgroups holding 64 columns each). ---- */
 
 /* Parks rows 0 .. rows - 1 of a swapped block row-major at `park` (as park_small). */
 template <int N>
@@ -1076,8 +1076,8 @@ __device__ __forceinline__ void park_swapped(float *park, const float acc[N / 2]
     const int lane = mm_tid() % 32, c = mm_fp4_swap_row();
 #pragma unroll
     for (int i = 0; i < N / 2; i++) {
-        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-        if ((unsigned)r < (unsigned)rows) park[r * SMALL_STRIDE + c + 8 * ((i >> 1) & 1)] = acc[i];
+        const int r = mm_fp4_swap_acc_row(lane, i);
+        if ((unsigned)r < (unsigned)rows) park[r * SMALL_STRIDE + mm_fp4_swap_acc_col(c, i)] = acc[i];
     }
 }
 
@@ -1107,8 +1107,8 @@ __device__ __forceinline__ void fused_swapped_rows(const mm_fused_args &a, const
     if (is_gemm1) {
 #pragma unroll
         for (int i = 0; i < N / 2; i++) {
-            const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-            float *at = staging + r * SMALL_STRIDE + c + 8 * ((i >> 1) & 1);
+            const int r = mm_fp4_swap_acc_row(lane, i);
+            float *at = staging + r * SMALL_STRIDE + mm_fp4_swap_acc_col(c, i);
             if (r < rows) *at = mm_swiglu(*at, acc[i], it->meta[h + r].weight, a.m.has_limit, a.m.limit);
         }
         mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* every row's h written */
@@ -1124,8 +1124,8 @@ __device__ __forceinline__ void fused_swapped_rows(const mm_fused_args &a, const
     mm_named_barrier(MM_BAR_CONSUMER, MM_CONSUMER_THREADS); /* every warp read the previous out tile */
 #pragma unroll
     for (int i = 0; i < N / 2; i++) {
-        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-        if (r < rows) out_tile[mm_out_tile_at(r, c + 8 * ((i >> 1) & 1), MM_GEMM_BN)] = __float2bfloat16_rn(acc[i]);
+        const int r = mm_fp4_swap_acc_row(lane, i);
+        if (r < rows) out_tile[mm_out_tile_at(r, mm_fp4_swap_acc_col(c, i), MM_GEMM_BN)] = __float2bfloat16_rn(acc[i]);
     }
     store_out_rows(a, it->block, it->meta + h, rows, out_tile, MM_GEMM_BN);
 }

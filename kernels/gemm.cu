@@ -123,7 +123,7 @@ __device__ __forceinline__ void store_rows_from_registers(void *out, int out_fp3
 }
 
 /* A swapped FP4 tile's valid rows from the registers (mm_fp4_swap_consume's transposed layout:
- * d[i] is weight column c or c + 8 of token row 8 (i / 4) + 2 (lane % 4) + (i & 1)). */
+ * gemm_fp4.cuh mm_fp4_swap_acc_row / mm_fp4_swap_acc_col). */
 template <int N>
 __device__ __forceinline__ void store_rows_swapped(void *out, int out_fp32, int n, const float acc[N / 2], int rows,
                                                    int a_row0, int n0)
@@ -131,9 +131,9 @@ __device__ __forceinline__ void store_rows_swapped(void *out, int out_fp32, int 
     const int lane = mm_tid() % 32, c = n0 + mm_fp4_swap_row();
 #pragma unroll
     for (int i = 0; i < N / 2; i++) {
-        const int r = 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+        const int r = mm_fp4_swap_acc_row(lane, i);
         if (r >= rows) continue;
-        const size_t at = (size_t)(a_row0 + r) * n + c + 8 * ((i >> 1) & 1);
+        const size_t at = (size_t)(a_row0 + r) * n + mm_fp4_swap_acc_col(c, i);
         if (out_fp32) ((float *)out)[at] = acc[i];
         else ((__nv_bfloat16 *)out)[at] = __float2bfloat16_rn(acc[i]);
     }

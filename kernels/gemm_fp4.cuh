@@ -163,7 +163,20 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
 __device__ __forceinline__ int mm_fp4_swap_row()
 {
     const int t = mm_tid() - MM_PRODUCER_THREADS;
-    return 64 * (t / 128) + 16 * ((t / 32) % 4) + (t % 32) / 4;
+    return 64 * (t / 128) + mm_frag_row((t / 32) % 4, t % 32, 0);
+}
+
+/* Accumulator i of a swapped fragment: the wgmma D layout (gemm_schedule.h mm_frag_row /
+ * mm_frag_col) with its rows the weight rows (the output's columns) and its columns the tile's
+ * rows. Its tile row, and its weight row from the thread's first, c = mm_fp4_swap_row(). */
+__device__ __forceinline__ int mm_fp4_swap_acc_row(int lane, int i)
+{
+    return mm_frag_col(lane, i) + (i & 1);
+}
+
+__device__ __forceinline__ int mm_fp4_swap_acc_col(int c, int i)
+{
+    return c + mm_frag_row(0, 0, i);
 }
 
 /* Block reference exponent R of the block at `blk` (its exponents at MM_FP4_EXPS_AT, 4 a row),
