@@ -67,9 +67,11 @@
  *                   into act's extra rows) or stage them (GEMM2) after the tile's rows.
  *   4 combine flag  the last CTA out of phase 3 publishes the epoch into every rank's
  *                   combine_flags[me] after a system fence.
- *   5 combine       every CTA with (token, column) items (token_io.cuh mm_combine_flat) waits
- *                   (bounded) for every rank's flag, then y = BF16 of the FP32 sum over valid k
- *                   in k order (recipe step 7).
+ *   5 combine       waits (bounded) for every rank's flag, then y = BF16 of the FP32 sum over
+ *                   valid k in k order (recipe step 7): staged (combine_staged, calls with
+ *                   enough tokens: each warpgroup streams its units' valid rows into a byte ring
+ *                   in the span by bulk copies and sums them from there), or flat (every CTA
+ *                   with (token, column) items, token_io.cuh mm_combine_flat).
  *   6 exit          the last CTA out clears the counters it owns and stores the epoch, so the
  *                   next call starts clean without a clean-up launch.
  * Buffers (layout.h mm_layout_fused_sym/local): state (epoch, counters, send slots,
@@ -311,6 +313,7 @@ __device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t 
  * it (the ring starts within the slack's first 1 KB, so at least this much) */
 #define DISPATCH_SPAN_BYTES (unsigned)(MM_TILE_STAGES * MM_TILE_STAGE_BYTES + STAGING_BYTES)
 #define DISPATCH_GROUP 8 /* most tokens a round */
+#define MM_BAR_COMBINE 3 /* + warpgroup 0..2: the staged combine's barriers, after phase 3 */
 #define QUANT_ILP 4
 
 /* Phase 1: this CTA's tokens, a round of `group` (mm_fused_dispatch_group) at a time, rounds
@@ -1223,6 +1226,113 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
     }
 }
 
+/* Phase 5 through shared memory (mm_combine_staged_call says when): CTA `cta` takes units cta,
+ * cta + ctas, ... of the flat space unit = token * parts + part (a part: `chunk` columns,
+ * mm_combine_chunk), and its warpgroup g every groups-th of those. Per warpgroup a byte ring in
+ * the span (the stage ring's and staging area's bytes, free after phase 3): its thread 0 places
+ * each unit's valid rows (k order, packed: a unit of the EP8 slice takes ~1.4 rows of 6) at the
+ * ring's head and issues one bulk copy per row on the unit's `full` barrier, up to
+ * MM_COMBINE_INFLIGHT units ahead and as far as the ring's free bytes allow; every thread of the
+ * warpgroup then sums its 16-byte column of the unit's rows in k order (mm_add_bf16x8, the
+ * flat combine's arithmetic, so the bits are the same) and stores y. The units' valid-k masks are
+ * read MM_COMBINE_AHEAD at a time, a batch ahead, one unit a thread. The warpgroup's barrier
+ * after each unit frees its bytes and barrier for thread 0's next copies (after a proxy fence:
+ * the reads were generic, the copies are the async proxy's): the bytes in use run from the
+ * oldest unit not yet summed to the head, and a unit never wraps around the ring's end. Returns
+ * false when a copy never landed (its bounded wait expired; the warpgroup agreed). */
+__device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int tokens, int topk, int hidden,
+                               __nv_bfloat16 *y, uint8_t *span, unsigned span_bytes)
+{
+    const int chunk = mm_combine_chunk(hidden), parts = hidden / chunk;
+    const int groups = (int)blockDim.x / MM_COMBINE_GROUP_THREADS, g = (int)threadIdx.x / MM_COMBINE_GROUP_THREADS;
+    const int lane = (int)threadIdx.x % MM_COMBINE_GROUP_THREADS, bar_id = MM_BAR_COMBINE + g;
+    const unsigned ring_bytes = mm_combine_ring_bytes(span_bytes, groups), row_bytes = (unsigned)chunk * 2u;
+    mm_combine_head *head = (mm_combine_head *)span + g;
+    uint8_t *ring = span + mm_combine_heads_bytes(groups) + (size_t)g * ring_bytes;
+    const long long units = (long long)tokens * parts, stride = (long long)gridDim.x * groups;
+    const long long first = (long long)blockIdx.x + (long long)gridDim.x * g;
+    const long long n = first < units ? (units - first + stride - 1) / stride : 0;
+    /* unit j's valid k (bit k), 0 past the last */
+    auto unit_mask = [&](long long j) -> unsigned {
+        unsigned m = 0;
+        if (j < n) {
+            const int32_t *id = ids + (first + j * stride) / parts * topk;
+            for (int k = 0; k < topk; k++) m |= (id[k] >= 0 ? 1u : 0u) << k;
+        }
+        return m;
+    };
+    if (lane == 0) {
+        /* the rows were written by generic stores (GEMM2's epilogues, any rank) and published by
+         * the combine flags this CTA acquired; the copies read them through the async proxy */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        for (int i = 0; i < MM_COMBINE_INFLIGHT; i++) mm_mbar_init(&head->full[i], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    head->mask[0][lane] = (uint8_t)unit_mask(lane);
+    head->mask[1][lane] = (uint8_t)unit_mask(MM_COMBINE_AHEAD + lane);
+    mm_named_barrier(bar_id, MM_COMBINE_GROUP_THREADS);
+    long long issued = 0;            /* thread 0: units whose copies are out (units j.. are in the ring) */
+    unsigned long long ring_head = 0; /* thread 0: where the next unit goes, in linear bytes */
+    /* a unit's token and part, stepped by `stride` units (no 64-bit division a unit): the next
+     * unit to issue (thread 0) and the unit being summed */
+    const long long step_t = stride / parts;
+    const int step_c = (int)(stride % parts);
+    long long issue_t = first / parts, sum_t = issue_t;
+    int issue_c = (int)(first % parts), sum_c = issue_c;
+    bool ok = true;
+    for (long long j = 0; j < n && ok; j++) {
+        if (lane == 0) {
+            for (; issued < n && issued - j < MM_COMBINE_INFLIGHT; issued++) {
+                const unsigned m = head->mask[(issued / MM_COMBINE_AHEAD) & 1][issued % MM_COMBINE_AHEAD];
+                const unsigned bytes = (unsigned)__popc(m) * row_bytes;
+                const unsigned long long at = mm_combine_place(
+                    ring_head, issued > j ? head->start[j % MM_COMBINE_INFLIGHT] : ring_head, bytes, ring_bytes);
+                if (at == ~0ull) break; /* not free yet: after this unit */
+                ring_head = at + bytes;
+                const int slot = (int)(issued % MM_COMBINE_INFLIGHT);
+                head->start[slot] = at;
+                head->offset[slot] = (uint32_t)(at % ring_bytes);
+                const unsigned bar = (unsigned)__cvta_generic_to_shared(&head->full[slot]);
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+                const __nv_bfloat16 *src = in + ((size_t)issue_t * topk) * hidden + (size_t)issue_c * chunk;
+                issue_t += step_t;
+                if ((issue_c += step_c) >= parts) {
+                    issue_c -= parts;
+                    issue_t++;
+                }
+                uint8_t *dst = ring + head->offset[slot];
+                for (unsigned mm = m; mm; mm &= mm - 1, dst += row_bytes)
+                    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                                 ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                                 "l"(src + (size_t)(__ffs(mm) - 1) * hidden), "r"(row_bytes), "r"(bar)
+                                 : "memory");
+            }
+        }
+        const int slot = (int)(j % MM_COMBINE_INFLIGHT);
+        const bool landed = mm_mbar_wait(&head->full[slot], (uint32_t)(j / MM_COMBINE_INFLIGHT) & 1u, MM_STAGE_WAIT_NS,
+                                         MM_PIPE_WAIT_COMBINE_ROWS);
+        const unsigned m = head->mask[(j / MM_COMBINE_AHEAD) & 1][j % MM_COMBINE_AHEAD];
+        if (landed && lane * 8 < chunk) {
+            const uint8_t *rows = ring + head->offset[slot] + (size_t)lane * 16;
+            float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            for (unsigned mm = m; mm; mm &= mm - 1, rows += row_bytes) mm_add_bf16x8(acc, *(const uint4 *)rows);
+            *(uint4 *)(y + (size_t)sum_t * hidden + (size_t)sum_c * chunk + (size_t)lane * 8) = mm_round_bf16x8(acc);
+        }
+        sum_t += step_t;
+        if ((sum_c += step_c) >= parts) {
+            sum_c -= parts;
+            sum_t++;
+        }
+        /* the masks a batch ahead: this batch's first unit, the next batch's into the buffer
+         * the batch before this one used (all of its units are summed) */
+        if (j % MM_COMBINE_AHEAD == 0 && j > 0)
+            head->mask[(j / MM_COMBINE_AHEAD + 1) & 1][lane] = (uint8_t)unit_mask(j + MM_COMBINE_AHEAD + lane);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the reads before the next copies */
+        ok = mm_named_barrier_and(bar_id, MM_COMBINE_GROUP_THREADS, landed);
+    }
+    return ok;
+}
+
 /* FOLD: the form that folds extra rows into a tile (mm_fused_fold_kernel picks it per call);
  * HANDOFF: the form whose GEMM2 items take their tile's I blocks one by one (handoff_arm;
  * mm_fused_handoff_kernel picks it). Never both. FP4: FP4 experts (MXFP4, gemm_fp4.cuh), in the
@@ -1380,8 +1490,11 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
 
     /* 5: combine: the (token, 16-byte column) items over every CTA that has some (at 1 token
      * the 512 columns of Flash on two CTAs, one round each), or a token per CTA past top-k 8 */
+    const bool staged = mm_combine_staged_call(a.io.tokens, a.m.hidden, a.m.topk, (int)gridDim.x,
+                                               MM_TILE_THREADS / MM_COMBINE_GROUP_THREADS, DISPATCH_SPAN_BYTES);
     const bool flat = a.m.topk <= MM_COMBINE_ROWS;
-    if (flat ? (long long)blockIdx.x * blockDim.x < (long long)a.io.tokens * (a.m.hidden / 8) : blockIdx.x < a.io.tokens) {
+    if (staged || (flat ? (long long)blockIdx.x * blockDim.x < (long long)a.io.tokens * (a.m.hidden / 8)
+                        : blockIdx.x < a.io.tokens)) {
         int good = 1;
         if (threadIdx.x == 0) {
             const uint64_t *flags = (const uint64_t *)mm_xchg_at(a.comm, a.x, me, a.x.off_flags);
@@ -1389,9 +1502,17 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
                 good = mm_wait_geq(a.comm, flags + r, epoch, MM_PHASE_FUSED_COMBINE, r);
         }
         MM_STEP(0x100b);
+        /* phase 3's generic accesses to the span before the staged combine's copies into it */
+        if (staged) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         if (!__syncthreads_and(good)) return steps_gone();
         const __nv_bfloat16 *home = (const __nv_bfloat16 *)mm_xchg_at(a.comm, a.x, me, a.x.off_combine);
-        if (flat)
+        if (staged) {
+            if (!__syncthreads_and(combine_staged(home, a.io.ids, a.io.tokens, a.m.topk, a.m.hidden,
+                                                  (__nv_bfloat16 *)a.io.y, stages, DISPATCH_SPAN_BYTES))) {
+                if (threadIdx.x == 0) record_pipeline_failure(a.comm);
+                return steps_gone();
+            }
+        } else if (flat)
             mm_combine_flat(home, a.io.ids, a.io.tokens, a.m.topk, a.m.hidden, (__nv_bfloat16 *)a.io.y,
                             blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
         else

@@ -268,4 +268,72 @@ MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
     return g % h_items * h_width;
 }
 
+/* The staged combine (fused.cu phase 5, token_io.cuh mm_combine_staged). A unit is one token's
+ * `chunk` columns: its valid k's rows come into shared memory by one bulk copy each, and a
+ * warpgroup (a thread per 16-byte column) sums them from there. Loads from registers held ~2.8
+ * rows of 16 bytes a thread in flight at the EP8 slice (~1.4 valid of 6 slots), ~0.8 TB/s; a ring
+ * of bulk copies holds tens of KB a SM. The chunk: the fewest equal parts of hidden of at most
+ * MM_COMBINE_CHUNK_MOST columns (one 16-byte column a thread of the warpgroup), each a multiple
+ * of 128 columns (hidden's quantization blocks; parts = hidden / 128 always is one); 0 when
+ * hidden is not a multiple of 128 (the flat combine then). */
+#define MM_COMBINE_CHUNK_MOST 1024
+#define MM_COMBINE_GROUP_THREADS 128
+/* units in flight a warpgroup (its barriers), and units whose valid-k masks it reads ahead */
+#define MM_COMBINE_INFLIGHT 16
+#define MM_COMBINE_AHEAD 128
+
+MM_HD int mm_combine_chunk(int hidden)
+{
+    if (hidden < 128 || hidden % 128) return 0;
+    for (int parts = (hidden + MM_COMBINE_CHUNK_MOST - 1) / MM_COMBINE_CHUNK_MOST;; parts++)
+        if (hidden / 128 % parts == 0) return hidden / parts;
+}
+
+/* A warpgroup's part of the staged combine's shared memory: the head (barriers, each in-flight
+ * unit's ring position, two batches of masks) of every group first, then one ring each. */
+typedef struct {
+    uint64_t full[MM_COMBINE_INFLIGHT];
+    unsigned long long start[MM_COMBINE_INFLIGHT]; /* the unit's place in the ring's linear bytes */
+    uint32_t offset[MM_COMBINE_INFLIGHT];          /* and in the ring: start % ring bytes */
+    uint8_t mask[2][MM_COMBINE_AHEAD];
+} mm_combine_head;
+
+MM_HD unsigned mm_combine_heads_bytes(int groups)
+{
+    return ((unsigned)groups * (unsigned)sizeof(mm_combine_head) + 127u) & ~127u;
+}
+
+/* Each warpgroup's ring in a span of `span` bytes (a multiple of 128), 0 when the heads do not fit. */
+MM_HD unsigned mm_combine_ring_bytes(unsigned span, int groups)
+{
+    const unsigned heads = mm_combine_heads_bytes(groups);
+    return span > heads ? (span - heads) / (unsigned)groups & ~127u : 0u;
+}
+
+/* Where in a warpgroup's ring (linear bytes: the place modulo ring_bytes) the next unit of `bytes`
+ * goes, given the ring's head and the start of its oldest unit still in use (oldest == head when
+ * none is): at the head, or at the ring's start when it would wrap around the end; ~0ull when the
+ * bytes from the oldest unit to its end would exceed the ring (not free yet). */
+MM_HD unsigned long long mm_combine_place(unsigned long long head, unsigned long long oldest, unsigned bytes,
+                                          unsigned ring_bytes)
+{
+    unsigned long long at = head;
+    if (at % ring_bytes + bytes > ring_bytes) at += ring_bytes - at % ring_bytes;
+    if (oldest == head) oldest = at; /* an empty ring: the skipped end is free too */
+    return at + bytes - oldest <= ring_bytes ? at : ~0ull;
+}
+
+/* Whether a call combines through shared memory: a chunk exists, a unit with every k valid fits a
+ * ring, and every warpgroup of every CTA gets at least MM_COMBINE_STAGED_MIN_UNITS units (below
+ * that the ring has nothing to overlap and the flat combine's direct loads are one latency less). */
+#define MM_COMBINE_STAGED_MIN_UNITS 4
+
+MM_HD int mm_combine_staged_call(long long tokens, int hidden, int topk, int ctas, int groups, unsigned span)
+{
+    const int chunk = mm_combine_chunk(hidden);
+    if (!chunk || topk < 1 || topk > 8 || ctas < 1 || groups < 1) return 0;
+    if ((unsigned long long)topk * (unsigned)chunk * 2u > mm_combine_ring_bytes(span, groups)) return 0;
+    return tokens * (hidden / chunk) >= (long long)ctas * groups * MM_COMBINE_STAGED_MIN_UNITS;
+}
+
 #endif

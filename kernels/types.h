@@ -57,6 +57,7 @@ typedef enum {
     MM_PIPE_WAIT_ITEM_READY,  /* math: the producer publishing the next item */
     MM_PIPE_WAIT_TOKEN_ROWS,  /* fused dispatch: a round's BF16 rows (bulk copies into shared memory) */
     MM_PIPE_WAIT_GEMM1_BLOCK, /* fused GEMM2 producer: an I block of its row tile's GEMM1 (hand-off) */
+    MM_PIPE_WAIT_COMBINE_ROWS, /* fused combine: a unit's rows (bulk copies into shared memory) */
     MM_PIPE_WAIT_COUNT
 } mm_pipe_wait;
 

@@ -31,7 +31,8 @@ const char *pipe_wait_name(uint64_t wait)
                                         "item slot free (producer waiting for the math)",
                                         "item ready (math waiting for the producer)",
                                         "token rows (the dispatch waiting for its BF16 rows' bulk loads)",
-                                        "GEMM1 block (a GEMM2 item waiting for an I block of its row tile)"};
+                                        "GEMM1 block (a GEMM2 item waiting for an I block of its row tile)",
+                                        "combine rows (the combine waiting for its rows' bulk loads)"};
     _Static_assert(sizeof names / sizeof names[0] == MM_PIPE_WAIT_COUNT, "a name per mm_pipe_wait");
     return wait < MM_PIPE_WAIT_COUNT ? names[wait] : "unknown";
 }

@@ -719,6 +719,77 @@ static void fused_dispatch_rounds(void **state)
     }
 }
 
+/* The staged combine's chunks: the fewest equal parts of hidden of at most 1024 columns, each a
+ * whole number of 16-byte columns, or 0 when there is none. */
+static void combine_chunks(void **state)
+{
+    (void)state;
+    assert_int_equal(mm_combine_chunk(4096), 1024); /* Flash: 4 parts */
+    assert_int_equal(mm_combine_chunk(7168), 1024); /* Pro, V3: 7 */
+    assert_int_equal(mm_combine_chunk(256), 256);
+    assert_int_equal(mm_combine_chunk(1408), 128); /* 11 blocks of 128: 11 parts */
+    assert_int_equal(mm_combine_chunk(1000), 0);
+    assert_int_equal(mm_combine_chunk(100), 0);
+    for (int h = 128; h <= 40960; h += 128) {
+        const int c = mm_combine_chunk(h);
+        assert_true(c > 0 && c <= MM_COMBINE_CHUNK_MOST && c % 128 == 0 && h % c == 0);
+        /* no fewer parts would do */
+        for (int parts = 1; parts < h / c; parts++)
+            assert_false(h % parts == 0 && h / parts % 128 == 0 && h / parts <= MM_COMBINE_CHUNK_MOST);
+    }
+    /* span: the stage ring and staging area (fused.cu's DISPATCH_SPAN_BYTES) */
+    const unsigned span = 5 * 34816 + 33792, ring = mm_combine_ring_bytes(span, 3);
+    assert_true(ring % 128 == 0 && 3 * ring + mm_combine_heads_bytes(3) <= span);
+    assert_true(mm_combine_staged_call(32768, 4096, 6, 132, 3, span)); /* Flash EP8 slice, 4096 tokens */
+    assert_true(mm_combine_staged_call(512, 4096, 6, 132, 3, span));
+    assert_false(mm_combine_staged_call(64, 4096, 6, 132, 3, span));  /* 256 units: under 4 a warpgroup */
+    assert_false(mm_combine_staged_call(8192, 4096, 9, 132, 3, span)); /* top-k past 8: a token per CTA */
+    assert_false(mm_combine_staged_call(8192, 100, 6, 132, 3, span));  /* no chunk */
+    assert_false(mm_combine_staged_call(8192, 4096, 8, 132, 3, 40000)); /* a full unit would not fit */
+}
+
+/* The staged combine's ring, run as the kernel runs it (issue up to MM_COMBINE_INFLIGHT units
+ * ahead while mm_combine_place finds room, sum the oldest, repeat): every unit lies inside the
+ * ring without wrapping, no two units with rows in the ring at once overlap, and the oldest unit is always
+ * issued by the time it is summed (no stall), over random valid-row counts. */
+static void combine_ring(void **state)
+{
+    (void)state;
+    const unsigned rings[] = {68736, 12288, 16384, 20000 & ~127u};
+    const unsigned row = 2048;
+    unsigned seed = 12345;
+    for (size_t r = 0; r < sizeof rings / sizeof rings[0]; r++) {
+        const unsigned ring = rings[r];
+        const int topk = (int)(ring / row) < 8 ? (int)(ring / row) : 8;
+        enum { N = 4000 };
+        static unsigned bytes[N];
+        static unsigned long long start[N];
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            bytes[i] = (seed >> 16) % (unsigned)(topk + 1) * row;
+        }
+        long long issued = 0;
+        unsigned long long head = 0;
+        for (long long j = 0; j < N; j++) {
+            for (; issued < N && issued - j < MM_COMBINE_INFLIGHT; issued++) {
+                const unsigned long long at =
+                    mm_combine_place(head, issued > j ? start[j] : head, bytes[issued], ring);
+                if (at == ~0ull) break;
+                assert_true(at >= head);
+                assert_true(at % ring + bytes[issued] <= ring); /* no wrap inside a unit */
+                start[issued] = at;
+                head = at + bytes[issued];
+            }
+            assert_true(issued > j); /* the unit summed next is in the ring */
+            /* the units in the ring with bytes lie in linear order within one ring's length from
+             * the first of them, so they are disjoint modulo it (a unit without rows holds none) */
+            long long k = j;
+            while (k < issued && !bytes[k]) k++;
+            if (k < issued) assert_true(head - start[k] <= ring);
+        }
+    }
+}
+
 /* The tensor-copy epilogue's box layout: the per-thread base plus per-pair step the kernel adds
  * lands every fragment pair where the 128-byte-swizzled map expects (row, col); every (row, col
  * pair) of the two boxes is written exactly once; and each warp-wide store (one pair i of 32 lanes)
@@ -859,6 +930,8 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_first_slots),
         cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(fused_dispatch_rounds),
+        cmocka_unit_test(combine_chunks),
+        cmocka_unit_test(combine_ring),
         cmocka_unit_test(out_box_layout),
         cmocka_unit_test(out_tile_swizzle),
     };
