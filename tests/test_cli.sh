@@ -39,7 +39,7 @@ expect 2 "has no meta.ceilings" 1 -- "$bin" plan --ceilings configs/tiny.json
 expect 2 "plan: --ceilings cannot read" 1 -- "$bin" plan --ceilings tests/configs/nope.json
 expect 2 "option --ceilings does not apply" 1 -- "$bin" bench --ceilings results/h100-ep1/deepseek-v4-flash-slice8.json
 expect 0 "" 0 -- "$bin" plan --ranks 8 --ceilings results/h100-ep1/deepseek-v4-flash-slice8.json
-grep -q "^# ceilings: HBM 2948 GB/s, NVLink 370 GB/s one direction, FP8 GEMM 1374 TFLOP/s" "$tmp/out" ||
+grep -q "^# ceilings: HBM 3168 GB/s, NVLink 370 GB/s one direction, FP8 GEMM 1385 TFLOP/s" "$tmp/out" ||
     { echo "FAIL: plan --ceilings did not take the file's ceilings"; fail=$((fail + 1)); }
 expect 2 "cannot read" 1 -- "$bin" plan --config tests/configs
 expect 2 "empty file" 1 -- "$bin" plan --config tests/configs/empty.json
