@@ -82,6 +82,10 @@ static const mm_scenario scenarios[] = {
      * gate pass, then the up pass), and 176 (large: a full tile and a split one of 48) */
     {"small-tiles-48", 256, 256, 4, 0, 2, 10.0, 0, 96, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
     {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
+    /* fused's staged combine (fused_schedule.h mm_combine_staged_call: >= 4 units a warpgroup):
+     * parts of 768 columns (96 of a warpgroup's 128 threads sum), top-8 rows of 1.5 KB a part with
+     * 30% of the picks masked, so units of 0-8 rows pack the rings unevenly and wrap them often */
+    {"combine-staged", 1536, 256, 0, 16, 8, 10.0, 0, 1024, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL, 0, 0},
     /* numerics */
     {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},
     {"limit-10", 256, 128, 0, 4, 2, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},

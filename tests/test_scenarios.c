@@ -123,6 +123,18 @@ static void fp4_scenarios(void **state)
         assert_int_equal(c.weights, MM_WEIGHTS_FP4);
         if (i < 8) assert_true(scenario_host_reference(s)); /* the GPU reference against the host's */
     }
+    /* combine-staged takes fused's staged combine on a GPU of 132 SMs (one CTA each) in parts of
+     * 768 columns, and the small scenarios keep the flat one */
+    {
+        const unsigned span = 5 * 34816 + 33792; /* fused.cu's DISPATCH_SPAN_BYTES */
+        const mm_scenario *st = by_name("combine-staged");
+        if (!st) fail_msg("missing scenario combine-staged");
+        assert_int_equal(scenario_config(st, 1, &c, why, sizeof why), MM_OK);
+        assert_int_equal(mm_combine_chunk(c.hidden), 768);
+        assert_true(mm_combine_staged_call(st->tokens, c.hidden, c.topk, 132, 3, span));
+        assert_int_equal(scenario_config(by_name("smoke"), 1, &c, why, sizeof why), MM_OK);
+        assert_false(mm_combine_staged_call(by_name("smoke")->tokens, c.hidden, c.topk, 132, 3, span));
+    }
     /* fp4-swapped-hot runs fused's swapped form: 400 rows expected over 16 experts */
     const mm_scenario *hot = by_name("fp4-swapped-hot");
     assert_int_equal(scenario_config(hot, 1, &c, why, sizeof why), MM_OK);
