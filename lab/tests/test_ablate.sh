@@ -7,7 +7,7 @@ tmp=$(mktemp -d)
 export ABLATE_TREES=$tmp/trees
 fail=0
 out=$(lab/ablate.sh --dry-run lab/ablations/dispatch.txt "$tmp/logs" 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(echo "$out" | grep -c '^== a-')" -eq 4 ] ||
+[ $rc -eq 0 ] && [ "$(echo "$out" | grep -c '^== a-')" -eq 5 ] ||
     { echo "FAIL: ablate.sh --dry-run on dispatch.txt: rc=$rc"; echo "$out" | tail -5; fail=1; }
 printf 'a-nothing kernels/fused.cu s/no such text anywhere/x/\n' >"$tmp/bad.txt"
 out=$(lab/ablate.sh --dry-run "$tmp/bad.txt" "$tmp/logs" 2>&1); rc=$?
