@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ablations of the working tree on one GPU, in one call: each variant is a copy of the sources with
+# Ablations of the working tree on one GPU, in one run: each variant is a copy of the sources with
 # one sed edit (a stage removed, a constant changed), built from build/'s objects so that only the
 # edited file recompiles; bench then runs the tree itself and every variant alternately (the order
 # reversed each round) with --breakdown and prints each run's stage lines. A variant whose name
