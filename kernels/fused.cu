@@ -1488,8 +1488,9 @@ __global__ void __launch_bounds__(MM_TILE_THREADS, 1) fused_moe_kernel(mm_fused_
         if (threadIdx.x == 0) mm_xchg_counters(a.comm, a.x)[DONE_GEMM2] = 0;
     }
 
-    /* 5: combine: the (token, 16-byte column) items over every CTA that has some (at 1 token
-     * the 512 columns of Flash on two CTAs, one round each), or a token per CTA past top-k 8 */
+    /* 5: combine: staged through shared memory when every warpgroup gets enough units
+     * (combine_staged), else the (token, 16-byte column) items over every CTA that has some (at 1
+     * token the 512 columns of Flash on two CTAs, one round each), or a token per CTA past top-k 8 */
     const bool staged = mm_combine_staged_call(a.io.tokens, a.m.hidden, a.m.topk, (int)gridDim.x,
                                                MM_TILE_THREADS / MM_COMBINE_GROUP_THREADS, DISPATCH_SPAN_BYTES);
     const bool flat = a.m.topk <= MM_COMBINE_ROWS;
