@@ -720,7 +720,7 @@ static void fused_dispatch_rounds(void **state)
 }
 
 /* The staged combine's chunks: the fewest equal parts of hidden of at most 1024 columns, each a
- * whole number of 16-byte columns, or 0 when there is none. */
+ * multiple of 128 columns, or 0 when hidden is not a multiple of 128; and when a call takes it. */
 static void combine_chunks(void **state)
 {
     (void)state;
