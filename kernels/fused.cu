@@ -299,13 +299,10 @@ __device__ __forceinline__ void load_round_rows(const mm_fused_args &a, uint8_t 
                                                 int n)
 {
     const unsigned row = (unsigned)a.m.hidden * 2, b = (unsigned)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(n * row) : "memory");
+    mm_mbar_expect_tx(b, n * row);
     for (int g = 0; g < n; g++) {
         const int t = mm_fused_round_token((int)blockIdx.x, (int)gridDim.x, group, j, g);
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     ::"r"((unsigned)__cvta_generic_to_shared(dst + (size_t)g * row)),
-                     "l"(a.io.x + (size_t)t * a.m.hidden), "r"(row), "r"(b)
-                     : "memory");
+        mm_bulk_load((unsigned)__cvta_generic_to_shared(dst + (size_t)g * row), a.io.x + (size_t)t * a.m.hidden, row, b);
     }
 }
 
@@ -1293,7 +1290,7 @@ __device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int 
                 head->start[slot] = at;
                 head->offset[slot] = (uint32_t)(at % ring_bytes);
                 const unsigned bar = (unsigned)__cvta_generic_to_shared(&head->full[slot]);
-                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+                mm_mbar_expect_tx(bar, bytes);
                 const __nv_bfloat16 *src = in + ((size_t)issue_t * topk) * hidden + (size_t)issue_c * chunk;
                 issue_t += step_t;
                 if ((issue_c += step_c) >= parts) {
@@ -1302,10 +1299,7 @@ __device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int 
                 }
                 uint8_t *dst = ring + head->offset[slot];
                 for (unsigned mm = m; mm; mm &= mm - 1, dst += row_bytes)
-                    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                                 ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                                 "l"(src + (size_t)(__ffs(mm) - 1) * hidden), "r"(row_bytes), "r"(bar)
-                                 : "memory");
+                    mm_bulk_load((unsigned)__cvta_generic_to_shared(dst), src + (size_t)(__ffs(mm) - 1) * hidden, row_bytes, bar);
             }
         }
         const int slot = (int)(j % MM_COMBINE_INFLIGHT);

@@ -543,8 +543,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
 #endif
         unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
         if (pt == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(tx_bytes)
-                         : "memory");
+            mm_mbar_expect_tx(full, tx_bytes);
             if (a_tma && am.pair)
                 mm_tile_tma_a_multicast(sa + rank * 64 * 128, half_map, kb, am.row0 + 64 * (int)rank, full);
             else if (a_tma)
@@ -840,8 +839,7 @@ __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe 
     MM_AUDIT_REFILL(s);
     unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[s]);
     if (pt == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
-                     "r"(FP4 ? MM_FP4_BLOCK_CODE_BYTES : MM_TILE_B_STAGE) : "memory");
+        mm_mbar_expect_tx(full, FP4 ? MM_FP4_BLOCK_CODE_BYTES : MM_TILE_B_STAGE);
         mm_tile_tma_w<FP4>(sb, b, kb, full);
     }
     mm_tile_load_w_scale<FP4>(sb, sc + MM_GEMM_BM, b, kb, pt);

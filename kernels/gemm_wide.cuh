@@ -316,8 +316,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 1) grouped_gemm_wide_kernel(mm_g
                 if (pt == 0) {
                     /* a narrow tile's 64 rows come from CTA 0 alone, into both (same rows: a pair) */
                     const int a_bytes = narrow ? 64 * MM_GEMM_BK : WIDE_A_STAGE;
-                    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                                 ::"r"(full), "r"(a_bytes + (two ? 2 : 1) * MM_TILE_B_STAGE) : "memory");
+                    mm_mbar_expect_tx(full, a_bytes + (two ? 2 : 1) * MM_TILE_B_STAGE);
                     if (!narrow)
                         mm_tile_tma_a_multicast(sa + rank * (MM_WIDE_BM / 2) * 128, half_map, kb,
                                                 a_row0 + (MM_WIDE_BM / 2) * (int)rank, full);

@@ -1,5 +1,6 @@
-/* PTX wrappers the kernels share: thread and cluster ids, cp.async, mbarriers (init, arrive,
- * the peer's arrive across a 2-CTA cluster), wgmma descriptors and the wgmma instructions of the
+/* PTX wrappers the kernels share: thread and cluster ids, cp.async, bulk copies into shared
+ * memory, mbarriers (init, arrive, arrive armed for a copy's bytes, the peer's arrive across a
+ * 2-CTA cluster), wgmma descriptors and the wgmma instructions of the
  * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, and m64n{8,16,32,64}k32 with A
  * from registers; all FP8 e4m3 into FP32).
  * One instruction each, no policy: what a stage, a ring or a tile does with them lives in
@@ -40,6 +41,22 @@ __device__ __forceinline__ void mm_mbar_arrive(uint64_t *bar)
 {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+
+/* Arms the barrier at shared address `bar` for `bytes` more bytes of asynchronous copies and
+ * arrives on it (one arrival). */
+__device__ __forceinline__ void mm_mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+/* One bulk copy of `bytes` (a multiple of 16) from global memory to shared address `dst`, its
+ * completion counted on the barrier at shared address `bar` (armed by mm_mbar_expect_tx). */
+__device__ __forceinline__ void mm_bulk_load(unsigned dst, const void *src, unsigned bytes, unsigned bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
 
 /* This CTA's rank in its cluster, and the cluster's size (1 when launched without one). */
