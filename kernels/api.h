@@ -207,6 +207,11 @@ typedef struct {
     const int32_t *ids;  /* [T][K] */
     const float *topk_w; /* [T][K] */
     uint16_t *y;         /* [T][H] BF16 */
+    /* An EP slice (bench --ep-slice N, check's slice scenarios): the tokens a rank of that EP N
+     * deployment has, and N (0 and 0 in a real run). The fused kernel takes the form such a rank
+     * would (fused_schedule.h mm_fused_form): the slice's own tokens keep only their picks of its
+     * experts, so tokens x topk would overstate its rows ~4.5x at EP8. */
+    int slice_tokens, slice_ranks;
 } mm_call_io;
 
 /* This rank's local experts' weights, and their TMA descriptors. FP8: w1, w2 the weights, s1, s2

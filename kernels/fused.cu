@@ -1661,13 +1661,15 @@ extern "C" cudaError_t mm_launch_fused(mm_fused_args a, int ctas, cudaStream_t s
     memset(steps_host, 0, (size_t)steps_words * 4);
 #endif
     if ((uintptr_t)a.io.x % 16) return cudaErrorMisalignedAddress; /* the dispatch loads x rows by bulk copies */
-    if (a.w.fp4 && mm_fused_fp4_swapped(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
+    const int form = mm_fused_call_form(a.io.tokens, a.io.slice_tokens, a.io.slice_ranks, a.m.topk, a.comm.peers.ranks,
+                                        a.m.experts, a.m.inter, ctas, a.w.fp4);
+    if (form == MM_FUSED_FORM_FP4_SWAPPED)
         fused_moe_kernel<false, false, true, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
-    else if (a.w.fp4)
+    else if (form == MM_FUSED_FORM_FP4)
         fused_moe_kernel<false, false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
-    else if (mm_fused_fold_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts))
+    else if (form == MM_FUSED_FORM_FOLD)
         fused_moe_kernel<true, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
-    else if (mm_fused_handoff_kernel(a.io.tokens, a.m.topk, a.comm.peers.ranks, a.m.experts, a.m.inter, ctas))
+    else if (form == MM_FUSED_FORM_HANDOFF)
         fused_moe_kernel<false, true><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);
     else
         fused_moe_kernel<false, false><<<ctas, MM_TILE_THREADS, smem, stream>>>(a);

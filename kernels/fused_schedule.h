@@ -102,6 +102,32 @@ MM_HD int mm_fused_handoff_kernel(long long tokens, int topk, int ranks, int exp
     return touched * (inter / 128) <= ctas;
 }
 
+/* The fused kernel's forms (fused.cu, one instantiation each) and the one a call takes
+ * (mm_launch_fused): FP4 experts run the swapped form or the FP4 form of the FP8 items; FP8 the
+ * folding form near 128 rows an expert, the hand-off form when the GEMM1 items fit a wave, else
+ * the base form. `tokens`, `ranks`, `experts`: a rank's tokens, the EP size and all experts of
+ * the deployment (an EP slice passes the deployment it emulates, so that it runs that rank's
+ * form). */
+enum { MM_FUSED_FORM_BASE, MM_FUSED_FORM_FOLD, MM_FUSED_FORM_HANDOFF, MM_FUSED_FORM_FP4, MM_FUSED_FORM_FP4_SWAPPED };
+
+MM_HD int mm_fused_kernel_form(long long tokens, int topk, int ranks, int experts, int inter, int ctas, int fp4)
+{
+    if (fp4) return mm_fused_fp4_swapped(tokens, topk, ranks, experts) ? MM_FUSED_FORM_FP4_SWAPPED : MM_FUSED_FORM_FP4;
+    if (mm_fused_fold_kernel(tokens, topk, ranks, experts)) return MM_FUSED_FORM_FOLD;
+    if (mm_fused_handoff_kernel(tokens, topk, ranks, experts, inter, ctas)) return MM_FUSED_FORM_HANDOFF;
+    return MM_FUSED_FORM_BASE;
+}
+
+/* A call's form (mm_launch_fused): `tokens` of this rank, of `ranks`, over `experts` local x
+ * ranks; an EP slice (slice_ranks N > 0, slice_tokens a rank's batch there) runs on one rank the
+ * E / N experts of EP N, and takes the form of that deployment's rank. */
+MM_HD int mm_fused_call_form(long long tokens, int slice_tokens, int slice_ranks, int topk, int ranks, int experts,
+                             int inter, int ctas, int fp4)
+{
+    if (slice_ranks > 0) return mm_fused_kernel_form(slice_tokens, topk, slice_ranks, experts * slice_ranks, inter, ctas, fp4);
+    return mm_fused_kernel_form(tokens, topk, ranks, experts, inter, ctas, fp4);
+}
+
 /* An expert's row tiles in the fused kernel: 128 rows each, but for the extra rows folded into
  * the last one. */
 MM_HD int mm_fused_expert_tiles(int rows, int large)

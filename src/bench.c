@@ -38,6 +38,7 @@ typedef struct {
     const mm_config *full; /* the model's config (all experts): the routing and the floors */
     int run_max;        /* tokens a call may carry: max_tokens, or N x max_tokens for a slice */
     int run_tokens;     /* the tokens of the current batch's calls */
+    int run_batch;      /* the batch (tokens a rank): an EP slice's calls take that rank's form */
     mm_ceiling_set ceil; /* the floors' ceilings: measured on these GPUs where they can be */
     int mode_max[MODE_COUNT]; /* largest batch each built mode is set up for (0: not run) */
     uint64_t mode_sym[MODE_COUNT]; /* where each mode's region starts in the symmetric buffer */
@@ -226,6 +227,7 @@ static mm_status gen_batch(bench_state *b, const mm_config *cfg, const mm_option
 {
     mm_runtime *rt = &b->rt;
     b->run_tokens = batch;
+    b->run_batch = batch;
     if (b->slice) {
         const int all = b->slice * batch;
         CUDA_TRY(mm_launch_gen_routing(b->route, 0, all, b->topk_ids, b->topk_w, rt->stream));
@@ -253,6 +255,13 @@ typedef struct {
     mm_mode mode;
     mm_mode_io io;
 } step_ctx;
+
+/* The current batch's call of mode m: its tokens, and for an EP slice the rank it emulates. */
+static step_ctx step_of(bench_state *b, mm_mode m)
+{
+    step_ctx c = {b, m, {b->run_tokens, b->x, b->topk_ids, b->topk_w, b->y[m], b->slice ? b->run_batch : 0, b->slice}};
+    return c;
+}
 
 static mm_status mode_step(void *ctx, cudaStream_t stream)
 {
@@ -483,7 +492,7 @@ static mm_status sweep(bench_state *b, const mm_config *cfg, const mm_options *o
             else if (o->graph && !ops->graph_ok)
                 mm_fmt(row->note, sizeof row->note, "not capturable in a CUDA graph (--graph off)");
             else {
-                step_ctx ctx = {b, (mm_mode)m, {b->run_tokens, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+                step_ctx ctx = step_of(b, (mm_mode)m);
                 ctxs[m] = ctx;
                 row->status = ROW_OK;
                 if (o->check) s = check_row(b, cfg, &ctxs[m], row);
@@ -565,7 +574,7 @@ static mm_status energy_pass(bench_state *b, const mm_config *cfg, const mm_opti
                 plan[0] = timing_energy_calls(row->stats.median, o->energy_ms), plan[1] = row->stats.median;
             if (MPI_Bcast(plan, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) s = MM_RUNTIME;
             if (s != MM_OK || plan[0] <= 0) continue;
-            step_ctx ctx = {b, (mm_mode)m, {b->run_tokens, b->x, b->topk_ids, b->topk_w, b->y[m]}};
+            step_ctx ctx = step_of(b, (mm_mode)m);
             mm_row scratch;
             memset(&scratch, 0, sizeof scratch);
             s = timing_energy_row(rt, mode_step, &ctx, (int)plan[0], plan[1], o->energy_ms, pw, row ? row : &scratch);

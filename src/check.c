@@ -201,7 +201,7 @@ static mm_status output_digest(const uint16_t *y, size_t n, cell *c)
 }
 
 /* One mode on this scenario's inputs, compared with the GPU reference. Collective. */
-static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const mm_config *cfg,
+static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const mm_scenario *sc, const mm_config *cfg,
                           const gpu_buffers *b, int tokens, int max_tokens, cell *c, uint16_t **keep_y)
 {
     const mm_mode_ops *ops = mode_ops(m);
@@ -216,7 +216,8 @@ static mm_status run_mode(mm_runtime *rt, const mm_options *o, mm_mode m, const 
     mm_status local = ops->setup(&state, rt, cfg, max_tokens, MM_SYM_HEAD_BYTES, &lw);
     if (local == MM_OK && cudaMalloc((void **)&y, (size_t)tokens * h * 2 + 16) != cudaSuccess) local = MM_RUNTIME;
     if (local == MM_OK && mm_launch_poison(y, (size_t)tokens * h * 2, rt->stream) != cudaSuccess) local = MM_RUNTIME;
-    mm_mode_io io = {tokens, b->x, b->ids, b->w, y};
+    /* a slice's call takes the form of the EP N rank it emulates (api.h mm_call_io) */
+    mm_mode_io io = {tokens, b->x, b->ids, b->w, y, sc->ep_slice ? scenario_tokens(sc, 0) : 0, sc->ep_slice};
     if (local == MM_OK) local = ops->run(state, &io, rt->stream);
     if (local == MM_OK) {
         char label[64];
@@ -368,7 +369,7 @@ static mm_status run_scenario(mm_runtime *rt, const mm_options *o, const mm_scen
         else if ((s = modes_supported(ops, &cfg, rt->world, &ok, c->note, sizeof c->note)) != MM_OK || !ok)
             continue; /* SKIP with the mode's reason (or the failure stops the loop) */
         else
-            s = run_mode(rt, o, (mm_mode)m, &cfg, &b, tokens, max_tokens, c,
+            s = run_mode(rt, o, (mm_mode)m, sc, &cfg, &b, tokens, max_tokens, c,
                          m == MODE_FUSED || m == MODE_LL ? &outputs[m] : NULL);
     }
     if (s == MM_OK && outputs[MODE_FUSED] && outputs[MODE_LL])

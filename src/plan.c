@@ -116,16 +116,9 @@ mm_fused_form plan_fused_form(const mm_floor *fl)
     return form;
 }
 
-int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch, int slice)
+int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch)
 {
-    if (!slice) return mm_fused_fp4_swapped(batch, cfg->topk, ranks, cfg->experts);
-    if (slice < 1 || cfg->experts % slice || cfg->topk > cfg->experts) return 0;
-    /* a token misses the slice's experts when all its distinct picks fall outside them */
-    const int local = cfg->experts / slice;
-    double miss = 1.0;
-    for (int i = 0; i < cfg->topk; i++) miss *= (double)(cfg->experts - local - i) / (cfg->experts - i);
-    const long long tokens = llround((double)slice * batch * (1.0 - miss));
-    return mm_fused_fp4_swapped(tokens, cfg->topk, 1, local);
+    return mm_fused_fp4_swapped(batch, cfg->topk, ranks, cfg->experts);
 }
 
 double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
@@ -281,7 +274,7 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
                 fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
                 fl.nvlink_bytes / 1e6, fl.t_hbm_us, fl.t_tc_us, fl.t_nvlink_us, fl.floor_us,
                 bound_name(fl.bound), form.rows_per_tile,
-                cfg->weights == MM_WEIGHTS_FP4 && plan_fused_fp4_swapped(cfg, ranks, batches[b], slice) ? "swap"
+                cfg->weights == MM_WEIGHTS_FP4 && plan_fused_fp4_swapped(cfg, ranks, batches[b]) ? "swap"
                 : form.dual                                                                          ? "dual"
                                                                                                      : "pass");
     }

@@ -65,9 +65,8 @@ typedef struct {
 mm_fused_form plan_fused_form(const mm_floor *fl);
 
 /* Whether the fused kernel runs its FP4 experts in the swapped form at a batch (fused_schedule.h
- * mm_fused_fp4_swapped over the call's tokens: a rank's `batch`, or with `slice` the tokens of
- * slice x batch expected to pick one of its experts, each counted with all its top-k picks). */
-int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch, int slice);
+ * mm_fused_fp4_swapped) on a rank of `ranks`; an EP slice of N (ranks = N) runs that rank's form. */
+int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch);
 
 /* Bytes of one expert's FP8 weights (W1 and W2) and their FP32 128x128 block scales. */
 double plan_expert_weight_bytes(const mm_config *cfg);

@@ -99,7 +99,8 @@ static const mm_scenario scenarios[] = {
      * pick one of them with their other picks masked, so most tokens keep 1-2 of their k rows
      * (the combine's masked slots) and the experts' rows are as ragged as the routing makes them;
      * flash-t160's ~700 tokens stay under ll's cap (fused = ll bit for bit), flash-t1024's ~4.5k
-     * run fused's large form (dual items, folded rows) */
+     * run fused's large form (dual items); each call takes the form of the EP N rank it emulates
+     * (fused_schedule.h mm_fused_call_form: at t160 30 rows an expert, split items) */
     {"slice8-small", 256, 128, 0, 8, 6, 10.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
     {"slice8-tokens-1", 256, 128, 0, 4, 2, 10.0, 0, 1, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
     {"slice8-zipf", 256, 128, 0, 8, 6, 10.0, 0, 96, TOKENS_SAME, "zipf:1.2", X_NORMAL, NULL, 8, 0},
@@ -121,7 +122,7 @@ static const mm_scenario scenarios[] = {
     {"fp4-largest", SMALL, 64, TOKENS_SAME, "uniform", X_HUGE, NULL, 0, 1 + MM_FP4_LARGEST},
     /* fused's FP4 form: full and partial row tiles (GEMM2's rows by TMA, GEMM2 items waiting for
      * their tile's GEMM1 items) with two K blocks an item, fewer than the ring holds; and the
-     * ragged rows of an EP8 slice at the Flash shape */
+     * ragged rows of an EP8 slice at the Flash shape (an EP8 rank's form there: the swapped one) */
     {"fp4-large-tiles", 256, 256, 0, 2, 2, 10.0, 1, 300, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 1 + MM_FP4_REAL},
     /* fused's swapped FP4 form (a call whose experts expect <= 64 rows: fused_schedule.h

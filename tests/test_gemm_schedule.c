@@ -635,6 +635,37 @@ static void fused_extra_rows(void **state)
     assert_false(mm_fused_fold_kernel(1, 256, 1, 1)); /* near 256: too few fold */
 }
 
+/* A call's form: a real rank's from its tokens; an EP slice's from the rank it emulates, not from
+ * its own tokens (each keeps only its picks of the slice's experts, so tokens x topk would count
+ * ~4.5x the rows at Flash EP8). */
+static void fused_call_forms(void **state)
+{
+    (void)state;
+    enum { H = 2048, CTAS = 132 };
+    /* Flash EP8, a real rank: hand-off at 1 token, folding near 128 rows an expert (597-768
+     * tokens), the swapped FP4 form up to 341 tokens, the base form at 4096 */
+    assert_int_equal(mm_fused_call_form(1, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_HANDOFF);
+    assert_int_equal(mm_fused_call_form(680, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_FOLD);
+    assert_int_equal(mm_fused_call_form(160, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
+    assert_int_equal(mm_fused_call_form(4096, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
+    assert_int_equal(mm_fused_call_form(341, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
+    assert_int_equal(mm_fused_call_form(342, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4);
+    /* its EP8 slice on one GPU (32 experts, the ~55% of 8 x batch tokens that reach them) takes
+     * the same forms; counted by its own tokens it took the base form at 1 token (~5 tokens x 6
+     * picks over 32 experts: 19 experts x 16 items, past a wave), folding at 160 (700 x 6 / 32 =
+     * 131 rows) and FP4's FP8-block form at 160 */
+    assert_int_equal(mm_fused_call_form(5, 1, 8, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_HANDOFF);
+    assert_int_equal(mm_fused_kernel_form(5, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_BASE);
+    assert_int_equal(mm_fused_call_form(700, 160, 8, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_BASE);
+    assert_int_equal(mm_fused_kernel_form(700, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_FOLD);
+    assert_int_equal(mm_fused_call_form(2980, 680, 8, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_FOLD);
+    assert_int_equal(mm_fused_call_form(700, 160, 8, 6, 1, 32, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
+    assert_int_equal(mm_fused_kernel_form(700, 6, 1, 32, H, CTAS, 1), MM_FUSED_FORM_FP4);
+    assert_int_equal(mm_fused_call_form(18400, 4096, 8, 6, 1, 32, H, CTAS, 0), MM_FUSED_FORM_BASE);
+    /* a real EP1 rank with the slice fields unset */
+    assert_int_equal(mm_fused_call_form(1, 0, 0, 6, 1, 256, H, CTAS, 0), MM_FUSED_FORM_HANDOFF);
+}
+
 /* Counts first: an expert's slots from one rank are 0..count-1, each once, in (token, k) order,
  * with masked k (-1) and an expert repeated within a token; the rule's token bounds. */
 static void fused_first_slots(void **state)
@@ -927,6 +958,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_compact_rule),
         cmocka_unit_test(fused_schedule_lanes),
         cmocka_unit_test(fused_extra_rows),
+        cmocka_unit_test(fused_call_forms),
         cmocka_unit_test(fused_first_slots),
         cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(fused_dispatch_rounds),
