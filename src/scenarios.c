@@ -107,6 +107,8 @@ static const mm_scenario scenarios[] = {
     {"slice8-flash-t64", FLASH, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
     {"slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 0},
     {"slice8-flash-t1024", FLASH, 1024, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
+    /* the folding form as an EP8 rank takes it near 128 rows an expert (~3k tokens in the slice) */
+    {"slice8-flash-t680", FLASH, 680, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 0},
     {"slice4-pro-t64", PRO, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 4, 0},
     /* FP4 experts (MXFP4; docs/recipe.md "FP4 weights"): the GPU reference against the host's,
      * each written apart, and every mode against them. Realistic experts at the

@@ -103,6 +103,24 @@ static void ep_slices(void **state)
     assert_int_equal(scenario_call_tokens_max(by_name("smoke"), 0), 4);
     assert_true(scenario_host_reference(small));
     assert_false(scenario_host_reference(by_name("slice8-flash-t64")));
+    /* each slice scenario runs the fused form of the EP N rank it emulates: the folding form
+     * near 128 rows an expert, the hand-off form at 1 token, FP4's swapped form at 160 tokens */
+    const struct {
+        const char *name;
+        int fp4, form;
+    } forms[] = {{"slice8-flash-t680", 0, MM_FUSED_FORM_FOLD},
+                 {"slice8-tokens-1", 0, MM_FUSED_FORM_HANDOFF},
+                 {"slice8-flash-t1024", 0, MM_FUSED_FORM_BASE},
+                 {"fp4-slice8-flash-t160", 1, MM_FUSED_FORM_FP4_SWAPPED}};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const mm_scenario *sc = by_name(forms[i].name);
+        assert_non_null(sc);
+        assert_int_equal(scenario_config(sc, 1, &c, why, sizeof why), MM_OK);
+        const long long gen = scenario_call_tokens_max(sc, 0); /* more than the slice keeps: any count */
+        assert_int_equal(mm_fused_call_form(gen, scenario_tokens(sc, 0), sc->ep_slice, c.topk, 1, c.experts, c.inter,
+                                            132, forms[i].fp4),
+                         forms[i].form);
+    }
     /* a real run's full config is its own */
     assert_int_equal(scenario_full_config(by_name("smoke"), &full, why, sizeof why), MM_OK);
     assert_int_equal(full.experts, 4);
