@@ -125,12 +125,12 @@ static void flash_ep2(void **state)
     plan_floor(&c, 2, 0, &H200, &f); /* no tokens: no tiles */
     form = plan_fused_form(&f);
     assert_true(form.rows_per_tile == 0.0 && !form.dual);
-    /* FP4's swapped form: Flash-like 256 experts, top-6, EP8 up to 341 tokens a rank (an EP8
+    /* FP4's swapped form: Flash-like 256 experts, top-6, EP8 up to 170 tokens a rank (an EP8
      * slice too: it runs that rank's form) */
     mm_config fl4 = c;
     fl4.experts = 256;
     fl4.topk = 6;
-    assert_true(plan_fused_fp4_swapped(&fl4, 8, 341) && !plan_fused_fp4_swapped(&fl4, 8, 342));
+    assert_true(plan_fused_fp4_swapped(&fl4, 8, 170) && !plan_fused_fp4_swapped(&fl4, 8, 171));
     assert_false(plan_fused_fp4_swapped(&fl4, 8, 0));
     /* EP1: nothing crosses NVLink */
     plan_floor(&c, 1, 4096, &H200, &f);
