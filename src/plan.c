@@ -121,6 +121,17 @@ int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch)
     return mm_fused_fp4_swapped(batch, cfg->topk, ranks, cfg->experts);
 }
 
+void plan_fused_label(const mm_config *cfg, int ranks, int batch, const mm_fused_form *items, char *out, size_t len)
+{
+    const int form = mm_fused_kernel_form(batch, cfg->topk, ranks, cfg->experts, cfg->inter, PLAN_FUSED_CTAS,
+                                          cfg->weights == MM_WEIGHTS_FP4);
+    const char *kind = items->dual ? "dual" : "pass";
+    if (form == MM_FUSED_FORM_FP4_SWAPPED) snprintf(out, len, "swap");
+    else if (form == MM_FUSED_FORM_FOLD) snprintf(out, len, "%s+fold", kind);
+    else if (form == MM_FUSED_FORM_HANDOFF) snprintf(out, len, "%s+handoff", kind);
+    else snprintf(out, len, "%s", kind);
+}
+
 double plan_routing_floor_us(const mm_floor *expected, const mm_seed_floor *sf)
 {
     double t = sf->t_hbm_us;
@@ -258,7 +269,10 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
                 built & (1u << m) ? "" : "  (planned layout: mode not built yet)");
     }
     fprintf(f, "#\n# per batch (tokens per rank), uniform routing, expected values\n");
-    fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s %10s %6s\n", "batch", "active", "pairs",
+    fprintf(f, "# fused: its items (dual: two weight blocks over one pass of the rows; pass: one) and the kernel's "
+               "form where not the base one (+fold, +handoff; swap: FP4's swapped form), for %d CTAs%s\n",
+            PLAN_FUSED_CTAS, slice ? ", as the emulated rank's" : "");
+    fprintf(f, "%7s %8s %9s %11s %9s %10s %9s %9s %10s %9s %7s %10s %s\n", "batch", "active", "pairs",
             "weights_MB", "GFLOP", "nvlink_MB", "hbm_us", "tc_us", "nvlink_us", "floor_us",
             "bound", "rows/tile", "fused");
     for (int b = 0; b < n_batches; b++) {
@@ -270,13 +284,12 @@ mm_status plan_print(FILE *f, const mm_config *cfg, int ranks, const int *batche
         mm_floor fl;
         plan_rank_floor(cfg, ranks, batches[b], slice, c, &fl);
         const mm_fused_form form = plan_fused_form(&fl);
-        fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s %10.1f %6s\n", fl.batch,
+        char label[32];
+        plan_fused_label(cfg, ranks, batches[b], &form, label, sizeof label);
+        fprintf(f, "%7d %8.2f %9.0f %11.1f %9.1f %10.1f %9.1f %9.1f %10.1f %9.1f %7s %10.1f %s\n", fl.batch,
                 fl.active_experts, fl.pairs, fl.weight_bytes / 1e6, fl.flops / 1e9,
                 fl.nvlink_bytes / 1e6, fl.t_hbm_us, fl.t_tc_us, fl.t_nvlink_us, fl.floor_us,
-                bound_name(fl.bound), form.rows_per_tile,
-                cfg->weights == MM_WEIGHTS_FP4 && plan_fused_fp4_swapped(cfg, ranks, batches[b]) ? "swap"
-                : form.dual                                                                          ? "dual"
-                                                                                                     : "pass");
+                bound_name(fl.bound), form.rows_per_tile, label);
     }
     char route[64];
     routing_format(routing, route, sizeof route);

@@ -132,6 +132,25 @@ static void flash_ep2(void **state)
     fl4.topk = 6;
     assert_true(plan_fused_fp4_swapped(&fl4, 8, 170) && !plan_fused_fp4_swapped(&fl4, 8, 171));
     assert_false(plan_fused_fp4_swapped(&fl4, 8, 0));
+    /* plan's fused column: the items and the kernel's form (Flash-like: 2048 intermediate) */
+    char label[32];
+    mm_fused_form items = {1.0, 0};
+    fl4.inter = 2048;
+    fl4.weights = MM_WEIGHTS_FP8;
+    plan_fused_label(&fl4, 8, 1, &items, label, sizeof label);
+    assert_string_equal(label, "pass+handoff");
+    plan_fused_label(&fl4, 8, 160, &items, label, sizeof label);
+    assert_string_equal(label, "pass");
+    items.dual = 1;
+    plan_fused_label(&fl4, 8, 680, &items, label, sizeof label);
+    assert_string_equal(label, "dual+fold");
+    plan_fused_label(&fl4, 8, 4096, &items, label, sizeof label);
+    assert_string_equal(label, "dual");
+    fl4.weights = MM_WEIGHTS_FP4;
+    plan_fused_label(&fl4, 8, 160, &items, label, sizeof label);
+    assert_string_equal(label, "swap");
+    plan_fused_label(&fl4, 8, 680, &items, label, sizeof label);
+    assert_string_equal(label, "dual");
     /* EP1: nothing crosses NVLink */
     plan_floor(&c, 1, 4096, &H200, &f);
     assert_true(f.nvlink_bytes == 0.0);
