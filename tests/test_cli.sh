@@ -53,7 +53,7 @@ expect 2 "not divisible by 3 ranks" 1 -- "$bin" plan --ranks 3
 expect 2 "both required" 1 -- "$bin" gate
 expect 0 "" 0 -- "$bin" plan --ranks 8 --batches 1,64,8192
 "$bin" plan --ranks 8 --batches 1,64,8192 >"$tmp/plan.txt"
-grep -Eq '^ +1 +5\.53 .* 35\.7 +hbm +1\.0 +pass$' "$tmp/plan.txt" \
+grep -Eq '^ +1 +5\.53 .* 35\.7 +hbm +1\.0 +pass\+handoff$' "$tmp/plan.txt" \
     && grep -Eq '^ +8192 .* 1867\.1 +tc +128\.0 +dual$' "$tmp/plan.txt" \
     && pass=$((pass + 1)) || { echo "FAIL: plan floors"; cat "$tmp/plan.txt"; fail=$((fail + 1)); }
 # the default config is found from any directory
