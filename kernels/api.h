@@ -209,7 +209,7 @@ typedef struct {
     uint16_t *y;         /* [T][H] BF16 */
     /* An EP slice (bench --ep-slice N, check's slice scenarios): the tokens a rank of that EP N
      * deployment has, and N (0 and 0 in a real run). The fused kernel takes the form such a rank
-     * would (fused_schedule.h mm_fused_form): the slice's own tokens keep only their picks of its
+     * would (fused_schedule.h mm_fused_call_form): the slice's own tokens keep only their picks of its
      * experts, so tokens x topk would overstate its rows ~4.5x at EP8. */
     int slice_tokens, slice_ranks;
 } mm_call_io;

@@ -297,7 +297,7 @@ MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
     return g % h_items * h_width;
 }
 
-/* The staged combine (fused.cu phase 5, token_io.cuh mm_combine_staged). A unit is one token's
+/* The staged combine (fused.cu phase 5, combine_staged). A unit is one token's
  * `chunk` columns: its valid k's rows come into shared memory by one bulk copy each, and a
  * warpgroup (a thread per 16-byte column) sums them from there. Loads from registers held ~2.8
  * rows of 16 bytes a thread in flight at the EP8 slice (~1.4 valid of 6 slots), ~0.8 TB/s; a ring

@@ -116,11 +116,6 @@ mm_fused_form plan_fused_form(const mm_floor *fl)
     return form;
 }
 
-int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch)
-{
-    return mm_fused_fp4_swapped(batch, cfg->topk, ranks, cfg->experts);
-}
-
 void plan_fused_label(const mm_config *cfg, int ranks, int batch, const mm_fused_form *items, char *out, size_t len)
 {
     const int form = mm_fused_kernel_form(batch, cfg->topk, ranks, cfg->experts, cfg->inter, PLAN_FUSED_CTAS,

@@ -64,14 +64,11 @@ typedef struct {
 } mm_fused_form;
 mm_fused_form plan_fused_form(const mm_floor *fl);
 
-/* Whether the fused kernel runs its FP4 experts in the swapped form at a batch (fused_schedule.h
- * mm_fused_fp4_swapped) on a rank of `ranks`; an EP slice of N (ranks = N) runs that rank's form. */
-int plan_fused_fp4_swapped(const mm_config *cfg, int ranks, int batch);
-
 /* The fused kernel's choice at a batch as plan's `fused` column prints it: the items (dual or
- * pass, from plan_fused_form) and the form (fused_schedule.h mm_fused_kernel_form) where it is not
- * the base one: "dual", "pass+handoff", "dual+fold", "swap" (FP4's swapped form). The hand-off
- * form depends on the CTAs: PLAN_FUSED_CTAS, an H100's or H200's SMs. */
+ * pass, from plan_fused_form) and the form (fused_schedule.h mm_fused_kernel_form) on a rank of
+ * `ranks` (an EP slice of N: ranks = N, that rank's form) where it is not the base one: "dual",
+ * "pass+handoff", "dual+fold", "swap" (FP4's swapped form). The hand-off form depends on the
+ * CTAs: PLAN_FUSED_CTAS, an H100's or H200's SMs. */
 #define PLAN_FUSED_CTAS 132
 void plan_fused_label(const mm_config *cfg, int ranks, int batch, const mm_fused_form *items, char *out, size_t len);
 

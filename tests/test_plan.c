@@ -125,14 +125,11 @@ static void flash_ep2(void **state)
     plan_floor(&c, 2, 0, &H200, &f); /* no tokens: no tiles */
     form = plan_fused_form(&f);
     assert_true(form.rows_per_tile == 0.0 && !form.dual);
-    /* FP4's swapped form: Flash-like 256 experts, top-6, EP8 up to 170 tokens a rank (an EP8
-     * slice too: it runs that rank's form) */
+    /* plan's fused column: the items and the kernel's form (Flash-like: 256 experts, top-6, 2048
+     * intermediate, EP8; an EP8 slice prints that rank's form) */
     mm_config fl4 = c;
     fl4.experts = 256;
     fl4.topk = 6;
-    assert_true(plan_fused_fp4_swapped(&fl4, 8, 170) && !plan_fused_fp4_swapped(&fl4, 8, 171));
-    assert_false(plan_fused_fp4_swapped(&fl4, 8, 0));
-    /* plan's fused column: the items and the kernel's form (Flash-like: 2048 intermediate) */
     char label[32];
     mm_fused_form items = {1.0, 0};
     fl4.inter = 2048;
@@ -146,9 +143,15 @@ static void flash_ep2(void **state)
     assert_string_equal(label, "dual+fold");
     plan_fused_label(&fl4, 8, 4096, &items, label, sizeof label);
     assert_string_equal(label, "dual");
-    fl4.weights = MM_WEIGHTS_FP4;
+    fl4.weights = MM_WEIGHTS_FP4; /* the swapped form up to 170 tokens a rank, not at 171 or 0 */
     plan_fused_label(&fl4, 8, 160, &items, label, sizeof label);
     assert_string_equal(label, "swap");
+    plan_fused_label(&fl4, 8, 170, &items, label, sizeof label);
+    assert_string_equal(label, "swap");
+    plan_fused_label(&fl4, 8, 171, &items, label, sizeof label);
+    assert_string_not_equal(label, "swap");
+    plan_fused_label(&fl4, 8, 0, &items, label, sizeof label);
+    assert_string_not_equal(label, "swap");
     plan_fused_label(&fl4, 8, 680, &items, label, sizeof label);
     assert_string_equal(label, "dual");
     /* EP1: nothing crosses NVLink */
