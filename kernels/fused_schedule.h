@@ -72,13 +72,13 @@ MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int expert
 /* Whether a fused call with FP4 experts runs the swapped form (fused.cu fused_swapped_rows: every
  * tile in passes of <= 64 rows with the weights expanded into wgmma's registers) rather than the
  * FP4 form of the FP8 items (each weight block expanded into the stage): when a local expert
- * expects at most MM_FUSED_FP4_SWAP_ROWS rows (tokens x topk x ranks / experts), where the swapped
- * MMA is at most 32 wide. Measured on one H100, Flash EP8 slice, the two forms side by side in one
- * run: the swapped form 7.6% faster at 160 tokens a rank (30 rows an expert: 351 against 380 us),
- * 2.7% slower at 256 (48 rows: 417 against 406), 1.4-1.5x slower where tiles hold 96-128 rows
- * (512-4096 tokens). A call whose experts get more rows than expected still runs correctly (a
- * tile of more rows in two passes). */
-#define MM_FUSED_FP4_SWAP_ROWS 32
+ * expects at most MM_FUSED_FP4_SWAP_ROWS rows (tokens x topk x ranks / experts). Measured on one
+ * H100, Flash EP8 slice, the two forms side by side in one run (us, swapped against FP8-block):
+ * 30 rows an expert (160 tokens a rank) 351 / 380, 33 rows (176) 369 / 387, 39 rows (208) 395 /
+ * 394, 45 rows (240) 416 / 404, 48 rows (256) 417 / 406; 1.4-1.5x slower where tiles hold 96-128
+ * rows (512-4096 tokens). They cross at ~39 rows. A call whose experts get more rows than
+ * expected still runs correctly (a tile of more rows in passes of up to 64). */
+#define MM_FUSED_FP4_SWAP_ROWS 38
 MM_HD int mm_fused_fp4_swapped(long long tokens, int topk, int ranks, int experts)
 {
     if (tokens < 1 || topk < 1 || ranks < 1 || experts < 1) return 0;

@@ -619,12 +619,12 @@ static void fused_extra_rows(void **state)
     assert_false(mm_fused_handoff_kernel(8192, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(0, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(1, 6, 2, 256, 2048, 64));
-    /* the FP4 swapped form: a local expert expects <= 32 rows. Flash (256 experts, top-6) at EP8
-     * up to 170 tokens a rank (8 x 170 x 6 = 8160 <= 32 x 256), not 171; at EP1 up to 1365 */
+    /* the FP4 swapped form: a local expert expects <= 38 rows. Flash (256 experts, top-6) at EP8
+     * up to 202 tokens a rank (8 x 202 x 6 = 9696 <= 38 x 256), not 203; at EP1 up to 1621 */
     assert_true(mm_fused_fp4_swapped(1, 6, 8, 256));
-    assert_true(mm_fused_fp4_swapped(170, 6, 8, 256));
-    assert_false(mm_fused_fp4_swapped(171, 6, 8, 256));
-    assert_true(mm_fused_fp4_swapped(1365, 6, 1, 256) && !mm_fused_fp4_swapped(1366, 6, 1, 256));
+    assert_true(mm_fused_fp4_swapped(202, 6, 8, 256));
+    assert_false(mm_fused_fp4_swapped(203, 6, 8, 256));
+    assert_true(mm_fused_fp4_swapped(1621, 6, 1, 256) && !mm_fused_fp4_swapped(1622, 6, 1, 256));
     assert_false(mm_fused_fp4_swapped(0, 6, 8, 256));
     assert_false(mm_fused_fp4_swapped(1, 6, 8, 0));
     assert_false(mm_fused_fp4_swapped(1, 0, 8, 256));
@@ -643,13 +643,13 @@ static void fused_call_forms(void **state)
     (void)state;
     enum { H = 2048, CTAS = 132 };
     /* Flash EP8, a real rank: hand-off at 1 token, folding near 128 rows an expert (597-768
-     * tokens), the swapped FP4 form up to 170 tokens, the base form at 4096 */
+     * tokens), the swapped FP4 form up to 202 tokens, the base form at 4096 */
     assert_int_equal(mm_fused_call_form(1, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_HANDOFF);
     assert_int_equal(mm_fused_call_form(680, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_FOLD);
     assert_int_equal(mm_fused_call_form(160, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
     assert_int_equal(mm_fused_call_form(4096, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
-    assert_int_equal(mm_fused_call_form(170, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
-    assert_int_equal(mm_fused_call_form(256, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4);
+    assert_int_equal(mm_fused_call_form(202, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
+    assert_int_equal(mm_fused_call_form(203, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4);
     /* its EP8 slice on one GPU (32 experts, the ~55% of 8 x batch tokens that reach them) takes
      * the same forms; counted by its own tokens it took the base form at 1 token (~5 tokens x 6
      * picks over 32 experts: 19 experts x 16 items, past a wave), folding at 160 (700 x 6 / 32 =

@@ -111,7 +111,8 @@ static void ep_slices(void **state)
     } forms[] = {{"slice8-flash-t680", 0, MM_FUSED_FORM_FOLD},
                  {"slice8-tokens-1", 0, MM_FUSED_FORM_HANDOFF},
                  {"slice8-flash-t1024", 0, MM_FUSED_FORM_BASE},
-                 {"fp4-slice8-flash-t160", 1, MM_FUSED_FORM_FP4_SWAPPED}};
+                 {"fp4-slice8-flash-t160", 1, MM_FUSED_FORM_FP4_SWAPPED},
+                 {"fp4-slice8-flash-t200", 1, MM_FUSED_FORM_FP4_SWAPPED}};
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         const mm_scenario *sc = by_name(forms[i].name);
         assert_non_null(sc);
@@ -133,7 +134,7 @@ static void fp4_scenarios(void **state)
     char why[160], shape[64];
     const char *names[] = {"fp4-smoke", "fp4-flash-t1", "fp4-pro-t1", "fp4-ragged", "fp4-spread-limit",
                            "fp4-spread-past", "fp4-zeros", "fp4-largest", "fp4-large-tiles", "fp4-slice8-flash-t160",
-                           "fp4-swapped-hot"};
+                           "fp4-slice8-flash-t200", "fp4-swapped-hot"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const mm_scenario *s = by_name(names[i]);
         if (!s) fail_msg("missing scenario %s", names[i]);
