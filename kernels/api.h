@@ -57,6 +57,10 @@ cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, in
  * (c1 [E][2I][H/2], e1 [E][2I][H/32]) and W2 (c2 [E][H][I/2], e2 [E][H][I/32]). */
 cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden, int inter,
                                       uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2, cudaStream_t stream);
+/* Each weight block's word (fp4.h mm_fp4_block_word) of `rows` rows (a multiple of 128) of K / 32
+ * exponents each, into words [rows / 128][K / 128]: the FP4 experts' counterpart of the FP8 block
+ * scales, in their place (s1, s2; mm_expert_args, mm_grouped_gemm_args.w_scale). */
+cudaError_t mm_launch_fp4_block_words(const uint8_t *exps, long long rows, int k, uint32_t *words, cudaStream_t stream);
 /* Adds to *past the groups of `rows` rows (a multiple of 128) of K / 32 exponents each that lie
  * past the exact range of their 128 x 128 weight block (fp4.h mm_fp4_past_groups). */
 cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,
@@ -113,7 +117,7 @@ typedef struct {
     const float *a_scale;      /* [rows][K/128] */
     const uint8_t *w;          /* [E][N][K] FP8 */
     const void *w_map;         /* mm_weight_map_create(w, E * N, K) */
-    const float *w_scale;      /* [E][N/128][K/128] */
+    const float *w_scale;      /* [E][N/128][K/128] (FP4: the blocks' words, mm_launch_fp4_block_words) */
     const int32_t *row_offset; /* [E] first row of expert e */
     const int32_t *row_count;  /* [E] rows of expert e (device memory, read on the GPU) */
     int32_t *tile_start;       /* [E + 1] workspace: row-tile prefix, computed on the GPU */
@@ -150,8 +154,8 @@ cudaError_t mm_grouped_gemm_prepare(void);
 cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args args, int ctas, int max_rows, const int32_t *host_counts,
                                    cudaStream_t stream);
 /* The same with FP4 experts (MXFP4, gemm_fp4.cuh): args.w_map from mm_fp4_codes_map_create over
- * the codes [E * N][K / 2], args.w the exponents [E * N][K / 32], args.w_scale NULL; `ctas`
- * single CTAs on 128 x 128 tiles. */
+ * the codes [E * N][K / 2], args.w the exponents [E * N][K / 32], args.w_scale the blocks' words
+ * (mm_launch_fp4_block_words); `ctas` single CTAs on 128 x 128 tiles. */
 cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args args, int ctas, cudaStream_t stream);
 /* TMA descriptor (cudaFree it) over FP4 codes [rows][k / 2] (rows a multiple of the tile width). */
 cudaError_t mm_fp4_codes_map_create(const uint8_t *codes, uint64_t rows, uint64_t k, void **map);
@@ -216,7 +220,8 @@ typedef struct {
 
 /* This rank's local experts' weights, and their TMA descriptors. FP8: w1, w2 the weights, s1, s2
  * their block scales; FP4 (fp4 1): w1, w2 the E2M1 codes (the maps over them), e1, e2 the UE8M0
- * exponents, s1, s2 NULL (docs/recipe.md "FP4 weights"). */
+ * exponents, s1, s2 each weight block's word in the scales' layout (mm_launch_fp4_block_words;
+ * docs/recipe.md "FP4 weights"). */
 typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;

@@ -162,6 +162,24 @@ __global__ void fp4_past_kernel(const uint8_t *exps, long long rows, int k, unsi
     if (mine) atomicAdd(past, mine);
 }
 
+/* one thread a weight block, its word at [row block][kb] */
+__global__ void fp4_words_kernel(const uint8_t *exps, long long rows, int k, uint32_t *words)
+{
+    const int kblocks = k / 128, row_groups = k / MM_FP4_GROUP;
+    const long long blocks = rows / MM_FP4_BLOCK_ROWS * kblocks;
+    for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks; b += (long long)gridDim.x * blockDim.x)
+        words[b] = mm_fp4_block_word(exps + b / kblocks * MM_FP4_BLOCK_ROWS * row_groups, row_groups, (int)(b % kblocks));
+}
+
+extern "C" cudaError_t mm_launch_fp4_block_words(const uint8_t *exps, long long rows, int k, uint32_t *words,
+                                                 cudaStream_t stream)
+{
+    if (rows <= 0) return cudaSuccess;
+    if (rows % MM_FP4_BLOCK_ROWS || k % 128) return cudaErrorInvalidValue;
+    fp4_words_kernel<<<264, 256, 0, stream>>>(exps, rows, k, words);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,
                                                  cudaStream_t stream)
 {

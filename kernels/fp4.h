@@ -277,6 +277,22 @@ MM_HD double mm_fp4_ref_lane_part(const double *fp8, const uint8_t *arow, const 
 
 /* Groups of one weight block (as mm_fp4_block_ref names it) that lie past the exact range: the
  * count check reports, never silent. */
+/* A weight block's word, worked out once when the experts are made (mm_launch_fp4_block_words)
+ * so that a decode tile's math need not reduce the block's 512 exponents at every block: bits
+ * 0-7 the largest group exponent R + MM_FP4_D_MAX (0..255), bit 8 set when every group lies in
+ * the arithmetic table's range (exponent - R >= MM_FP4_D_FAST), so a warp takes the fast
+ * expansion on the block's word alone. */
+#define MM_FP4_WORD_FAST 0x100u
+MM_HD uint32_t mm_fp4_block_word(const uint8_t *exps, int row_groups, int kb)
+{
+    const int ref = mm_fp4_block_ref(exps, row_groups, kb);
+    int fast = 1;
+    for (int r = 0; r < MM_FP4_BLOCK_ROWS; r++)
+        for (int g = 0; g < MM_FP4_GROUPS; g++)
+            fast &= (int)exps[(long long)r * row_groups + kb * MM_FP4_GROUPS + g] - ref >= MM_FP4_D_FAST;
+    return (uint32_t)(ref + MM_FP4_D_MAX) | (fast ? MM_FP4_WORD_FAST : 0u);
+}
+
 MM_HD int mm_fp4_past_groups(const uint8_t *exps, int row_groups, int kb)
 {
     const int ref = mm_fp4_block_ref(exps, row_groups, kb);

@@ -555,7 +555,8 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = (const float *)(row + a.m.hidden);
         b->map = a.w.w1_map;
         b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
-        b->scale = FP4 ? NULL : a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
+        /* FP4: the blocks' words, which only the swapped form reads */
+        b->scale = FP4 && !SWAP ? NULL : a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
         b->exps = FP4 ? a.w.e1 : NULL; /* FP4: the codes' rows' exponents (gemm_tile.cuh mm_tile_b) */
         b->exp_row_bytes = a.m.hidden / 32;
         *k = a.m.hidden;
@@ -566,7 +567,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
         b->map = a.w.w2_map;
         b->row0 = le * a.m.hidden + block * 128;
-        b->scale = FP4 ? NULL : a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        b->scale = FP4 && !SWAP ? NULL : a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         b->exps = FP4 ? a.w.e2 : NULL;
         b->exp_row_bytes = a.m.inter / 32;
         *k = a.m.inter;
@@ -738,7 +739,8 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                     }
                     mm_tile_produce<true>(stages, pipe, ring, &it->tab, hr, am, pass, kb0, kblocks, 0, 0, false, 0, true,
                                           false, false, h);
-                    pass.row0 += a.m.inter;
+                    pass.row0 += a.m.inter; /* the up rows, and their blocks' words */
+                    pass.scale += (size_t)sc.ib_count * sc.hb_count;
                 }
             }
         } else {

@@ -17,8 +17,9 @@
  * store_half_tma; the rest from the registers). A tile's rows never straddle experts; rows past
  * an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128]
- * (grouped_gemm_fp4_kernel: W as MXFP4 codes [E][N][K/2] + exponents [E][N][K/32], expanded in
- * the stages by the math warps before their MMAs, gemm_fp4.cuh);
+ * (grouped_gemm_fp4_kernel: W as MXFP4 codes [E][N][K/2] + exponents [E][N][K/32] + each weight
+ * block's word [E][N/128][K/128] in the scales' place, expanded by the math warps before their
+ * MMAs, gemm_fp4.cuh);
  * row_offset/row_count [E] in device memory (no host sync); tile_start [E+1], the row-tile prefix:
  * each CTA's producer builds it in shared memory from the counts (up to GEMM_OWN_PREFIX_MAX
  * experts; CTA 0 also writes it to tile_start for the kernels after it), else tile_prefix_kernel
@@ -297,7 +298,8 @@ __device__ __forceinline__ gemm_work gemm_publish_item(const mm_grouped_gemm_arg
 }
 
 /* FP4: the experts' weights as MXFP4 (gemm_fp4.cuh; g.w_map maps the codes, g.w holds the
- * exponents, g.w_scale is unused): single CTAs only, the math warps expand each weight block. */
+ * exponents, g.w_scale the blocks' words, fp4.h mm_fp4_block_word): single CTAs only, the math
+ * warps expand each weight block. */
 template <bool FP4>
 __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
 {
@@ -358,8 +360,12 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
                 mm_inject_stall(cur.item);
                 const gemm_item *it = &slot[n & 1];
                 /* codes and exponents of each weight block; the math expands them (gemm_fp4.cuh:
-                 * into registers for a tile of <= 64 rows, into the stage's FP8 block above) */
-                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN, NULL, g.w,
+                 * into registers for a tile of <= 64 rows, with each block's word, into the
+                 * stage's FP8 block above) */
+                const float *words = it->rows <= MM_FP4_SWAP_ROWS
+                                         ? g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks
+                                         : NULL;
+                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN, words, g.w,
                                      g.k / MM_FP4_GROUP};
                 const mm_tile_a_map am = {g.a_map, it->a_row0, 0};
                 mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,
@@ -735,7 +741,7 @@ extern "C" cudaError_t mm_launch_grouped_gemm(mm_grouped_gemm_args g, int ctas, 
 
 extern "C" cudaError_t mm_launch_grouped_gemm_fp4(mm_grouped_gemm_args g, int ctas, cudaStream_t stream)
 {
-    if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK || g.w_scale) return cudaErrorInvalidValue;
+    if (g.n % MM_GEMM_BN || g.k % MM_GEMM_BK || !g.w_scale) return cudaErrorInvalidValue; /* the blocks' words */
     if (g.experts > GEMM_OWN_PREFIX_MAX)
         tile_prefix_kernel<<<1, PREFIX_THREADS, 0, stream>>>(g.row_count, g.experts, g.tile_start, 0);
     cudaError_t e = cudaGetLastError();

@@ -14,7 +14,8 @@
  *   producer  thread 0: one TMA of the codes (64 B x 128 rows, 64-byte swizzle) to MM_FP4_CODES_AT, its bytes
  *             expected on `full` with A's; every thread: its row's 4 exponents (cp.async, 4 B) to
  *             MM_FP4_EXPS_AT, beside A's gather and scales, all on `full` (one arrival each, as
- *             for FP8). No weight scale: the math computes it.
+ *             for FP8). No weight scale: the math computes it (the swapped form instead gets the
+ *             block's word, fp4.h mm_fp4_block_word, from the last thread in its place).
  *   math      once `full` completed, the NT threads that read the block (mm_fp4_expand: 256, one
  *             half row each, or 128, one row each): codes and the row's exponents into
  *             registers; the row's largest exponent, a warp's by one reduction, into a scratch
@@ -148,8 +149,11 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
  * rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4) .. + 3 of every
  * k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
  * while block kb's MMAs run (two A fragments), then kb is promoted and its stage freed (its rows
- * are the MMAs' B). Every warp works out the block's reference exponent itself (each lane four
- * rows' exponents, a byte max and a warp max), so the warps never wait for each other.
+ * are the MMAs' B). The block's reference exponent, and whether every group of it takes the
+ * arithmetic table, come with the block as its word (fp4.h mm_fp4_block_word, made with the
+ * experts; the producer puts it in the weight scale's place): no warp reduces the block's 512
+ * exponents (which took ~40 of a math warp's ~255 instructions a block), none waits for
+ * another, and a block takes one path in every warp.
  * Numerics: the same block sums as the FP8 path's (the swapped MMA gives the core's FP32 bits,
  * lab/probes/swap_probe.cu) promoted by the same fmaf(a_scale * w_scale, sum, acc) in K order:
  * the same bits as mm_tile_consume's. The accumulators come out transposed: d[i] is weight row
@@ -179,16 +183,6 @@ __device__ __forceinline__ int mm_fp4_swap_acc_col(int c, int i)
     return c + mm_frag_row(0, 0, i);
 }
 
-/* Block reference exponent R of the block at `blk` (its exponents at MM_FP4_EXPS_AT, 4 a row),
- * by one warp alone: lane l reads rows 4 l .. 4 l + 3. */
-__device__ __forceinline__ int mm_fp4_swap_ref(const uint8_t *blk, int lane)
-{
-    const uint4 e = *(const uint4 *)(blk + MM_FP4_EXPS_AT + 16 * lane);
-    const uint32_t m4 = __vmaxu4(__vmaxu4(e.x, e.y), __vmaxu4(e.z, e.w));
-    const unsigned m = max(max(m4 & 255u, (m4 >> 8) & 255u), max((m4 >> 16) & 255u, m4 >> 24));
-    return (int)__reduce_max_sync(0xffffffffu, m) - MM_FP4_D_MAX;
-}
-
 /* The 8 codes of group j a thread needs from one weight row (`row`: the row's codes in the
  * swizzled box; swz = (row >> 1) & 3): bytes 2q, 2q + 1 (K 4q .. 4q + 3) in the low half and
  * bytes 8 + 2q, 9 + 2q (K 16 + 4q ..) in the high half, q = lane % 4. */
@@ -200,8 +194,10 @@ __device__ __forceinline__ uint32_t mm_fp4_swap_codes(const uint8_t *row, int sw
 }
 
 /* Weight rows c and c + 8 of the block at `blk` into a thread's A registers a[j] (k32 step j),
- * relative to the block's reference `ref`. */
-__device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, int q, int ref, uint32_t a[4][4])
+ * relative to the block's reference `ref`; fast: every group of the block lies in the
+ * arithmetic table's range (its word's MM_FP4_WORD_FAST). */
+__device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, int q, int ref, bool fast,
+                                                   uint32_t a[4][4])
 {
     const uint8_t *row = blk + MM_FP4_CODES_AT + c * MM_FP4_CODE_BYTES;
     const int swz = (c >> 1) & 3; /* the same for row c + 8 */
@@ -213,9 +209,7 @@ __device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, in
     }
     const uint32_t ex[2] = {*(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * c),
                             *(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * (c + 8))};
-    const uint32_t low4 = __vminu4(ex[0], ex[1]);
-    const int lowest = (int)min(min(low4 & 255u, (low4 >> 8) & 255u), min((low4 >> 16) & 255u, low4 >> 24));
-    if (lowest - ref >= MM_FP4_D_FAST) {
+    if (fast) {
 #pragma unroll
         for (int j = 0; j < MM_FP4_GROUPS; j++)
 #pragma unroll
@@ -224,8 +218,9 @@ __device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, in
                 mm_fp4_table((int)((ex[h] >> (8 * j)) & 255u) - ref, &t0, &t1);
                 mm_fp4_expand_word(w[h][j], t0, t1, &a[j][h], &a[j][2 + h]);
             }
-    } else { /* a group below the arithmetic table (rare): its table code by code, one group at a
-              * time, the words picked by selects (a dynamic index would put them in local memory) */
+    } else { /* a block with a group below the arithmetic table (rare): the tables code by code,
+              * one group at a time, the words picked by selects (a dynamic index would put them in
+              * local memory); the same bytes for the groups the arithmetic table covers */
 #pragma unroll 1
         for (int i = 0; i < 2 * MM_FP4_GROUPS; i++) {
             const int j = i >> 1, h = i & 1;
@@ -275,8 +270,10 @@ __device__ __forceinline__ int mm_fp4_swap_take(uint8_t *stages, mm_tile_pipe *p
     const int stage = ring.stage;
     mm_mbar_wait(&p->full[stage], ring.phase, MM_STAGE_WAIT_NS, MM_PIPE_WAIT_STAGE_FULL);
     const uint8_t *blk = stages + stage * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
-    const int ref = mm_fp4_swap_ref(blk, lane);
-    mm_fp4_swap_expand(blk, c, lane % 4, ref, a);
+    /* the block's word, in the weight scale's place (mm_tile_load_w_scale) */
+    const uint32_t word = *(const uint32_t *)(mm_tile_stage_scales(stages, stage) + MM_GEMM_BM);
+    const int ref = (int)(word & 255u) - MM_FP4_D_MAX;
+    mm_fp4_swap_expand(blk, c, lane % 4, ref, (word & MM_FP4_WORD_FAST) != 0, a);
     *sw = mm_fp4_ref_scale(ref);
     mm_ring_advance(ring);
     return stage;

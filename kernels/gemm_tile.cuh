@@ -104,7 +104,8 @@ typedef struct {
     const void *map;     /* CUtensorMap over [rows][K] FP8, box 128 x 128, 128-byte swizzle (FP4:
                           * over the codes [rows][K / 2], box 64 B x 128 rows) */
     int row0;            /* the tile's first weight row in the map */
-    const float *scale;  /* the tile's K/128 block scales (FP4: none) */
+    const float *scale;  /* the tile's K/128 block scales (FP4: the blocks' words, fp4.h
+                          * mm_fp4_block_word, for the swapped form; else NULL) */
     const uint8_t *exps; /* FP4: the exponents of the map's rows, [rows][K / 32] */
     int exp_row_bytes;   /* FP4: K / 32 */
 } mm_tile_b;
@@ -432,13 +433,15 @@ __device__ __forceinline__ void mm_tile_tma_w(uint8_t *sb, const mm_tile_b &b, i
 
 /* Producer thread pt: its part of K block kb's weight scale for the B area at sb: FP8 the last
  * thread the block's scale (b.scale) into *sw; FP4 every thread its row's 4 exponents to
- * MM_FP4_EXPS_AT (the math computes the scale). */
+ * MM_FP4_EXPS_AT, and where b.scale holds the blocks' words (the swapped form, gemm_fp4.cuh)
+ * the last thread the block's word into *sw (the FP8-block form computes its scale there). */
 template <bool FP4>
 __device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, int kb, int pt)
 {
-    if (FP4)
+    if (FP4) {
         mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
-    else if (pt == MM_PRODUCER_THREADS - 1)
+        if (pt == MM_PRODUCER_THREADS - 1 && b.scale) mm_cp_async4(sw, b.scale + kb);
+    } else if (pt == MM_PRODUCER_THREADS - 1)
         mm_cp_async4(sw, b.scale + kb);
 }
 

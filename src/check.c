@@ -114,9 +114,10 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     } else {
         CUDA_TRY(cudaMalloc((void **)&b->w1, e * 2 * in * h));
         CUDA_TRY(cudaMalloc((void **)&b->w2, e * h * in));
-        CUDA_TRY(cudaMalloc((void **)&b->s1, e * (2 * in / 128) * (h / 128) * 4));
-        CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
     }
+    /* FP8: the block scales; FP4: the blocks' words in their place (mm_launch_fp4_block_words) */
+    CUDA_TRY(cudaMalloc((void **)&b->s1, e * (2 * in / 128) * (h / 128) * 4));
+    CUDA_TRY(cudaMalloc((void **)&b->s2, e * (h / 128) * (in / 128) * 4));
     CUDA_TRY(cudaMalloc(&b->ws, ws));
     CUDA_TRY(cudaMalloc((void **)&b->y_ref, t * h * 8 + 16));
     CUDA_TRY(cudaMalloc((void **)&b->cdf, cdf_entries * 4));
@@ -140,6 +141,8 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
         CUDA_TRY(cudaMemsetAsync(b->past, 0, sizeof *b->past, rt->stream));
         CUDA_TRY(mm_launch_fp4_past_groups(b->e1, (long long)e * 2 * in, cfg->hidden, b->past, rt->stream));
         CUDA_TRY(mm_launch_fp4_past_groups(b->e2, (long long)e * h, cfg->inter, b->past, rt->stream));
+        CUDA_TRY(mm_launch_fp4_block_words(b->e1, (long long)e * 2 * in, cfg->hidden, (uint32_t *)b->s1, rt->stream));
+        CUDA_TRY(mm_launch_fp4_block_words(b->e2, (long long)e * h, cfg->inter, (uint32_t *)b->s2, rt->stream));
     } else {
         CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
                                        b->s1, b->w2, b->s2, rt->stream));

@@ -58,9 +58,9 @@ static mm_status spread_rows(const mm_options *o, const mm_config *cfg, int rows
 
 typedef struct {
     uint8_t *w1, *w2;
-    float *s1, *s2;
+    float *s1, *s2;        /* block scales (FP4: the blocks' words, mm_launch_fp4_block_words) */
     void *w1_map, *w2_map; /* TMA descriptors of w1, w2 (FP4: of the codes c1, c2) */
-    /* FP4 experts (--weights fp4; then w1, w2, s1, s2 are not allocated): codes [E][N][K / 2] and
+    /* FP4 experts (--weights fp4; then w1, w2 are not allocated): codes [E][N][K / 2] and
      * exponents [E][N][K / 32] of W1 and W2 (kernels/fp4.h) */
     int fp4;
     uint8_t *c1, *e1, *c2, *e2;
@@ -256,12 +256,12 @@ static mm_status case_upload(const mm_options *o, const mm_config *cfg, const ge
     return MM_OK;
 }
 
-/* FP4: w the exponents, w_map the codes' map, w_scale NULL (mm_launch_grouped_gemm_fp4) */
+/* FP4: w the exponents, w_map the codes' map, w_scale the blocks' words (mm_launch_grouped_gemm_fp4) */
 static mm_grouped_gemm_args case_args(const gemm_buffers *b, gemm_shape sh, int local_experts)
 {
     const uint8_t *w = b->fp4 ? (sh.gemm == 1 ? b->e1 : b->e2) : (sh.gemm == 1 ? b->w1 : b->w2);
     mm_grouped_gemm_args g = {b->qa, b->sa, w, sh.gemm == 1 ? b->w1_map : b->w2_map,
-                              b->fp4 ? NULL : sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
+                              sh.gemm == 1 ? b->s1 : b->s2, b->offset, b->count, b->tiles,
                               local_experts, sh.n, sh.k, 0, b->out, b->qa_map[sh.gemm - 1],
                               b->error_dev, b->abort_flag, 0, b->out_map[sh.gemm - 1]};
     return g;
@@ -536,9 +536,10 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     } else {
         CUDA_TRY(cudaMalloc((void **)&b.w1, (size_t)el * 2 * in * h));
         CUDA_TRY(cudaMalloc((void **)&b.w2, (size_t)el * h * in));
-        CUDA_TRY(cudaMalloc((void **)&b.s1, (size_t)el * (2 * in / 128) * (h / 128) * 4));
-        CUDA_TRY(cudaMalloc((void **)&b.s2, (size_t)el * (h / 128) * (in / 128) * 4));
     }
+    /* FP8: the block scales; FP4: the blocks' words in their place (mm_launch_fp4_block_words) */
+    CUDA_TRY(cudaMalloc((void **)&b.s1, (size_t)el * (2 * in / 128) * (h / 128) * 4));
+    CUDA_TRY(cudaMalloc((void **)&b.s2, (size_t)el * (h / 128) * (in / 128) * 4));
     CUDA_TRY(cudaMalloc((void **)&b.x, (size_t)max_rows * maxk * 2));
     CUDA_TRY(cudaMalloc((void **)&b.qa, (size_t)max_rows * maxk));
     CUDA_TRY(cudaMalloc((void **)&b.sa, (size_t)max_rows * (maxk / 128) * 4));
@@ -561,6 +562,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     if (b.fp4) {
         CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, el, cfg->hidden, cfg->inter, b.c1, b.e1, b.c2,
                                            b.e2, st));
+        CUDA_TRY(mm_launch_fp4_block_words(b.e1, (long long)el * 2 * in, cfg->hidden, (uint32_t *)b.s1, st));
+        CUDA_TRY(mm_launch_fp4_block_words(b.e2, (long long)el * h, cfg->inter, (uint32_t *)b.s2, st));
         CUDA_TRY(mm_fp4_codes_map_create(b.c1, (uint64_t)el * 2 * in, h, &b.w1_map));
         CUDA_TRY(mm_fp4_codes_map_create(b.c2, (uint64_t)el * h, in, &b.w2_map));
     } else {

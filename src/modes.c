@@ -50,13 +50,14 @@ mm_local_weights modes_local_weights(const mm_config *cfg, size_t first, const u
                                      const float *s1, const float *s2, const uint8_t *e1, const uint8_t *e2)
 {
     const size_t h = (size_t)cfg->hidden, in = (size_t)cfg->inter;
+    /* FP4: s1, s2 hold the blocks' words, in the scales' layout */
+    const float *ls1 = s1 + first * (2 * in / 128) * (h / 128), *ls2 = s2 + first * (h / 128) * (in / 128);
     if (cfg->weights == MM_WEIGHTS_FP4) {
-        const mm_local_weights fp4 = {w1 + first * 2 * in * h / 2, w2 + first * h * in / 2, NULL, NULL, 1,
+        const mm_local_weights fp4 = {w1 + first * 2 * in * h / 2, w2 + first * h * in / 2, ls1, ls2, 1,
                                       e1 + first * 2 * in * h / MM_FP4_GROUP, e2 + first * h * in / MM_FP4_GROUP};
         return fp4;
     }
-    const mm_local_weights fp8 = {w1 + first * 2 * in * h, w2 + first * h * in, s1 + first * (2 * in / 128) * (h / 128),
-                                  s2 + first * (h / 128) * (in / 128), 0, NULL, NULL};
+    const mm_local_weights fp8 = {w1 + first * 2 * in * h, w2 + first * h * in, ls1, ls2, 0, NULL, NULL};
     return fp8;
 }
 

@@ -10,7 +10,8 @@
 #include "sweep.h"
 
 /* This rank's local experts' weights, in the recipe's layout: FP8 weights w1, w2 with block scales
- * s1, s2; or (fp4 1) MXFP4 codes w1, w2 with exponents e1, e2 (mm_expert_args). */
+ * s1, s2; or (fp4 1) MXFP4 codes w1, w2 with exponents e1, e2, and s1, s2 their blocks' words
+ * (mm_expert_args). */
 typedef struct {
     const uint8_t *w1, *w2;
     const float *s1, *s2;
@@ -51,8 +52,8 @@ mm_model_args modes_model_args(const mm_config *cfg, int max_tokens);
  * buffer, with the parts' offsets and the dispatched row's size for `shape`. */
 mm_exchange modes_exchange(const mm_layout *sym, uint64_t sym_offset, const mm_shape *shape);
 /* Experts [first, first + E / ranks) of weights laid out for all of cfg's experts (FP8: w1, w2
- * with block scales s1, s2; FP4: codes w1, w2 with exponents e1, e2, the others unused), as the
- * modes take them. */
+ * with block scales s1, s2; FP4: codes w1, w2 with exponents e1, e2 and the blocks' words s1,
+ * s2), as the modes take them. */
 mm_local_weights modes_local_weights(const mm_config *cfg, size_t first, const uint8_t *w1, const uint8_t *w2,
                                      const float *s1, const float *s2, const uint8_t *e1, const uint8_t *e2);
 /* This rank's weights with TMA descriptors of W1 and W2 (modes_expert_args_free releases them). */

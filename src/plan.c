@@ -20,11 +20,10 @@ const char *bound_name(mm_bound b)
 double plan_expert_weight_bytes(const mm_config *cfg)
 {
     double h = cfg->hidden, i = cfg->inter;
-    if (cfg->weights == MM_WEIGHTS_FP4)
-        return 3.0 * h * i / 2.0 + 3.0 * h * i / 32.0;      /* E2M1 codes, a UE8M0 exponent per 32 */
-    double fp8 = 3.0 * h * i;                                /* W1 [2I][H] + W2 [H][I] */
-    double scales = 3.0 * (h / 128.0) * (i / 128.0) * 4.0;   /* one FP32 per 128x128 block */
-    return fp8 + scales;
+    double blocks = 3.0 * (h / 128.0) * (i / 128.0) * 4.0;   /* 4 bytes per 128x128 block */
+    if (cfg->weights == MM_WEIGHTS_FP4) /* E2M1 codes, a UE8M0 exponent per 32, each block's word */
+        return 3.0 * h * i / 2.0 + 3.0 * h * i / 32.0 + blocks;
+    return 3.0 * h * i + blocks;                             /* W1 [2I][H] + W2 [H][I], FP32 block scales */
 }
 
 const char *ceiling_source_name(mm_ceiling_source s)

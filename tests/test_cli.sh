@@ -110,7 +110,7 @@ fi
 # FP4 weights: plan prints both formats' bytes and streams FP4 in its floors
 "$bin" plan --weights fp4 --batches 64 >"$tmp/fp4.txt"
 grep -q "^# experts' weights per rank: FP8 6.44 GB, FP4 3.42 GB (0.531x); the floors below stream FP4$" "$tmp/fp4.txt" \
-    && grep -Eq '^ +64 +199\.89 +384 +2672\.4 ' "$tmp/fp4.txt" \
+    && grep -Eq '^ +64 +199\.89 +384 +2673\.6 ' "$tmp/fp4.txt" \
     && pass=$((pass + 1)) || { echo "FAIL: plan --weights fp4"; cat "$tmp/fp4.txt"; fail=$((fail + 1)); }
 expect 2 "--weights: expected fp8 or fp4, got 'fp5'" 1 -- "$bin" plan --weights fp5
 expect 2 "gemm: --tile 192: FP4 weights run the 128 x 128 tiles only so far" 1 -- "$bin" gemm --weights fp4 --tile 192

@@ -58,6 +58,10 @@ static void expand(void **state)
         assert_int_equal(mm_fp4_block_ref(exps, G, 0), 114 - MM_FP4_D_MAX);
         assert_int_equal(mm_fp4_past_groups(exps, G, 1), spread > MM_FP4_D_MAX - MM_FP4_D_MIN ? 1 : 0);
         assert_int_equal(mm_fp4_past_groups(exps, G, 0), 0);
+        /* the block's word: its largest exponent, and the fast table's range for every group
+         * (the lowered group at 6 - spread from the reference: in it while spread <= 11) */
+        assert_int_equal(mm_fp4_block_word(exps, G, 0), 114u | MM_FP4_WORD_FAST);
+        assert_int_equal(mm_fp4_block_word(exps, G, 1), 120u | (6 - spread >= MM_FP4_D_FAST ? MM_FP4_WORD_FAST : 0u));
         const uint8_t *s = exps + 9 * G + 4;
         const int past = mm_fp4_expand_row(codes, s, ref, fp8);
         assert_int_equal(past, spread > MM_FP4_D_MAX - MM_FP4_D_MIN ? 1 : 0);
