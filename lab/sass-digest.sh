@@ -17,7 +17,7 @@ for line in sys.stdin:
     m = re.match(r"\s*Function : (\S+)", line)
     if m:
         flush(); name, body = m.group(1), []
-    elif name and re.search(r"/\*[0-9a-f]{4}\*/", line):
-        body.append(line)
+    elif name and re.search(r"/\*[0-9a-f]{4,}\*/", line):
+        body.append(" ".join(line.split())) # cuobjdump pads its columns to the longest line of the whole dump
 flush()
 print("\n".join(sorted(out, key=lambda l: l.split()[1])))'
