@@ -109,6 +109,9 @@ static void generator(void **state)
         }
         widest = hi - lo > widest ? hi - lo : widest;
         assert_int_equal(mm_fp4_past_groups(exps, G, kb), 0);
+        /* realistic blocks take the swapped form's fast expansion (their word's bit), which its
+         * speed counts on; the word carries the block's largest exponent */
+        assert_int_equal(mm_fp4_block_word(exps, G, kb), (uint32_t)hi | MM_FP4_WORD_FAST);
     }
     assert_true(rows_differ > 40);
     assert_true(drifts > 200);
@@ -136,6 +139,9 @@ static void patterns(void **state)
     for (int kb = 0; kb < K / 128; kb++) {
         assert_int_equal(mm_fp4_past_groups(exps, G, kb), 0);
         assert_int_equal(mm_fp4_past_groups(past_exps, G, kb), 128); /* one a row */
+        /* both spread past the arithmetic table: their blocks take the tables code by code */
+        assert_int_equal(mm_fp4_block_word(exps, G, kb) & MM_FP4_WORD_FAST, 0u);
+        assert_int_equal(mm_fp4_block_word(past_exps, G, kb) & MM_FP4_WORD_FAST, 0u);
     }
     for (uint64_t row = 0; row < 128; row += 7) {
         const uint8_t *e = exps + row * G;
