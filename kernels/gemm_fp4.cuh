@@ -152,8 +152,8 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
  * are the MMAs' B). The block's reference exponent, and whether every group of it takes the
  * arithmetic table, come with the block as its word (fp4.h mm_fp4_block_word, made with the
  * experts; the producer puts it in the weight scale's place): no warp reduces the block's 512
- * exponents (which took ~40 of a math warp's ~255 instructions a block), none waits for
- * another, and a block takes one path in every warp.
+ * exponents nor checks its rows' range (together ~70 of a math warp's ~265 instructions a block,
+ * SASS), none waits for another, and a block takes one path in every warp.
  * Numerics: the same block sums as the FP8 path's (the swapped MMA gives the core's FP32 bits,
  * lab/probes/swap_probe.cu) promoted by the same fmaf(a_scale * w_scale, sum, acc) in K order:
  * the same bits as mm_tile_consume's. The accumulators come out transposed: d[i] is weight row
