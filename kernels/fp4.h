@@ -275,8 +275,6 @@ MM_HD double mm_fp4_ref_lane_part(const double *fp8, const uint8_t *arow, const 
     return part;
 }
 
-/* Groups of one weight block (as mm_fp4_block_ref names it) that lie past the exact range: the
- * count check reports, never silent. */
 /* A weight block's word, worked out once when the experts are made (mm_launch_fp4_block_words)
  * so that a decode tile's math need not reduce the block's 512 exponents at every block: bits
  * 0-7 the largest group exponent R + MM_FP4_D_MAX (0..255), bit 8 set when every group lies in
@@ -293,6 +291,8 @@ MM_HD uint32_t mm_fp4_block_word(const uint8_t *exps, int row_groups, int kb)
     return (uint32_t)(ref + MM_FP4_D_MAX) | (fast ? MM_FP4_WORD_FAST : 0u);
 }
 
+/* Groups of one weight block (as mm_fp4_block_ref names it) that lie past the exact range: the
+ * count check reports, never silent. */
 MM_HD int mm_fp4_past_groups(const uint8_t *exps, int row_groups, int kb)
 {
     const int ref = mm_fp4_block_ref(exps, row_groups, kb);

@@ -353,8 +353,9 @@ MM_HD unsigned long long mm_combine_place(unsigned long long head, unsigned long
 }
 
 /* Whether a call combines through shared memory: a chunk exists, top-k is at most 8 (a unit's
- * valid-k mask is a byte), a unit with every k valid fits a ring, and every warpgroup of every CTA gets at least MM_COMBINE_STAGED_MIN_UNITS units (below
- * that the ring has nothing to overlap and the flat combine's direct loads are one latency less). */
+ * valid-k mask is a byte), a unit with every k valid fits a ring, and every warpgroup of every CTA
+ * gets at least MM_COMBINE_STAGED_MIN_UNITS units (below that the ring has nothing to overlap
+ * and the flat combine's direct loads are one latency less). */
 #define MM_COMBINE_STAGED_MIN_UNITS 4
 
 MM_HD int mm_combine_staged_call(long long tokens, int hidden, int topk, int ctas, int groups, unsigned span)

@@ -438,11 +438,8 @@ __device__ __forceinline__ void mm_tile_tma_w(uint8_t *sb, const mm_tile_b &b, i
 template <bool FP4>
 __device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, int kb, int pt)
 {
-    if (FP4) {
-        mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
-        if (pt == MM_PRODUCER_THREADS - 1 && b.scale) mm_cp_async4(sw, b.scale + kb);
-    } else if (pt == MM_PRODUCER_THREADS - 1)
-        mm_cp_async4(sw, b.scale + kb);
+    if (FP4) mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
+    if (pt == MM_PRODUCER_THREADS - 1 && (!FP4 || b.scale)) mm_cp_async4(sw, b.scale + kb);
 }
 
 /* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)

@@ -72,7 +72,8 @@ mm_fused_form plan_fused_form(const mm_floor *fl);
 #define PLAN_FUSED_CTAS 132
 void plan_fused_label(const mm_config *cfg, int ranks, int batch, const mm_fused_form *items, char *out, size_t len);
 
-/* Bytes of one expert's FP8 weights (W1 and W2) and their FP32 128x128 block scales. */
+/* Bytes of one expert's W1 and W2 in cfg's format: FP8 weights and their FP32 128x128 block
+ * scales, or FP4 codes, exponents and each block's word. */
 double plan_expert_weight_bytes(const mm_config *cfg);
 
 mm_shape plan_shape(const mm_config *cfg, int ranks, int max_tokens);
