@@ -555,8 +555,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = (const float *)(row + a.m.hidden);
         b->map = a.w.w1_map;
         b->row0 = le * 2 * a.m.inter + block * 128; /* the gate rows; up is a.m.inter further */
-        /* FP4: the blocks' words, which only the swapped form reads */
-        b->scale = FP4 && !SWAP ? NULL : a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128);
+        b->scale = a.w.s1 + ((size_t)le * 2 * sc.ib_count + block) * (a.m.hidden / 128); /* FP4: the words */
         b->exps = FP4 ? a.w.e1 : NULL; /* FP4: the codes' rows' exponents (gemm_tile.cuh mm_tile_b) */
         b->exp_row_bytes = a.m.hidden / 32;
         *k = a.m.hidden;
@@ -567,7 +566,7 @@ __device__ __forceinline__ void describe_item(const mm_fused_args &a, const fuse
         it->tab.scale[pt] = a.act_scales + ar * sc.ib_count;
         b->map = a.w.w2_map;
         b->row0 = le * a.m.hidden + block * 128;
-        b->scale = FP4 && !SWAP ? NULL : a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
+        b->scale = a.w.s2 + ((size_t)le * sc.hb_count + block) * sc.ib_count;
         b->exps = FP4 ? a.w.e2 : NULL;
         b->exp_row_bytes = a.m.inter / 32;
         *k = a.m.inter;
@@ -753,7 +752,7 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
             mm_tile_produce<FP4>(stages, pipe, ring, &it->tab, rows, am, b, 1, kblocks, 0, 0, false, 0, FOLD, HANDOFF);
             if (is_gemm1) { /* a small tile's up pass, over A again (A is a few rows; B is the bulk) */
                 b.row0 += a.m.inter;
-                if (!FP4) b.scale += (size_t)sc.ib_count * sc.hb_count;
+                b.scale += (size_t)sc.ib_count * sc.hb_count;
                 mm_tile_produce<FP4>(stages, pipe, ring, &it->tab, rows, am, b, 0, kblocks, 0, 0, false, 0, FOLD);
             }
         }

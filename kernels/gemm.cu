@@ -359,13 +359,11 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
             while (!cur.last) {
                 mm_inject_stall(cur.item);
                 const gemm_item *it = &slot[n & 1];
-                /* codes and exponents of each weight block; the math expands them (gemm_fp4.cuh:
-                 * into registers for a tile of <= 64 rows, with each block's word, into the
-                 * stage's FP8 block above) */
-                const float *words = it->rows <= MM_FP4_SWAP_ROWS
-                                         ? g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks
-                                         : NULL;
-                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN, words, g.w,
+                /* codes, exponents and word of each weight block; the math expands them
+                 * (gemm_fp4.cuh: into registers for a tile of <= 64 rows, into the stage's FP8
+                 * block above) */
+                const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
+                                     g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks, g.w,
                                      g.k / MM_FP4_GROUP};
                 const mm_tile_a_map am = {g.a_map, it->a_row0, 0};
                 mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,

@@ -14,13 +14,12 @@
  *   producer  thread 0: one TMA of the codes (64 B x 128 rows, 64-byte swizzle) to MM_FP4_CODES_AT, its bytes
  *             expected on `full` with A's; every thread: its row's 4 exponents (cp.async, 4 B) to
  *             MM_FP4_EXPS_AT, beside A's gather and scales, all on `full` (one arrival each, as
- *             for FP8). No weight scale: the math computes it (the swapped form instead gets the
- *             block's word, fp4.h mm_fp4_block_word, from the last thread in its place).
+ *             for FP8); the last thread the block's word (fp4.h mm_fp4_block_word: R and the
+ *             fast table's range, made with the experts) where FP8's weight scale goes.
  *   math      once `full` completed, the NT threads that read the block (mm_fp4_expand: 256, one
- *             half row each, or 128, one row each): codes and the row's exponents into
- *             registers; the row's largest exponent, a warp's by one reduction, into a scratch
- *             slot; a barrier of the NT (the FP8 rows overwrite codes and exponents); R from
- *             the warps' slots; the FP8 bytes in the 128-byte swizzle the wgmma descriptor names
+ *             half row each, or 128, one row each): codes, the row's exponents and the word into
+ *             registers; a barrier of the NT (the FP8 rows overwrite codes and exponents, the
+ *             scale the word); the FP8 bytes in the 128-byte swizzle the wgmma descriptor names
  *             (chunk c of row r at chunk c ^ (r % 8)), from one thread 2^(R - 127) into the
  *             stage's weight scale; a proxy fence (generic writes, async-proxy reads) and a
  *             second barrier; then the FP8 path.
@@ -36,12 +35,8 @@
 #include "fp4.h"
 #include "gemm_tile.cuh"
 
-#define MM_FP4_SCRATCH 160 /* the reduction's slots: stage scale floats [160, 168), one a math warp */
 static_assert(MM_FP4_CODES_AT % 512 == 0, "the codes' TMA lands on its 64-byte swizzle's 512-byte period");
 static_assert(MM_GEMM_BN == MM_FP4_BLOCK_ROWS, "a tile's weight block is the recipe's block");
-static_assert(MM_TILE_EXTRA_SCALES + MM_TILE_TINY_ROWS <= MM_FP4_SCRATCH &&
-                  (MM_FP4_SCRATCH + MM_CONSUMER_WARPS) * 4 <= MM_TILE_SCALE_BYTES,
-              "the reduction's slots lie past every scale in the stage's scale area");
 
 /* Group g's 32 FP8 bytes (out) into chunks 2g and 2g + 1 of a row (row_sw: the row's address
  * with its swizzle) */
@@ -54,12 +49,12 @@ __device__ __forceinline__ void mm_fp4_store_group(unsigned row_sw, unsigned g, 
 }
 
 /* Math: the weight block at `blk` (its B area: codes and exponents as the producer left them)
- * into FP8 in place, and its scale 2^(R - 127) into *w_scale; by NT threads (t = 0 .. NT - 1 in
- * whole warps, warp w of them at scratch[w]) meeting at named barrier `bar` of bar_threads (NT,
- * or 256 when each warpgroup expands its own block) */
+ * into FP8 in place, and its scale 2^(R - 127) into *w_scale, which holds the block's word on
+ * entry (fp4.h mm_fp4_block_word: R and the fast table's range, made with the experts); by NT
+ * threads (t = 0 .. NT - 1 in whole warps) meeting at named barrier `bar` of bar_threads (NT, or
+ * 256 when each warpgroup expands its own block) */
 template <int NT>
-__device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int *scratch, int t, int bar,
-                                              int bar_threads = NT)
+__device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int t, int bar, int bar_threads = NT)
 {
     static_assert(NT == 2 * MM_GEMM_BN || NT == MM_GEMM_BN, "a half row or a row a thread");
     constexpr int PARTS = NT / MM_GEMM_BN, GROUPS = MM_FP4_GROUPS / PARTS; /* groups a thread */
@@ -75,22 +70,14 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
     /* the row's 4 exponents, group g in byte g (read by shifts: an index that depends on `part`
      * would put an array in local memory) */
     const uint32_t ex = *(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * row);
-    const unsigned row_top = max(max(ex & 255u, (ex >> 8) & 255u), max((ex >> 16) & 255u, ex >> 24));
-    const unsigned top_w = __reduce_max_sync(0xffffffffu, row_top);
-    if (t % 32 == 0) scratch[t / 32] = (int)top_w;
-    mm_named_barrier(bar, bar_threads); /* every code and exponent read, every warp's top written */
-    int top = scratch[0];
-#pragma unroll
-    for (int w = 1; w < NT / 32; w++) top = max(top, scratch[w]);
-    const int ref = top - MM_FP4_D_MAX;
+    const uint32_t word = *(const uint32_t *)w_scale; /* thread 0 writes the scale there after the barrier */
+    mm_named_barrier(bar, bar_threads); /* every code, exponent and the word read */
+    const int ref = (int)(word & 255u) - MM_FP4_D_MAX;
     const uint32_t mine = ex >> (8 * part * GROUPS); /* this thread's groups from byte 0 on */
     /* chunk c of this row at chunk c ^ (row % 8): the row's address with its swizzle, XORed by the
      * chunk (rows are 128-byte aligned) */
     const unsigned row_sw = (unsigned)__cvta_generic_to_shared(blk + row * MM_GEMM_BK) | (unsigned)((row & 7) << 4);
-    int lowest = (int)(mine & 255u);
-#pragma unroll
-    for (int j = 1; j < GROUPS; j++) lowest = min(lowest, (int)((mine >> (8 * j)) & 255u));
-    if (lowest - ref >= MM_FP4_D_FAST) {
+    if (word & MM_FP4_WORD_FAST) {
 #pragma unroll
         for (int j = 0; j < GROUPS; j++) {
             uint32_t t0, t1, out[8];
@@ -99,8 +86,9 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
             for (int i = 0; i < 4; i++) mm_fp4_expand_word(in[j][i], t0, t1, &out[2 * i], &out[2 * i + 1]);
             mm_fp4_store_group(row_sw, (unsigned)(part * GROUPS + j), out);
         }
-    } else { /* a group below the arithmetic table (spreads past 11 steps, rare in checkpoints):
-              * the tables code by code, one group at a time */
+    } else { /* a block with a group below the arithmetic table (spreads past 11 steps, rare in
+              * checkpoints): the tables code by code, one group at a time (the same bytes for
+              * the groups the arithmetic table covers) */
 #pragma unroll 1
         for (int j = 0; j < GROUPS; j++) {
             uint32_t c[4], out[8];
@@ -125,23 +113,24 @@ __device__ __forceinline__ void mm_fp4_expand_stage(uint8_t *stages, int s)
 {
     uint8_t *sb = stages + s * MM_TILE_STAGE_BYTES + MM_TILE_A_STAGE;
     float *sc = (float *)(sb + MM_TILE_B_STAGE);
-    mm_fp4_expand<MM_CONSUMER_THREADS>(sb, sc + MM_GEMM_BM, (int *)sc + MM_FP4_SCRATCH, mm_math_thread(), MM_BAR_CONSUMER);
+    mm_fp4_expand<MM_CONSUMER_THREADS>(sb, sc + MM_GEMM_BM, mm_math_thread(), MM_BAR_CONSUMER);
 }
 
 /* Math (warpgroup g of a compact stage, both at one barrier): weight block g, block 0 in the B
- * area and block 1 in the A area (the rows are in the tiny area), its scale at [BM + g]. */
+ * area and block 1 in the A area (the rows are in the tiny area), its word, then its scale, at
+ * [BM + g]. */
 __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, int g)
 {
     uint8_t *stage = stages + s * MM_TILE_STAGE_BYTES;
     float *sc = (float *)(stage + MM_TILE_A_STAGE + MM_TILE_B_STAGE);
-    mm_fp4_expand<MM_GEMM_BN>(g ? stage : stage + MM_TILE_A_STAGE, sc + MM_GEMM_BM + g, (int *)sc + MM_FP4_SCRATCH + 4 * g,
-                              mm_math_thread() - MM_GEMM_BN * g, MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
+    mm_fp4_expand<MM_GEMM_BN>(g ? stage : stage + MM_TILE_A_STAGE, sc + MM_GEMM_BM + g, mm_math_thread() - MM_GEMM_BN * g,
+                              MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 }
 
 /* ---- the swapped form: a decode tile's rows as wgmma's N, the weights as A from registers ----
  *
  * A tile of <= 64 rows (decode) is bound by the weight stream, and the expansion above puts a
- * chain into every block (codes to registers, a reduction and a barrier, FP8 rows to shared
+ * chain into every block (codes to registers, a barrier, FP8 rows to shared
  * memory, a proxy fence and a second barrier, then the MMAs), one block at a time. Here the math
  * threads expand straight into wgmma's A registers and the tile's rows are B (m64nNk32, N = 8,
  * 16, 32 or 64 by the rows): no FP8 block in shared memory, no barrier, no fence. Each math

@@ -105,7 +105,7 @@ typedef struct {
                           * over the codes [rows][K / 2], box 64 B x 128 rows) */
     int row0;            /* the tile's first weight row in the map */
     const float *scale;  /* the tile's K/128 block scales (FP4: the blocks' words, fp4.h
-                          * mm_fp4_block_word, for the swapped form; else NULL) */
+                          * mm_fp4_block_word) */
     const uint8_t *exps; /* FP4: the exponents of the map's rows, [rows][K / 32] */
     int exp_row_bytes;   /* FP4: K / 32 */
 } mm_tile_b;
@@ -431,15 +431,15 @@ __device__ __forceinline__ void mm_tile_tma_w(uint8_t *sb, const mm_tile_b &b, i
                  : "memory");
 }
 
-/* Producer thread pt: its part of K block kb's weight scale for the B area at sb: FP8 the last
- * thread the block's scale (b.scale) into *sw; FP4 every thread its row's 4 exponents to
- * MM_FP4_EXPS_AT, and where b.scale holds the blocks' words (the swapped form, gemm_fp4.cuh)
- * the last thread the block's word into *sw (the FP8-block form computes its scale there). */
+/* Producer thread pt: its part of K block kb's weight scale for the B area at sb: the last
+ * thread the block's scale (b.scale; FP4: the block's word, fp4.h mm_fp4_block_word, which the
+ * math turns into the scale) into *sw (NULL: the compact second block's, loaded by the caller);
+ * FP4 also every thread its row's 4 exponents to MM_FP4_EXPS_AT. */
 template <bool FP4>
 __device__ __forceinline__ void mm_tile_load_w_scale(uint8_t *sb, float *sw, const mm_tile_b &b, int kb, int pt)
 {
     if (FP4) mm_cp_async4(sb + MM_FP4_EXPS_AT + 4 * pt, b.exps + (size_t)(b.row0 + pt) * b.exp_row_bytes + kb * 4);
-    if (pt == MM_PRODUCER_THREADS - 1 && (!FP4 || b.scale)) mm_cp_async4(sw, b.scale + kb);
+    if ((!FP4 || sw) && pt == MM_PRODUCER_THREADS - 1) mm_cp_async4(sw, b.scale + kb);
 }
 
 /* Thread 0 of a pair's producer: its share of K block kb's A rows (from `row`, the map's box)
@@ -579,7 +579,8 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
         if (compact && FP4) /* the second block's exponents in the A area, beside its codes */
             mm_tile_load_w_scale<FP4>(sa, NULL, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes}, kb,
                                       pt);
-        if (compact && !FP4 && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
+        /* the second block's scale (FP4: its word) */
+        if (compact && pt == MM_PRODUCER_THREADS - 2) mm_cp_async4(sc + MM_GEMM_BM + 1, b.scale + second_scales + kb);
         /* arrives on `full` when this thread's copies above have landed (noinc: counted in init) */
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full) : "memory");
         mm_ring_advance(ring);
@@ -592,7 +593,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
             mm_tile_tma_w<FP4>(sa, mm_tile_b{b.map, b.row0 + second_rows, NULL, b.exps, b.exp_row_bytes}, kb, full);
         if (second_rows && !compact)
             mm_tile_produce_b<FP4>(stages, p, ring,
-                                   mm_tile_b{b.map, b.row0 + second_rows, FP4 ? NULL : b.scale + second_scales, b.exps,
+                                   mm_tile_b{b.map, b.row0 + second_rows, b.scale + second_scales, b.exps,
                                              b.exp_row_bytes},
                                    kb);
     }
