@@ -730,14 +730,12 @@ __device__ void produce_items(const mm_fused_args &a, const fused_schedule &sc, 
                 for (int up = 0; up <= (is_gemm1 ? 1 : 0); up++) {
                     const int kb0 = h == 0 && up == 0 ? 1 : 0;
                     if (kb0) {
-                        mm_tile_produce<true>(stages, pipe, ring, &it->tab, hr, am, pass, 0, 1, 0, 0, false, 0, true, false,
-                                              false, h);
+                        mm_fp4_produce_swapped(stages, pipe, ring, &it->tab, hr, am, pass, 0, 1, true, false, h);
                         it->meta[threadIdx.x] = *(const wire_meta *)&meta;
                         mm_item_publish(ring_items, n);
                         mm_inject_stall(item);
                     }
-                    mm_tile_produce<true>(stages, pipe, ring, &it->tab, hr, am, pass, kb0, kblocks, 0, 0, false, 0, true,
-                                          false, false, h);
+                    mm_fp4_produce_swapped(stages, pipe, ring, &it->tab, hr, am, pass, kb0, kblocks, true, false, h);
                     pass.row0 += a.m.inter; /* the up rows, and their blocks' words */
                     pass.scale += (size_t)sc.ib_count * sc.hb_count;
                 }

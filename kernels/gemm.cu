@@ -366,8 +366,11 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
                                      g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks, g.w,
                                      g.k / MM_FP4_GROUP};
                 const mm_tile_a_map am = {g.a_map, it->a_row0, 0};
-                mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,
-                                      false, true);
+                if (it->rows <= MM_FP4_SWAP_ROWS)
+                    mm_fp4_produce_swapped(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, false, true, 0);
+                else
+                    mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,
+                                          false, true);
                 const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
                                                        gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total),
                                                        total, band, col_tiles, kblocks);

@@ -299,6 +299,26 @@ __device__ __forceinline__ void mm_fp4_swap_retire(uint8_t *stages, mm_tile_pipe
     for (int i = 0; i < N / 2; i++) acc[i] = fmaf(s[2 * (i / 4) + (i & 1)], blk[i], acc[i]);
 }
 
+/* Producer of a swapped pass over `rows` (<= 64) rows: mm_tile_produce with only the gather's
+ * passes of 16 rows those rows need, so a decode tile of <= 16 rows issues one pass a block, not
+ * eight of which seven load nothing (~40 of a producer warp's ~110 instructions a block, beside
+ * math warps whose issue slots bound the form). The other arguments as mm_tile_produce's. */
+__device__ __forceinline__ void mm_fp4_produce_swapped(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
+                                                       const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
+                                                       const mm_tile_b &b, int kb_begin, int kb_end, bool tight,
+                                                       bool give_up, int row_off)
+{
+    if (rows <= 16)
+        mm_tile_produce<true, 1>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
+                                 row_off);
+    else if (rows <= 32)
+        mm_tile_produce<true, 2>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
+                                 row_off);
+    else
+        mm_tile_produce<true, 4>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
+                                 row_off);
+}
+
 /* Math (both warpgroups, single CTAs): acc = this thread's part of the tile's rows (<= N) x the
  * weight block rows' K, transposed as above, from the blocks the producer put in the ring. */
 template <int N>

@@ -472,7 +472,10 @@ template <bool FP4>
 __device__ __forceinline__ void mm_tile_produce_b(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, const mm_tile_b &b,
                                                   int kb);
 
-template <bool FP4 = false> /* FP4: codes and exponents for each weight block (gemm_fp4.cuh) */
+/* FP4: codes and exponents for each weight block (gemm_fp4.cuh); PASSES: the gather's passes of
+ * 16 rows (a tile of at most 16 PASSES rows: the FP4 swapped form's producer takes 1, 2 or 4 by
+ * its rows, so a decode tile issues no pass that loads nothing) */
+template <bool FP4 = false, int PASSES = 8>
 __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring,
                                                 const mm_tile_rows *a, int rows, const mm_tile_a_map &am,
                                                 const mm_tile_b &b, int kb_begin, int kb_end,
@@ -512,9 +515,10 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
      * and their address adds, not a table lookup and swizzle per copy. */
     const int a_rows = a_tma ? 0 : ((rows + 7) / 8) * 8, r0 = pt / 8, part = pt % 8;
     const int dst0 = r0 * 128 + ((part ^ (r0 & 7)) * 16);
-    const uint8_t *src[8];
+    static_assert(PASSES >= 1 && PASSES <= 8, "passes of 16 rows over at most 128");
+    const uint8_t *src[PASSES];
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < PASSES; i++) {
         const int r = r0 + 16 * i;
         src[i] = a->row[row_off + (r < rows ? r : 0)] + part * 16;
     }
@@ -558,7 +562,7 @@ __device__ __forceinline__ void mm_tile_produce(uint8_t *stages, mm_tile_pipe *p
          * sub-partitions */
         if (a_rows > 0) {
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < PASSES; i++)
                 if (r0 + 16 * i < a_rows) mm_cp_async16(rows_at + dst0 + i * 16 * 128, src[i] + (size_t)kb * MM_GEMM_BK);
         }
         if (pt < rows) mm_cp_async4(sc + pt, a->scale[row_off + pt] + kb);
