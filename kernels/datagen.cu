@@ -125,16 +125,17 @@ extern "C" cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, in
 }
 
 /* One matrix of `count` experts: codes [count][rows][cols / 2] and exponents [count][rows][cols / 32]
- * (fp4.h mm_gen_fp4_byte: byte i of the two, back to back). */
+ * (fp4.h mm_gen_fp4_word: word i of the two, back to back; each part is a whole number of words,
+ * cols being a multiple of 128, and cudaMalloc'ed). */
 __global__ void gen_fp4_kernel(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
-                               uint8_t *codes, uint8_t *exps)
+                               uint32_t *codes, uint32_t *exps)
 {
-    const uint64_t bytes = (uint64_t)count * rows * (cols / 2), groups = (uint64_t)count * rows * (cols / MM_FP4_GROUP);
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < bytes + groups;
+    const uint64_t words = (uint64_t)count * rows * (cols / 8), groups = (uint64_t)count * rows * (cols / MM_FP4_GROUP) / 4;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words + groups;
          i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint8_t v = mm_gen_fp4_byte(seed, pattern, matrix, first_expert, count, rows, cols, i);
-        if (i < bytes) codes[i] = v;
-        else exps[i - bytes] = v;
+        const uint32_t v = mm_gen_fp4_word(seed, pattern, matrix, first_expert, count, rows, cols, i);
+        if (i < words) codes[i] = v;
+        else exps[i - words] = v;
     }
 }
 
@@ -143,10 +144,12 @@ extern "C" cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int
                                                  cudaStream_t stream)
 {
     if (count <= 0) return cudaSuccess;
-    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 0, first_expert, count, 2 * inter, hidden, c1, e1);
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 0, first_expert, count, 2 * inter, hidden, (uint32_t *)c1,
+                                              (uint32_t *)e1);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 1, first_expert, count, hidden, inter, c2, e2);
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 1, first_expert, count, hidden, inter, (uint32_t *)c2,
+                                              (uint32_t *)e2);
     return cudaGetLastError();
 }
 

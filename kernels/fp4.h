@@ -1,10 +1,20 @@
 /* FP4 expert weights (MXFP4, the layout of Hugging Face MXFP4 MoE checkpoints) and how they enter
  * the FP8 tensor-core product: one definition for host C and CUDA (docs/recipe.md, "FP4 weights").
  *
- * Storage, per weight matrix row (W1 [2I][H] or W2 [H][I], K the row's length):
- *   codes  [K / 2] bytes: E2M1 values, two a byte along K, the lower K index in the low nibble;
+ * Storage, per weight matrix row (W1 [2I][H] or W2 [H][I], K the row's length, a multiple of 128):
+ *   codes  [K / 2] bytes: E2M1 values, 4 bits each, in the order the GEMM core's expansion reads
+ *          them (below: a checkpoint's two codes a byte are re-packed once, when loaded, by
+ *          mm_fp4_set_code; the same bytes, the same count);
  *   scales [K / 32] bytes: one UE8M0 exponent per 32 weights (value 2^(s - 127); 255 is NaN and is
  *          never generated).
+ * The codes' order: each 128-wide K block of a row is 64 bytes, four 16-byte chunks q = 0..3 of
+ * four 32-bit little-endian words j = 0..3; word (j, q) holds the 8 weights one thread of the
+ * swapped form feeds wgmma for its k32 step j (gemm_fp4.cuh): "lo" i = K 32 j + 4 q + i and "hi"
+ * i = K 32 j + 16 + 4 q + i (i = 0..3). Lo i's 3 magnitude bits are bits 4 i .. 4 i + 2 and its
+ * sign bit 8 i + 7; hi i's magnitude bits 16 + 4 i .. 16 + 4 i + 2 and its sign bit 8 i + 3. So
+ * a thread loads its 32 weights of a block row with one 16-byte load, the magnitudes of lo and of
+ * hi are each four consecutive nibbles (a permute's selector), and the signs sit at bit 7 of each
+ * byte as they are (lo) or after one shift (hi): mm_fp4_expand_word.
  * A weight is e2m1(code) * 2^(s - 127). E2M1: sign, 2 exponent bits, 1 mantissa bit: magnitudes
  * 0, 0.5, 1, 1.5, 2, 3, 4, 6.
  *
@@ -42,10 +52,57 @@ MM_HD float mm_e2m1_decode(uint8_t code)
     return (code & 8u) ? -v : v;
 }
 
-/* Weight k of a row's packed codes. */
+/* Where weight k of a row sits (the order above): the byte offset of its word in the row, and
+ * which of the word's 8 weights it is (0-3 lo i, 4-7 hi i). */
+MM_HD int mm_fp4_word_at(int k)
+{
+    const int kk = k & 127, j = kk >> 5, q = (kk >> 2) & 3;
+    return (k >> 7) * 64 + q * 16 + j * 4;
+}
+
+MM_HD int mm_fp4_word_slot(int k)
+{
+    return ((k >> 4) & 1) * 4 + (k & 3);
+}
+
+/* Weight n (0-3 lo, 4-7 hi) of a codes word. */
+MM_HD uint8_t mm_fp4_word_code(uint32_t w, int n)
+{
+    const int i = n & 3, hi = n >> 2;
+    const uint32_t mag = (w >> (16 * hi + 4 * i)) & 7u, sign = (w >> (8 * i + (hi ? 3 : 7))) & 1u;
+    return (uint8_t)(sign << 3 | mag);
+}
+
+/* A codes word from its 8 weights (0-3 lo, 4-7 hi). */
+MM_HD uint32_t mm_fp4_pack_word(const uint8_t c[8])
+{
+    uint32_t w = 0;
+    for (int i = 0; i < 4; i++) {
+        w |= (uint32_t)(c[i] & 7u) << (4 * i) | (uint32_t)(c[i] >> 3 & 1u) << (8 * i + 7);
+        w |= (uint32_t)(c[4 + i] & 7u) << (16 + 4 * i) | (uint32_t)(c[4 + i] >> 3 & 1u) << (8 * i + 3);
+    }
+    return w;
+}
+
+/* Weight k of a row's codes. */
 MM_HD uint8_t mm_fp4_code(const uint8_t *codes, int k)
 {
-    return (uint8_t)((codes[k >> 1] >> (4 * (k & 1))) & 15u);
+    const uint8_t *b = codes + mm_fp4_word_at(k);
+    const uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return mm_fp4_word_code(w, mm_fp4_word_slot(k));
+}
+
+/* Weight k of a row's codes set to `code` (the re-packing of a checkpoint's row, and the hosts'
+ * generators). */
+MM_HD void mm_fp4_set_code(uint8_t *codes, int k, uint8_t code)
+{
+    uint8_t *b = codes + mm_fp4_word_at(k);
+    uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    uint8_t c[8];
+    for (int n = 0; n < 8; n++) c[n] = mm_fp4_word_code(w, n);
+    c[mm_fp4_word_slot(k)] = (uint8_t)(code & 15u);
+    w = mm_fp4_pack_word(c);
+    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(w >> (8 * i));
 }
 
 #define MM_FP4_BLOCK_ROWS 128 /* weight rows that share a reference exponent (the FP8 weight block's) */
@@ -141,17 +198,16 @@ MM_HD void mm_fp4_table(int d, uint32_t *t0, uint32_t *t1)
     *t1 = 0x4C484440u + (uint32_t)(d * 0x08080808);
 }
 
-/* Eight codes (a 32-bit word of packed codes, weight j in nibble j) into eight e4m3 bytes (lo:
- * weights 0-3, hi: 4-7) through a group's table: nine integer instructions. The magnitudes by one
- * permute each (a selector nibble is a code's 3 magnitude bits; a permute reads only the low four
- * nibbles of its selector). A code's sign (bit 3 of its nibble) becomes bit 7 of its byte by a
- * permute of {w << 4, w}: there the even nibbles' sign is bit 7 of a byte of w << 4 and the odd
- * ones' bit 7 of a byte of w, so each output byte picks one of them and a mask keeps its top bit. */
+/* A codes word (the storage order above) into eight e4m3 bytes (lo: weights lo 0-3, hi: hi 0-3)
+ * through a group's table: seven integer instructions. The magnitudes by one permute each (a
+ * selector nibble is a code's 3 magnitude bits, its top bit masked off; a permute reads only the
+ * low four nibbles of its selector); the signs are already bit 7 of each byte (lo) or bit 3 (hi,
+ * one shift). */
 MM_HD void mm_fp4_expand_word(uint32_t w, uint32_t t0, uint32_t t1, uint32_t *lo, uint32_t *hi)
 {
-    const uint32_t mag = w & 0x77777777u, up = w << 4;
-    *lo = (mm_prmt(up, w, 0x5140u) & 0x80808080u) | mm_prmt(t0, t1, mag);
-    *hi = (mm_prmt(up, w, 0x7362u) & 0x80808080u) | mm_prmt(t0, t1, mag >> 16);
+    const uint32_t mag = w & 0x77777777u;
+    *lo = (w & 0x80808080u) | mm_prmt(t0, t1, mag);
+    *hi = ((w << 4) & 0x80808080u) | mm_prmt(t0, t1, mag >> 16);
 }
 
 /* The table of any offset d <= MM_FP4_D_MAX: mm_fp4_table from MM_FP4_D_FAST up, below it each
@@ -175,14 +231,16 @@ MM_HD void mm_fp4_table_any(int d, uint32_t *t0, uint32_t *t1)
     *t1 = (uint32_t)(t >> 32);
 }
 
-/* One 32-group at any offset d <= MM_FP4_D_MAX through mm_fp4_table_any: the same bytes as
- * mm_fp4_expand_row (the GEMM core's expansion of a block below the arithmetic table,
- * gemm_fp4.cuh, and the CPU tests' view of every expansion). */
+/* One 32-group at any offset d <= MM_FP4_D_MAX through mm_fp4_table_any, from its four words
+ * c[q] (word (j, q) of a block row) to its 32 e4m3 bytes in K order (out[q]: K 4q .. 4q + 3 of
+ * the group, out[4 + q]: K 16 + 4q ..): the same bytes as mm_fp4_expand_row (the GEMM core's
+ * expansion of a block below the arithmetic table, gemm_fp4.cuh, and the CPU tests' view of
+ * every expansion). */
 MM_HD void mm_fp4_expand_group(const uint32_t c[4], int d, uint32_t out[8])
 {
     uint32_t t0, t1;
     mm_fp4_table_any(d, &t0, &t1);
-    for (int i = 0; i < 4; i++) mm_fp4_expand_word(c[i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+    for (int q = 0; q < 4; q++) mm_fp4_expand_word(c[q], t0, t1, &out[q], &out[4 + q]);
 }
 
 /* ---- the generator: MXFP4 experts as real checkpoints look, and the patterns check adds ------ */
@@ -239,23 +297,30 @@ MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t 
     return (uint8_t)(base + drift + outlier + jitter);
 }
 
-/* Byte i of one matrix of `count` experts from `first_expert` as the GPU generator lays it out:
- * codes [count][rows][cols / 2] for i below count * rows * cols / 2, then the exponents
- * [count][rows][cols / 32] (datagen.cu gen_fp4_kernel writes byte i; the CPU tests compare it with
+/* 32-bit word i of one matrix of `count` experts from `first_expert` as the GPU generator lays it
+ * out: the codes [count][rows][cols / 2 bytes] (the storage order above) for i below
+ * count * rows * cols / 8, then the exponents [count][rows][cols / 32], four a word, the lower
+ * group in the low byte (datagen.cu gen_fp4_kernel writes word i; the CPU tests compare it with
  * the host's experts). */
-MM_HD uint8_t mm_gen_fp4_byte(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
-                              uint64_t i)
+MM_HD uint32_t mm_gen_fp4_word(uint64_t seed, int pattern, int matrix, int first_expert, int count, int rows, int cols,
+                               uint64_t i)
 {
-    const uint64_t per_row_b = (uint64_t)cols / 2, per_row_g = (uint64_t)cols / MM_FP4_GROUP;
-    const uint64_t bytes = (uint64_t)count * rows * per_row_b;
-    if (i < bytes) {
-        const uint64_t r = i / per_row_b, c = 2 * (i % per_row_b);
+    const uint64_t per_row_w = (uint64_t)cols / 8, per_row_g = (uint64_t)cols / MM_FP4_GROUP;
+    const uint64_t words = (uint64_t)count * rows * per_row_w;
+    if (i < words) {
+        const uint64_t r = i / per_row_w, w = i % per_row_w;
         const uint64_t e = (uint64_t)first_expert + r / (uint64_t)rows, row = r % (uint64_t)rows;
-        return (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, e, row, c) |
-                         mm_gen_fp4_code(seed, pattern, matrix, e, row, c + 1) << 4);
+        /* word w of the row: K block w / 16, chunk q = (w / 4) % 4, word j = w % 4 */
+        const uint64_t k0 = (w >> 4) * 128 + (w & 3u) * 32 + ((w >> 2) & 3u) * 4;
+        uint8_t c[8];
+        for (int n = 0; n < 8; n++) c[n] = mm_gen_fp4_code(seed, pattern, matrix, e, row, k0 + (n >> 2) * 16 + (n & 3));
+        return mm_fp4_pack_word(c);
     }
-    const uint64_t j = i - bytes, r = j / per_row_g, g = j % per_row_g;
-    return mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)first_expert + r / (uint64_t)rows, r % (uint64_t)rows, g);
+    const uint64_t j = 4 * (i - words), r = j / per_row_g, g = j % per_row_g;
+    const uint64_t e = (uint64_t)first_expert + r / (uint64_t)rows, row = r % (uint64_t)rows;
+    uint32_t v = 0;
+    for (int b = 0; b < 4; b++) v |= (uint32_t)mm_gen_fp4_scale(seed, pattern, matrix, e, row, g + b) << (8 * b);
+    return v;
 }
 
 /* The GPU reference's share of one FP4 block sum on lane `lane` of 32 (reference.cu): weights

@@ -59,13 +59,21 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
     static_assert(NT == 2 * MM_GEMM_BN || NT == MM_GEMM_BN, "a half row or a row a thread");
     constexpr int PARTS = NT / MM_GEMM_BN, GROUPS = MM_FP4_GROUPS / PARTS; /* groups a thread */
     const int row = t / PARTS, part = t % PARTS;
-    /* the row's 16-byte chunk c at chunk c ^ ((row >> 1) & 3) (the codes box's 64-byte swizzle) */
-    const uint4 *cw = (const uint4 *)(blk + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES);
+    /* in[j][q]: word (part * GROUPS + j, q) of the row (fp4.h's storage order: word j of chunk q),
+     * chunk q at chunk q ^ ((row >> 1) & 3) (the codes box's 64-byte swizzle); a thread's words
+     * of a chunk are adjacent (one load a chunk) */
+    const uint8_t *cw = blk + MM_FP4_CODES_AT + row * MM_FP4_CODE_BYTES;
     uint32_t in[GROUPS][4];
 #pragma unroll
-    for (int j = 0; j < GROUPS; j++) {
-        const uint4 c = cw[(part * GROUPS + j) ^ ((row >> 1) & 3)];
-        in[j][0] = c.x, in[j][1] = c.y, in[j][2] = c.z, in[j][3] = c.w;
+    for (int q = 0; q < 4; q++) {
+        const uint8_t *chunk = cw + ((q ^ ((row >> 1) & 3)) << 4);
+        if constexpr (GROUPS == 4) {
+            const uint4 c = *(const uint4 *)chunk;
+            in[0][q] = c.x, in[1][q] = c.y, in[2][q] = c.z, in[3][q] = c.w;
+        } else {
+            const uint2 c = *(const uint2 *)(chunk + 8 * part);
+            in[0][q] = c.x, in[1][q] = c.y;
+        }
     }
     /* the row's 4 exponents, group g in byte g (read by shifts: an index that depends on `part`
      * would put an array in local memory) */
@@ -83,7 +91,7 @@ __device__ __forceinline__ void mm_fp4_expand(uint8_t *blk, float *w_scale, int 
             uint32_t t0, t1, out[8];
             mm_fp4_table((int)((mine >> (8 * j)) & 255u) - ref, &t0, &t1);
 #pragma unroll
-            for (int i = 0; i < 4; i++) mm_fp4_expand_word(in[j][i], t0, t1, &out[2 * i], &out[2 * i + 1]);
+            for (int q = 0; q < 4; q++) mm_fp4_expand_word(in[j][q], t0, t1, &out[q], &out[4 + q]);
             mm_fp4_store_group(row_sw, (unsigned)(part * GROUPS + j), out);
         }
     } else { /* a block with a group below the arithmetic table (spreads past 11 steps, rare in
@@ -172,30 +180,18 @@ __device__ __forceinline__ int mm_fp4_swap_acc_col(int c, int i)
     return c + mm_frag_row(0, 0, i);
 }
 
-/* The 8 codes of group j a thread needs from one weight row (`row`: the row's codes in the
- * swizzled box; swz = (row >> 1) & 3): bytes 2q, 2q + 1 (K 4q .. 4q + 3) in the low half and
- * bytes 8 + 2q, 9 + 2q (K 16 + 4q ..) in the high half, q = lane % 4. */
-__device__ __forceinline__ uint32_t mm_fp4_swap_codes(const uint8_t *row, int swz, int j, int q)
-{
-    const uint8_t *chunk = row + ((j ^ swz) << 4) + 4 * (q >> 1);
-    const uint32_t lo = *(const uint32_t *)chunk, hi = *(const uint32_t *)(chunk + 8);
-    return __byte_perm(lo, hi, (q & 1) ? 0x7632u : 0x5410u);
-}
-
 /* Weight rows c and c + 8 of the block at `blk` into a thread's A registers a[j] (k32 step j),
  * relative to the block's reference `ref`; fast: every group of the block lies in the
  * arithmetic table's range (its word's MM_FP4_WORD_FAST). */
 __device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, int q, int ref, bool fast,
                                                    uint32_t a[4][4])
 {
-    const uint8_t *row = blk + MM_FP4_CODES_AT + c * MM_FP4_CODE_BYTES;
-    const int swz = (c >> 1) & 3; /* the same for row c + 8 */
-    uint32_t w[2][4];
-#pragma unroll
-    for (int j = 0; j < MM_FP4_GROUPS; j++) {
-        w[0][j] = mm_fp4_swap_codes(row, swz, j, q);
-        w[1][j] = mm_fp4_swap_codes(row + 8 * MM_FP4_CODE_BYTES, swz, j, q);
-    }
+    /* w[h][j]: word (j, q) of row c + 8 h, the four of a row in chunk q (fp4.h's storage order),
+     * at chunk q ^ ((row >> 1) & 3) (the codes box's 64-byte swizzle; the same for row c + 8):
+     * one 16-byte load a row, a warp's 8 rows x 4 chunks 512 contiguous bytes */
+    const uint8_t *row = blk + MM_FP4_CODES_AT + c * MM_FP4_CODE_BYTES + ((q ^ ((c >> 1) & 3)) << 4);
+    const uint4 r0 = *(const uint4 *)row, r1 = *(const uint4 *)(row + 8 * MM_FP4_CODE_BYTES);
+    const uint32_t w[2][4] = {{r0.x, r0.y, r0.z, r0.w}, {r1.x, r1.y, r1.z, r1.w}};
     const uint32_t ex[2] = {*(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * c),
                             *(const uint32_t *)(blk + MM_FP4_EXPS_AT + 4 * (c + 8))};
     if (fast) {

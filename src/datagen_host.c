@@ -133,10 +133,9 @@ static void gen_fp4_matrix(uint64_t seed, int pattern, int matrix, int expert, i
                            uint8_t *exps)
 {
     for (int r = 0; r < rows; r++) {
-        for (int c = 0; c < cols; c += 2)
-            codes[(size_t)r * (cols / 2) + c / 2] =
-                (uint8_t)(mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c) |
-                          mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c + 1) << 4);
+        uint8_t *row = codes + (size_t)r * (cols / 2);
+        for (int c = 0; c < cols; c++)
+            mm_fp4_set_code(row, c, mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c));
         for (int g = 0; g < cols / MM_FP4_GROUP; g++)
             exps[(size_t)r * (cols / MM_FP4_GROUP) + g] =
                 mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)g);

@@ -4,17 +4,40 @@
 #include "../kernels/fp4.h"
 #include "test_util.h"
 
-/* Every code's value, and the packing: weight k in nibble k % 2 of byte k / 2, low first. */
+/* Every code's value, and the storage order (fp4.h): word (j, q) of a K block at byte
+ * 64 kb + 16 q + 4 j, lo i = K 32 j + 4 q + i (magnitude bits 4 i.., sign bit 8 i + 7), hi i
+ * = lo i + 16 (bits 16 + 4 i.., sign 8 i + 3); set and read back every weight of two blocks, and
+ * a checkpoint row's re-packing is a permutation of the weights. */
 static void codes(void **state)
 {
     (void)state;
     const float want[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     for (int c = 0; c < 16; c++) assert_true(mm_e2m1_decode((uint8_t)c) == want[c]);
-    const uint8_t packed[2] = {0x71, 0xF8};
-    assert_int_equal(mm_fp4_code(packed, 0), 1);
-    assert_int_equal(mm_fp4_code(packed, 1), 7);
-    assert_int_equal(mm_fp4_code(packed, 2), 8);
-    assert_int_equal(mm_fp4_code(packed, 3), 15);
+    uint8_t row[128] = {0};
+    mm_fp4_set_code(row, 128 + 32 * 2 + 4 * 3 + 1, 0xB); /* block 1, j 2, q 3, lo 1: -1.5 */
+    assert_int_equal(row[64 + 16 * 3 + 4 * 2 + 0], 0x30); /* magnitude 3 in bits 4-6 */
+    assert_int_equal(row[64 + 16 * 3 + 4 * 2 + 1], 0x80); /* the sign in bit 15 */
+    mm_fp4_set_code(row, 16 + 2, 0xF); /* block 0, j 0, q 0, hi 2: -6 */
+    assert_int_equal(row[2], 0x08);                       /* the sign in bit 19 */
+    assert_int_equal(row[3], 0x07);                       /* magnitude 7 in bits 24-26 */
+    int set = 0;
+    for (int i = 0; i < 128; i++) set += row[i] != 0;
+    assert_int_equal(set, 4);
+    /* a checkpoint's row (two codes a byte, the lower K in the low nibble) re-packed */
+    uint8_t hf[128], packed[128] = {0}, seen[256] = {0};
+    for (int i = 0; i < 128; i++) hf[i] = (uint8_t)(i * 37 + 11);
+    for (int k = 0; k < 256; k++) mm_fp4_set_code(packed, k, (uint8_t)((hf[k / 2] >> (4 * (k % 2))) & 15u));
+    for (int k = 0; k < 256; k++) {
+        assert_int_equal(mm_fp4_code(packed, k), (hf[k / 2] >> (4 * (k % 2))) & 15u);
+        const int at = mm_fp4_word_at(k) * 2 + mm_fp4_word_slot(k);
+        seen[at]++; /* each weight its own place */
+    }
+    for (int i = 0; i < 256; i++) assert_int_equal(seen[i], 1);
+    for (uint32_t w = 1; w; w <<= 1) { /* each bit belongs to one weight */
+        int owners = 0;
+        for (int n = 0; n < 8; n++) owners += mm_fp4_word_code(w, n) != 0;
+        assert_int_equal(owners, 1);
+    }
 }
 
 /* Within [D_MIN, D_MAX] every code times 2^d is exact in e4m3; one step below, some are not. */
@@ -47,7 +70,7 @@ static void expand(void **state)
     (void)state;
     enum { G = 8 }; /* K = 256: two K blocks a row, the second one's exponents */
     uint8_t codes[64], fp8[128], exps[128 * G];
-    for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(i * 37 + 11); /* every code, both nibbles */
+    for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(i * 37 + 11); /* every code, in every place */
     for (int spread = 0; spread <= 16; spread++) {
         for (int r = 0; r < 128; r++)
             for (int g = 0; g < G; g++) exps[r * G + g] = (uint8_t)(112 + (r + g) % 3);
@@ -155,9 +178,7 @@ static void patterns(void **state)
             assert_int_equal(hi - lo, MM_FP4_D_MAX - MM_FP4_D_MIN);
             assert_int_equal(slot_lo, (1 - kb % 4 + 4) % 4); /* the offsets rotate with the block */
         }
-        for (int c = 0; c < K; c += 2)
-            codes[c / 2] = (uint8_t)(mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c) |
-                                     mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c + 1) << 4);
+        for (int c = 0; c < K; c++) mm_fp4_set_code(codes, c, mm_gen_fp4_code(5, MM_FP4_SPREAD_LIMIT, 0, 2, row, (uint64_t)c));
         for (int kb = 0; kb < K / 128; kb++) { /* at the limit every weight is still exact */
             const int ref = mm_fp4_block_ref(exps, G, kb);
             assert_int_equal(mm_fp4_expand_row(codes + kb * 64, e + kb * 4, ref, fp8), 0);
@@ -196,7 +217,7 @@ static void expand_fast(void **state)
             mm_fp4_table(d, &t0, &t1);
             mm_fp4_expand_word(w, t0, t1, &lo, &hi);
             for (int j = 0; j < 8; j++) {
-                const uint8_t want = mm_fp4_to_fp8((uint8_t)((w >> (4 * j)) & 15u), d);
+                const uint8_t want = mm_fp4_to_fp8(mm_fp4_word_code(w, j), d);
                 const uint8_t got = (uint8_t)(((j < 4 ? lo : hi) >> (8 * (j % 4))) & 0xffu);
                 if (got != want) fail_msg("d %d word %08x weight %d: %02x, want %02x", d, w, j, got, want);
             }
@@ -210,8 +231,8 @@ static void expand_fast(void **state)
                 c[i] = (uint32_t)(h >> 32);
             }
             mm_fp4_expand_group(c, d, out);
-            for (int k = 0; k < 32; k++) {
-                const uint8_t want = mm_fp4_to_fp8((uint8_t)((c[k / 8] >> (4 * (k % 8))) & 15u), d);
+            for (int k = 0; k < 32; k++) { /* K k of the group: word q = (k % 16) / 4, lo or hi by k / 16 */
+                const uint8_t want = mm_fp4_to_fp8(mm_fp4_word_code(c[(k % 16) / 4], (k / 16) * 4 + k % 4), d);
                 assert_int_equal((out[k / 4] >> (8 * (k % 4))) & 0xffu, want);
             }
         }

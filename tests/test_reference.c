@@ -172,6 +172,13 @@ static double fp4_expanded_row(const uint8_t *qa, const float *sa, const uint8_t
     return acc;
 }
 
+/* Byte i of one matrix as the GPU generator writes it (fp4.h mm_gen_fp4_word: little-endian
+ * words), with fp4_gpu_pieces' seed and experts. */
+static uint8_t gen_byte(int pattern, int matrix, int rows, int cols, uint64_t i)
+{
+    return (uint8_t)(mm_gen_fp4_word(11, pattern, matrix, 3, 2, rows, cols, i / 4) >> (8 * (i % 4)));
+}
+
 /* The GPU's FP4 pieces, checked here through the functions its kernels call: the generator's byte
  * layout (gen_fp4_kernel) against the host's experts, and the reference's lane split of a block
  * (ref_gemm_fp4_kernel) against the host reference rows, past-limit groups included. */
@@ -185,13 +192,12 @@ static void fp4_gpu_pieces(void **state)
         for (int e = 0; e < COUNT; e++) {
             host_gen_fp4_expert(11, pattern, FIRST + e, H, I, c1, e1, c2, e2);
             for (size_t i = 0; i < sizeof c1; i++)
-                assert_int_equal(mm_gen_fp4_byte(11, pattern, 0, FIRST, COUNT, 2 * I, H, e * sizeof c1 + i), c1[i]);
+                assert_int_equal(gen_byte(pattern, 0, 2 * I, H, e * sizeof c1 + i), c1[i]);
             for (size_t i = 0; i < sizeof e1; i++)
-                assert_int_equal(mm_gen_fp4_byte(11, pattern, 0, FIRST, COUNT, 2 * I, H, codes1 + e * sizeof e1 + i), e1[i]);
-            for (size_t i = 0; i < sizeof c2; i++)
-                assert_int_equal(mm_gen_fp4_byte(11, pattern, 1, FIRST, COUNT, H, I, e * sizeof c2 + i), c2[i]);
+                assert_int_equal(gen_byte(pattern, 0, 2 * I, H, codes1 + e * sizeof e1 + i), e1[i]);
+            for (size_t i = 0; i < sizeof c2; i++) assert_int_equal(gen_byte(pattern, 1, H, I, e * sizeof c2 + i), c2[i]);
             for (size_t i = 0; i < sizeof e2; i++)
-                assert_int_equal(mm_gen_fp4_byte(11, pattern, 1, FIRST, COUNT, H, I, codes2 + e * sizeof e2 + i), e2[i]);
+                assert_int_equal(gen_byte(pattern, 1, H, I, codes2 + e * sizeof e2 + i), e2[i]);
         }
     }
     enum { K = 512, N = 128 };
@@ -204,9 +210,7 @@ static void fp4_gpu_pieces(void **state)
     for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.02 * (b + 1));
     for (int pattern = 0; pattern < MM_FP4_PATTERNS; pattern++) {
         for (uint64_t row = 0; row < N; row++) {
-            for (int c = 0; c < K; c += 2)
-                codes[row * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c) |
-                                                       mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c + 1) << 4);
+            for (int c = 0; c < K; c++) mm_fp4_set_code(codes + row * K / 2, c, mm_gen_fp4_code(5, pattern, 1, 4, row, (uint64_t)c));
             for (int g = 0; g < K / 32; g++) exps[row * K / 32 + g] = mm_gen_fp4_scale(5, pattern, 1, 4, row, (uint64_t)g);
         }
         int refs[K / 128];
@@ -238,9 +242,7 @@ static void fp4_gemm_row(void **state)
     for (int c = 0; c < K; c++) qa[c] = (uint8_t)((c * 73 + 5) % 0x7e) | (c % 3 == 0 ? 0x80 : 0); /* no NaN */
     for (int b = 0; b < K / 128; b++) sa[b] = (float)(0.01 * (b + 1));
     for (int n = 0; n < N; n++) { /* the generator's rows: every code, exponents drifting, outliers */
-        for (int c = 0; c < K; c += 2)
-            codes[n * K / 2 + c / 2] = (uint8_t)(mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c) |
-                                                 mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c + 1) << 4);
+        for (int c = 0; c < K; c++) mm_fp4_set_code(codes + n * K / 2, c, mm_gen_fp4_code(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)c));
         for (int g = 0; g < K / 32; g++) exps[n * K / 32 + g] = mm_gen_fp4_scale(7, MM_FP4_REAL, 0, 2, (uint64_t)n, (uint64_t)g);
     }
     int refs[K / 128];
