@@ -297,6 +297,16 @@ MM_HD uint8_t mm_gen_fp4_scale(uint64_t seed, int pattern, int matrix, uint64_t 
     return (uint8_t)(base + drift + outlier + jitter);
 }
 
+/* Codes word w of a row (the storage order above: K block w / 16, chunk q = (w / 4) % 4, word
+ * j = w % 4) of an expert's matrix, as the generator draws it. */
+MM_HD uint32_t mm_gen_fp4_row_word(uint64_t seed, int pattern, int matrix, uint64_t expert, uint64_t row, uint64_t w)
+{
+    const uint64_t k0 = (w >> 4) * 128 + (w & 3u) * 32 + ((w >> 2) & 3u) * 4;
+    uint8_t c[8];
+    for (int n = 0; n < 8; n++) c[n] = mm_gen_fp4_code(seed, pattern, matrix, expert, row, k0 + (uint64_t)(n >> 2) * 16 + (n & 3));
+    return mm_fp4_pack_word(c);
+}
+
 /* 32-bit word i of one matrix of `count` experts from `first_expert` as the GPU generator lays it
  * out: the codes [count][rows][cols / 2 bytes] (the storage order above) for i below
  * count * rows * cols / 8, then the exponents [count][rows][cols / 32], four a word, the lower
@@ -309,12 +319,7 @@ MM_HD uint32_t mm_gen_fp4_word(uint64_t seed, int pattern, int matrix, int first
     const uint64_t words = (uint64_t)count * rows * per_row_w;
     if (i < words) {
         const uint64_t r = i / per_row_w, w = i % per_row_w;
-        const uint64_t e = (uint64_t)first_expert + r / (uint64_t)rows, row = r % (uint64_t)rows;
-        /* word w of the row: K block w / 16, chunk q = (w / 4) % 4, word j = w % 4 */
-        const uint64_t k0 = (w >> 4) * 128 + (w & 3u) * 32 + ((w >> 2) & 3u) * 4;
-        uint8_t c[8];
-        for (int n = 0; n < 8; n++) c[n] = mm_gen_fp4_code(seed, pattern, matrix, e, row, k0 + (n >> 2) * 16 + (n & 3));
-        return mm_fp4_pack_word(c);
+        return mm_gen_fp4_row_word(seed, pattern, matrix, (uint64_t)first_expert + r / (uint64_t)rows, r % (uint64_t)rows, w);
     }
     const uint64_t j = 4 * (i - words), r = j / per_row_g, g = j % per_row_g;
     const uint64_t e = (uint64_t)first_expert + r / (uint64_t)rows, row = r % (uint64_t)rows;

@@ -129,13 +129,17 @@ void host_gen_expert(uint64_t seed, int expert, int hidden, int inter, int ue8m0
     gen_matrix(seed, 1, expert, hidden, inter, ue8m0, w2, w2_scale);
 }
 
+/* Rows are independent: in parallel where OpenMP is on, as gen_matrix's blocks. */
 static void gen_fp4_matrix(uint64_t seed, int pattern, int matrix, int expert, int rows, int cols, uint8_t *codes,
                            uint8_t *exps)
 {
+#pragma omp parallel for schedule(static) if (rows >= 128)
     for (int r = 0; r < rows; r++) {
         uint8_t *row = codes + (size_t)r * (cols / 2);
-        for (int c = 0; c < cols; c++)
-            mm_fp4_set_code(row, c, mm_gen_fp4_code(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)c));
+        for (int w = 0; w < cols / 8; w++) { /* little-endian words, as the GPU generator writes them */
+            const uint32_t v = mm_gen_fp4_row_word(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)w);
+            for (int b = 0; b < 4; b++) row[4 * w + b] = (uint8_t)(v >> (8 * b));
+        }
         for (int g = 0; g < cols / MM_FP4_GROUP; g++)
             exps[(size_t)r * (cols / MM_FP4_GROUP) + g] =
                 mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)g);

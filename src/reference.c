@@ -49,19 +49,22 @@ void ref_fp4_block_refs(const uint8_t *exps, int n_out, int k, int *refs)
         }
 }
 
-/* Weight c of a row's codes in the storage order of docs/recipe.md ("FP4 weights"), worked out
- * here from the document rather than through fp4.h's accessors: the 64 bytes of each K block are
- * 16 little-endian words, word 4 q + j holding weights 32 j + 4 q + i ("lo", magnitude in bits
- * 4 i.., sign in bit 8 i + 7) and 32 j + 16 + 4 q + i ("hi", bits 16 + 4 i.., sign 8 i + 3). */
-static int host_fp4_code(const uint8_t *row_codes, int c)
+/* The 128 codes of K block kb of a row, in K order, from the storage order of docs/recipe.md
+ * ("FP4 weights"), worked out here from the document rather than through fp4.h's accessors: the
+ * block's 64 bytes are 16 little-endian words, word 4 q + j holding weights 32 j + 4 q + i ("lo",
+ * magnitude in bits 4 i.., sign in bit 8 i + 7) and 32 j + 16 + 4 q + i ("hi", bits 16 + 4 i..,
+ * sign in bit 8 i + 3), i = 0..3. */
+static void host_fp4_block_codes(const uint8_t *row_codes, int kb, int out[128])
 {
-    const int kb = c / 128, in_block = c % 128, j = in_block / 32, r = in_block % 32;
-    const int q = (r % 16) / 4, i = r % 4, hi = r >= 16;
-    const uint8_t *word = row_codes + kb * 64 + q * 16 + j * 4;
-    uint32_t w = 0;
-    for (int b = 3; b >= 0; b--) w = w << 8 | word[b];
-    const int mag = (int)(w >> (hi ? 16 + 4 * i : 4 * i)) & 7, sign = (int)(w >> (8 * i + (hi ? 3 : 7))) & 1;
-    return sign * 8 + mag;
+    for (int q = 0; q < 4; q++)
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *word = row_codes + kb * 64 + q * 16 + j * 4;
+            const uint32_t w = (uint32_t)word[0] | (uint32_t)word[1] << 8 | (uint32_t)word[2] << 16 | (uint32_t)word[3] << 24;
+            for (int i = 0; i < 4; i++) {
+                out[32 * j + 4 * q + i] = (int)((w >> (8 * i + 7)) & 1u) * 8 + (int)((w >> (4 * i)) & 7u);
+                out[32 * j + 16 + 4 * q + i] = (int)((w >> (8 * i + 3)) & 1u) * 8 + (int)((w >> (16 + 4 * i)) & 7u);
+            }
+        }
 }
 
 long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *codes, const uint8_t *exps, const int *refs,
@@ -75,13 +78,15 @@ long long ref_gemm_row_fp4(const uint8_t *qa, const float *sa, const uint8_t *co
         const int *ref = refs + (size_t)(n / 128) * kblocks;
         double acc = 0.0;
         for (int kb = 0; kb < kblocks; kb++) {
+            int block_codes[128];
+            host_fp4_block_codes(row_codes, kb, block_codes);
             double block = 0.0;
             for (int g = 0; g < 4; g++) {
                 const int d = row_exps[kb * 4 + g] - ref[kb];
                 past += d < -8;
                 for (int j = 0; j < 32; j++) {
                     const int c = kb * 128 + g * 32 + j;
-                    const int code = host_fp4_code(row_codes, c);
+                    const int code = block_codes[g * 32 + j];
                     const double v = (code & 8 ? -1.0 : 1.0) * e2m1[code & 7] * ldexp(1.0, d);
                     /* exact in e4m3 within the range; past it the recipe's e4m3 rounding */
                     const double w8 = d >= -8 ? v : (double)mm_fp8_decode(mm_fp8_encode((float)v));
