@@ -1,5 +1,6 @@
-/* FP4 expert weights (MXFP4, the layout of Hugging Face MXFP4 MoE checkpoints) and how they enter
- * the FP8 tensor-core product: one definition for host C and CUDA (docs/recipe.md, "FP4 weights").
+/* FP4 expert weights (MXFP4: the values and exponents of Hugging Face MXFP4 MoE checkpoints, the
+ * codes re-packed into the order the GEMM core reads them) and how they enter the FP8 tensor-core
+ * product: one definition for host C and CUDA (docs/recipe.md, "FP4 weights").
  *
  * Storage, per weight matrix row (W1 [2I][H] or W2 [H][I], K the row's length, a multiple of 128):
  *   codes  [K / 2] bytes: E2M1 values, 4 bits each, in the order the GEMM core's expansion reads
