@@ -200,10 +200,10 @@ MM_HD void mm_fp4_table(int d, uint32_t *t0, uint32_t *t1)
 }
 
 /* A codes word (the storage order above) into eight e4m3 bytes (lo: weights lo 0-3, hi: hi 0-3)
- * through a group's table: seven integer instructions. The magnitudes by one permute each (a
- * selector nibble is a code's 3 magnitude bits, its top bit masked off; a permute reads only the
- * low four nibbles of its selector); the signs are already bit 7 of each byte (lo) or bit 3 (hi,
- * one shift). */
+ * through a group's table: eight integer instructions in the SASS (the two halves' selectors
+ * masked apart, then one shift). The magnitudes by one permute each (a selector nibble is a code's
+ * 3 magnitude bits, its top bit masked off; a permute reads only the low four nibbles of its
+ * selector); the signs are already bit 7 of each byte (lo) or bit 3 (hi, one shift). */
 MM_HD void mm_fp4_expand_word(uint32_t w, uint32_t t0, uint32_t t1, uint32_t *lo, uint32_t *hi)
 {
     const uint32_t mag = w & 0x77777777u;
