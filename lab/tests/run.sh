@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The lab tools' CPU-side tests, run by `make test` (cheap: no GPU, no build of the product):
-# the A/B runner, the experiment helpers, the ablation runner's edits, the ncu stall table, and the probes still compiling
-# against the kernels' headers. NVCC: the compiler (default: CUDA_HOME's).
+# the A/B runner, the side-by-side runner and its table, the experiment helpers, the ablation
+# runner's edits, the ncu stall table, and the probes still compiling against the kernels'
+# headers. NVCC: the compiler (default: CUDA_HOME's).
 set -u
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
 fail=0
 lab/tests/test_ab.sh || fail=1
+lab/tests/test_side.sh || fail=1
 lab/tests/test_lab.sh || fail=1
 lab/tests/test_ablate.sh || fail=1
 out=$(python3 lab/ncu-stalls.py lab/tests/sass-sample.csv 2)
@@ -19,5 +21,5 @@ for probe in lab/probes/*_probe.cu; do
     out=$("$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -c "$probe" -o /dev/null 2>&1) ||
         { echo "FAIL: $probe does not compile"; echo "$out" | tail -5; fail=1; }
 done
-[ $fail -eq 0 ] && echo "lab tests: ab.sh, lab.sh, ablate.sh, ncu-stalls.py and the probes as documented"
+[ $fail -eq 0 ] && echo "lab tests: ab.sh, side.sh, lab.sh, ablate.sh, ncu-stalls.py and the probes as documented"
 exit $fail
