@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two flag sets of one build side by side in one call on one machine (FP8 experts against FP4 ones
+# Two flag sets of one build side by side in one run on one machine (FP8 experts against FP4 ones
 # by default): the ratio a format or option gives, each from one run (docs/performance.md: never
 # from two runs). Where lab/ab.sh compares two builds with the same flags, this compares two
 # flag sets of the same build, which `megamoe gate` would refuse to match (other experts).
