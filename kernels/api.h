@@ -54,9 +54,12 @@ cudaError_t mm_launch_gen_weights(uint64_t seed, int first_expert, int count, in
                                   int ue8m0, uint8_t *w1, float *w1_scale, uint8_t *w2,
                                   float *w2_scale, cudaStream_t stream);
 /* FP4 experts (kernels/fp4.h, generator pattern `pattern`): codes and UE8M0 exponents of W1
- * (c1 [E][2I][H/2], e1 [E][2I][H/32]) and W2 (c2 [E][H][I/2], e2 [E][H][I/32]). */
+ * (c1 [E][2I][H/2], e1 [E][2I][H/32]) and W2 (c2 [E][H][I/2], e2 [E][H][I/32]), and each weight
+ * block's word in the FP8 block scales' place (words1 [E][2I/128][H/128], words2
+ * [E][H/128][I/128]; mm_launch_fp4_block_words), as a checkpoint loader would make them. */
 cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden, int inter,
-                                      uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2, cudaStream_t stream);
+                                      uint8_t *c1, uint8_t *e1, uint32_t *words1, uint8_t *c2, uint8_t *e2,
+                                      uint32_t *words2, cudaStream_t stream);
 /* Each weight block's word (fp4.h mm_fp4_block_word) of `rows` rows (a multiple of 128) of K / 32
  * exponents each, into words [rows / 128][K / 128]: the FP4 experts' counterpart of the FP8 block
  * scales, in their place (s1, s2; mm_expert_args, mm_grouped_gemm_args.w_scale). */

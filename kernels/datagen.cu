@@ -139,20 +139,6 @@ __global__ void gen_fp4_kernel(uint64_t seed, int pattern, int matrix, int first
     }
 }
 
-extern "C" cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden,
-                                                 int inter, uint8_t *c1, uint8_t *e1, uint8_t *c2, uint8_t *e2,
-                                                 cudaStream_t stream)
-{
-    if (count <= 0) return cudaSuccess;
-    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 0, first_expert, count, 2 * inter, hidden, (uint32_t *)c1,
-                                              (uint32_t *)e1);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 1, first_expert, count, hidden, inter, (uint32_t *)c2,
-                                              (uint32_t *)e2);
-    return cudaGetLastError();
-}
-
 /* one thread a weight block (128 rows, 128-wide K block) */
 __global__ void fp4_past_kernel(const uint8_t *exps, long long rows, int k, unsigned long long *past)
 {
@@ -181,6 +167,24 @@ extern "C" cudaError_t mm_launch_fp4_block_words(const uint8_t *exps, long long 
     if (rows % MM_FP4_BLOCK_ROWS || k % 128) return cudaErrorInvalidValue;
     fp4_words_kernel<<<264, 256, 0, stream>>>(exps, rows, k, words);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t mm_launch_gen_fp4_weights(uint64_t seed, int pattern, int first_expert, int count, int hidden,
+                                                 int inter, uint8_t *c1, uint8_t *e1, uint32_t *words1, uint8_t *c2,
+                                                 uint8_t *e2, uint32_t *words2, cudaStream_t stream)
+{
+    if (count <= 0) return cudaSuccess;
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 0, first_expert, count, 2 * inter, hidden, (uint32_t *)c1,
+                                              (uint32_t *)e1);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    gen_fp4_kernel<<<1024, 256, 0, stream>>>(seed, pattern, 1, first_expert, count, hidden, inter, (uint32_t *)c2,
+                                              (uint32_t *)e2);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    e = mm_launch_fp4_block_words(e1, (long long)count * 2 * inter, hidden, words1, stream);
+    if (e != cudaSuccess) return e;
+    return mm_launch_fp4_block_words(e2, (long long)count * hidden, inter, words2, stream);
 }
 
 extern "C" cudaError_t mm_launch_fp4_past_groups(const uint8_t *exps, long long rows, int k, unsigned long long *past,

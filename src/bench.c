@@ -154,9 +154,7 @@ static mm_status alloc_inputs(bench_state *b, const mm_config *cfg, const mm_opt
     CUDA_TRY(cudaEventRecord(t0, rt->stream));
     if (fp4) {
         CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, cfg->experts, cfg->hidden, cfg->inter, b->w1, b->e1,
-                                           b->w2, b->e2, rt->stream));
-        CUDA_TRY(mm_launch_fp4_block_words(b->e1, (long long)e * 2 * i, cfg->hidden, (uint32_t *)b->w1_scale, rt->stream));
-        CUDA_TRY(mm_launch_fp4_block_words(b->e2, (long long)e * h, cfg->inter, (uint32_t *)b->w2_scale, rt->stream));
+                                           (uint32_t *)b->w1_scale, b->w2, b->e2, (uint32_t *)b->w2_scale, rt->stream));
     } else
         CUDA_TRY(mm_launch_gen_weights(o->seed, 0, cfg->experts, cfg->hidden, cfg->inter,
                                        cfg->scale_fmt == MM_SCALE_UE8M0, b->w1, b->w1_scale, b->w2,

@@ -137,12 +137,10 @@ static mm_status run_reference(mm_runtime *rt, const mm_scenario *sc, const mm_c
     /* Every expert, the remote ones regenerated here: weights never cross NVLink for a check. */
     if (fp4) {
         CUDA_TRY(mm_launch_gen_fp4_weights(seed, cfg->fp4_pattern, 0, cfg->experts, cfg->hidden, cfg->inter, b->c1,
-                                           b->e1, b->c2, b->e2, rt->stream));
+                                           b->e1, (uint32_t *)b->s1, b->c2, b->e2, (uint32_t *)b->s2, rt->stream));
         CUDA_TRY(cudaMemsetAsync(b->past, 0, sizeof *b->past, rt->stream));
         CUDA_TRY(mm_launch_fp4_past_groups(b->e1, (long long)e * 2 * in, cfg->hidden, b->past, rt->stream));
         CUDA_TRY(mm_launch_fp4_past_groups(b->e2, (long long)e * h, cfg->inter, b->past, rt->stream));
-        CUDA_TRY(mm_launch_fp4_block_words(b->e1, (long long)e * 2 * in, cfg->hidden, (uint32_t *)b->s1, rt->stream));
-        CUDA_TRY(mm_launch_fp4_block_words(b->e2, (long long)e * h, cfg->inter, (uint32_t *)b->s2, rt->stream));
     } else {
         CUDA_TRY(mm_launch_gen_weights(seed, 0, cfg->experts, cfg->hidden, cfg->inter, ue8m0, b->w1,
                                        b->s1, b->w2, b->s2, rt->stream));

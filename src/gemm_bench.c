@@ -560,10 +560,8 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     CUDA_TRY(cudaMalloc((void **)&b.abort_flag, sizeof *b.abort_flag));
     CUDA_TRY(cudaMemset(b.abort_flag, 0, sizeof *b.abort_flag));
     if (b.fp4) {
-        CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, el, cfg->hidden, cfg->inter, b.c1, b.e1, b.c2,
-                                           b.e2, st));
-        CUDA_TRY(mm_launch_fp4_block_words(b.e1, (long long)el * 2 * in, cfg->hidden, (uint32_t *)b.s1, st));
-        CUDA_TRY(mm_launch_fp4_block_words(b.e2, (long long)el * h, cfg->inter, (uint32_t *)b.s2, st));
+        CUDA_TRY(mm_launch_gen_fp4_weights(o->seed, cfg->fp4_pattern, 0, el, cfg->hidden, cfg->inter, b.c1, b.e1,
+                                           (uint32_t *)b.s1, b.c2, b.e2, (uint32_t *)b.s2, st));
         CUDA_TRY(mm_fp4_codes_map_create(b.c1, (uint64_t)el * 2 * in, h, &b.w1_map));
         CUDA_TRY(mm_fp4_codes_map_create(b.c2, (uint64_t)el * h, in, &b.w2_map));
     } else {
