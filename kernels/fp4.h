@@ -85,25 +85,32 @@ MM_HD uint32_t mm_fp4_pack_word(const uint8_t c[8])
     return w;
 }
 
+/* A codes word at any byte address (little-endian, as the GEMM core's loads read it). */
+MM_HD uint32_t mm_fp4_load_word(const uint8_t *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+MM_HD void mm_fp4_store_word(uint8_t *b, uint32_t w)
+{
+    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(w >> (8 * i));
+}
+
 /* Weight k of a row's codes. */
 MM_HD uint8_t mm_fp4_code(const uint8_t *codes, int k)
 {
-    const uint8_t *b = codes + mm_fp4_word_at(k);
-    const uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    return mm_fp4_word_code(w, mm_fp4_word_slot(k));
+    return mm_fp4_word_code(mm_fp4_load_word(codes + mm_fp4_word_at(k)), mm_fp4_word_slot(k));
 }
 
-/* Weight k of a row's codes set to `code` (the re-packing of a checkpoint's row, and the hosts'
- * generators). */
+/* Weight k of a row's codes set to `code` (the re-packing of a checkpoint's row). */
 MM_HD void mm_fp4_set_code(uint8_t *codes, int k, uint8_t code)
 {
     uint8_t *b = codes + mm_fp4_word_at(k);
-    uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    const uint32_t w = mm_fp4_load_word(b);
     uint8_t c[8];
     for (int n = 0; n < 8; n++) c[n] = mm_fp4_word_code(w, n);
     c[mm_fp4_word_slot(k)] = (uint8_t)(code & 15u);
-    w = mm_fp4_pack_word(c);
-    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(w >> (8 * i));
+    mm_fp4_store_word(b, mm_fp4_pack_word(c));
 }
 
 #define MM_FP4_BLOCK_ROWS 128 /* weight rows that share a reference exponent (the FP8 weight block's) */

@@ -136,10 +136,9 @@ static void gen_fp4_matrix(uint64_t seed, int pattern, int matrix, int expert, i
 #pragma omp parallel for schedule(static) if (rows >= 128)
     for (int r = 0; r < rows; r++) {
         uint8_t *row = codes + (size_t)r * (cols / 2);
-        for (int w = 0; w < cols / 8; w++) { /* little-endian words, as the GPU generator writes them */
-            const uint32_t v = mm_gen_fp4_row_word(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)w);
-            for (int b = 0; b < 4; b++) row[4 * w + b] = (uint8_t)(v >> (8 * b));
-        }
+        for (int w = 0; w < cols / 8; w++) /* the words the GPU generator writes */
+            mm_fp4_store_word(row + 4 * w, mm_gen_fp4_row_word(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r,
+                                                                (uint64_t)w));
         for (int g = 0; g < cols / MM_FP4_GROUP; g++)
             exps[(size_t)r * (cols / MM_FP4_GROUP) + g] =
                 mm_gen_fp4_scale(seed, pattern, matrix, (uint64_t)expert, (uint64_t)r, (uint64_t)g);
