@@ -120,7 +120,8 @@ else
     [ -f "$old_dir/Makefile" ] || { echo "ab: no $old_dir: run 'lab/ab.sh prepare REV' and carry it" >&2; exit 2; }
     note "ab: old = $(cat "$old_dir/REV" 2>/dev/null || echo '?') ($old_dir), new = the working tree${new_extra:+ with NVEXTRA=$new_extra}"
     old_bin=$old_dir/build/megamoe
-    (cd "$old_dir" && make -j16 "${cjson[@]}") >"$logs/build-old.log" 2>&1 &
+    # its own revision in its JSON (git inside build/ab-old would name the working tree's)
+    (cd "$old_dir" && make -j16 "${cjson[@]}" GIT_REV="$(cat REV 2>/dev/null || echo unknown)") >"$logs/build-old.log" 2>&1 &
     if [ -n "$new_extra" ]; then
         make -j16 "${cjson[@]}" BUILD=$flags_build NVEXTRA="$new_extra" $flags_build/megamoe >"$logs/build-new.log" 2>&1 &
         new_bin=$flags_build/megamoe
