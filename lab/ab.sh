@@ -118,10 +118,11 @@ if [ -n "$new_extra" ] && [ ! -d "$old_dir" ]; then
     new_bin=$new_build/megamoe
 else
     [ -f "$old_dir/Makefile" ] || { echo "ab: no $old_dir: run 'lab/ab.sh prepare REV' and carry it" >&2; exit 2; }
-    note "ab: old = $(cat "$old_dir/REV" 2>/dev/null || echo '?') ($old_dir), new = the working tree${new_extra:+ with NVEXTRA=$new_extra}"
+    old_rev=$(cat "$old_dir/REV" 2>/dev/null || echo unknown)
+    note "ab: old = $old_rev ($old_dir), new = the working tree${new_extra:+ with NVEXTRA=$new_extra}"
     old_bin=$old_dir/build/megamoe
     # its own revision in its JSON (git inside build/ab-old would name the working tree's)
-    (cd "$old_dir" && make -j16 "${cjson[@]}" GIT_REV="$(cat REV 2>/dev/null || echo unknown)") >"$logs/build-old.log" 2>&1 &
+    (cd "$old_dir" && make -j16 "${cjson[@]}" GIT_REV="$old_rev") >"$logs/build-old.log" 2>&1 &
     if [ -n "$new_extra" ]; then
         make -j16 "${cjson[@]}" BUILD=$flags_build NVEXTRA="$new_extra" $flags_build/megamoe >"$logs/build-new.log" 2>&1 &
         new_bin=$flags_build/megamoe
