@@ -28,10 +28,13 @@
 #                              (lab/ncu-stalls.py: offsets as cuobjdump prints them),
 #                              NAME-details.txt and NAME-raw.txt; prints the tensor pipe's active
 #                              share and the top stalls; 1 when no report came
-#   lab_pack OUT               the logs into OUT/logs.tgz (few files come back from the device)
+#   lab_pack OUT               the logs written since lab.sh was sourced into OUT/logs.tgz (few
+#                              files come back from the device; a machine's /tmp may still hold an
+#                              earlier script's logs, which stay out)
 LAB_LOGS=${LAB_LOGS:-/tmp/lab-logs}
 LAB_TIMEOUT=${LAB_TIMEOUT:-150}
 mkdir -p "$LAB_LOGS"
+touch "$LAB_LOGS/.lab-since" # lab_pack takes the files newer than this
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 lab_cjson=()
 [ -f .deps/usr/include/cjson/cJSON.h ] && lab_cjson=(CJSON_HOME="$PWD/.deps/usr")
@@ -112,5 +115,5 @@ lab_ncu() { # name, kernel regex, cache control, command...
 }
 
 lab_pack() { # out folder
-    tar czf "$1/logs.tgz" -C "$LAB_LOGS" .
+    (cd "$LAB_LOGS" && find . -type f -newer .lab-since -print0 | tar czf "$1/logs.tgz" --null -T -)
 }

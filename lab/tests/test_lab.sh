@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # lab/lab.sh's helpers that need no build: lab_run's status line and result (a match, a
 # mismatch, a command past its limit, no input taken from the caller), lab_ok_rows over gemm logs, lab_show's
-# line, lab_rounds' order and expectations (against stand-in binaries), lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive.
+# line, lab_rounds' order and expectations (against stand-in binaries), lab_ncu's files and lines (against a stand-in for ncu), lab_pack's archive (this script's logs only).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d)
 LAB_LOGS=$tmp/logs LAB_TIMEOUT=1
+mkdir -p "$LAB_LOGS" && touch -d '1 hour ago' "$LAB_LOGS/earlier.log" # an earlier script's log
 . lab/lab.sh
 fail=0
 expect() { [ "$1" = "$2" ] || { echo "FAIL: $3: got '$1', want '$2'"; fail=1; }; }
@@ -65,6 +66,7 @@ expect "$rc" 1 "lab_ncu without a report"
 expect "$(echo "$out" | grep -c 'no kernel profiled')" 1 "lab_ncu shows why"
 mkdir -p "$tmp/out" && lab_pack "$tmp/out"
 expect "$(tar tzf "$tmp/out/logs.tgz" | grep -c 'rows.log')" 1 "lab_pack's archive"
+expect "$(tar tzf "$tmp/out/logs.tgz" | grep -c 'earlier.log')" 0 "lab_pack leaves an earlier script's logs out"
 rm -rf "$tmp"
 [ $fail -eq 0 ] && echo "test_lab.sh: lab_run, lab_ok_rows, lab_show, lab_rounds, lab_ncu and lab_pack as documented"
 exit $fail
