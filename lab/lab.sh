@@ -115,5 +115,5 @@ lab_ncu() { # name, kernel regex, cache control, command...
 }
 
 lab_pack() { # out folder
-    (cd "$LAB_LOGS" && find . -type f -newer .lab-since -print0 | tar czf "$1/logs.tgz" --null -T -)
+    find "$LAB_LOGS" -type f -newer "$LAB_LOGS/.lab-since" -printf '%P\0' | tar czf "$1/logs.tgz" -C "$LAB_LOGS" --null -T -
 }
