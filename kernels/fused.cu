@@ -1099,7 +1099,7 @@ __device__ __forceinline__ void fused_swapped_rows(const mm_fused_args &a, const
     float acc[N / 2];
 #pragma unroll 1
     for (int pass = 0; pass < (is_gemm1 ? 2 : 1); pass++) {
-        mm_fp4_swap_consume<N>(stages, pipe, ring, rows, k, acc);
+        mm_fp4_swap_consume<N>(stages, pipe, ring, k, acc);
         if (is_gemm1 && pass == 0) park_swapped<N>(staging, acc, rows);
     }
     const int lane = mm_tid() % 32, c = mm_fp4_swap_row();

@@ -18,8 +18,8 @@
  * an expert's count are never stored.
  * Buffers: A [rows][K] FP8 + [rows][K/128] FP32 scales; W [E][N][K] FP8 + [E][N/128][K/128]
  * (grouped_gemm_fp4_kernel: W as MXFP4 codes [E][N][K/2] + exponents [E][N][K/32] + each weight
- * block's word [E][N/128][K/128] in the scales' place, expanded by the math warps before their
- * MMAs, gemm_fp4.cuh);
+ * block's word [E][N/128][K/128] in the scales' place, expanded by the math warps into wgmma's A
+ * registers, every tile in the swapped form: gemm_fp4.cuh);
  * row_offset/row_count [E] in device memory (no host sync); tile_start [E+1], the row-tile prefix:
  * each CTA's producer builds it in shared memory from the counts (up to GEMM_OWN_PREFIX_MAX
  * experts; CTA 0 also writes it to tile_start for the kernels after it), else tile_prefix_kernel
@@ -147,7 +147,7 @@ __device__ __forceinline__ void gemm_fp4_swapped_rows(const mm_grouped_gemm_args
                                                       mm_ring &ring, int rows, int a_row0, int n0)
 {
     float acc[N / 2];
-    mm_fp4_swap_consume<N>(stages, p, ring, rows, g.k, acc);
+    mm_fp4_swap_consume<N>(stages, p, ring, g.k, acc);
     store_rows_swapped<N>(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
 }
 
@@ -359,18 +359,13 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
             while (!cur.last) {
                 mm_inject_stall(cur.item);
                 const gemm_item *it = &slot[n & 1];
-                /* codes, exponents and word of each weight block; the math expands them
-                 * (gemm_fp4.cuh: into registers for a tile of <= 64 rows, into the stage's FP8
-                 * block above) */
+                /* codes, exponents and word of each weight block; the math expands them into
+                 * wgmma's A registers (gemm_fp4.cuh, the swapped form) */
                 const mm_tile_b b = {g.w_map, cur.t.expert * g.n + cur.t.col_tile * MM_GEMM_BN,
                                      g.w_scale + ((size_t)cur.t.expert * col_tiles + cur.t.col_tile) * kblocks, g.w,
                                      g.k / MM_FP4_GROUP};
                 const mm_tile_a_map am = {g.a_map, it->a_row0, 0};
-                if (it->rows <= MM_FP4_SWAP_ROWS)
-                    mm_fp4_produce_swapped(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, false, true, 0);
-                else
-                    mm_tile_produce<true>(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, 0, 0, false, 0, false,
-                                          false, true);
+                mm_fp4_produce_swapped(stages, &pipe, ring, &it->tab, it->rows, am, b, 0, kblocks, false, true, 0);
                 const gemm_work nx = gemm_publish_item(g, slot, &items, n + 1,
                                                        gemm_walk(true, false, &claimed, next, cur.item, n + 1, 0, total),
                                                        total, band, col_tiles, kblocks);
@@ -408,30 +403,31 @@ __device__ __forceinline__ void grouped_gemm_body(const mm_grouped_gemm_args &g)
                                       FP4 ? MM_CONSUMER_THREADS : 128, ready && !it->last))
                 break;
             const int rows = it->rows, a_row0 = it->a_row0, n0 = it->n0;
-            if (FP4 && rows <= MM_FP4_SWAP_ROWS) { /* decode: the swapped form (gemm_fp4.cuh) */
+            if constexpr (FP4) {
+                /* every tile in the swapped form (gemm_fp4.cuh), wgmma's N by its rows: at 65-128
+                 * rows it ran 16-18% faster than the tile expanded into the stage's FP8 block
+                 * (docs/performance.md), which only fused's FP4 form still takes */
                 if (rows <= 8) gemm_fp4_swapped_rows<8>(g, stages, &pipe, ring, rows, a_row0, n0);
                 else if (rows <= 16) gemm_fp4_swapped_rows<16>(g, stages, &pipe, ring, rows, a_row0, n0);
                 else if (rows <= 32) gemm_fp4_swapped_rows<32>(g, stages, &pipe, ring, rows, a_row0, n0);
-                else gemm_fp4_swapped_rows<64>(g, stages, &pipe, ring, rows, a_row0, n0);
+                else if (rows <= 64) gemm_fp4_swapped_rows<64>(g, stages, &pipe, ring, rows, a_row0, n0);
+                else gemm_fp4_swapped_rows<128>(g, stages, &pipe, ring, rows, a_row0, n0);
                 mm_item_release(&items, n);
-                continue;
+            } else {
+                float acc[MM_TILE_ACC];
+                mm_tile_consume(stages, &pipe, ring, rows, g.k, pair, !mm_tile_a_by_tma(g.a_map, rows), acc);
+                mm_item_release(&items, n);
+                /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose
+                 * streamed weights are the limit, a partial half, FP32) straight from the
+                 * registers, valid rows only: staging a decode tile's 64 rows cost 1-4% */
+                if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) {
+                    uint32_t packed[MM_TILE_ACC / 2];
+                    pack_bf16(acc, packed);
+                    store_half_tma(g, staging, packed, a_row0, n0);
+                    continue;
+                }
+                store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
             }
-            float acc[MM_TILE_ACC];
-            /* FP4: the expanded weights are generic-proxy writes too, fenced here (gemm_fp4.cuh);
-             * each block retired before the next, as in fused's FP4 form (with two block sums in
-             * flight beside the swapped form's code the accumulators spilled) */
-            mm_tile_consume<FP4, FP4>(stages, &pipe, ring, rows, g.k, pair, FP4 || !mm_tile_a_by_tma(g.a_map, rows), acc);
-            mm_item_release(&items, n);
-            /* a full BF16 half by tensor copies; the rest (a small tile at decode, whose streamed
-             * weights are the limit, a partial half, FP32) straight from the registers, valid rows
-             * only: staging a decode tile's 64 rows cost 1-4% */
-            if (rows > 64 && g.out_map && !g.out_fp32 && rows >= 64 * mm_warpgroup()) {
-                uint32_t packed[MM_TILE_ACC / 2];
-                pack_bf16(acc, packed);
-                store_half_tma(g, staging, packed, a_row0, n0);
-                continue;
-            }
-            store_rows_from_registers(g.out, g.out_fp32, g.n, acc, rows, a_row0, n0);
         }
         /* the last tile's rows are written before the kernel ends */
         if (mm_math_thread() % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");

@@ -1,13 +1,14 @@
 /* FP4 weights in the GEMM core's stage ring (MXFP4, docs/recipe.md "FP4 weights"; kernels/fp4.h):
  * the weight block of a K step streamed as codes and exponents and expanded to FP8 by the math
  * warps, two ways:
- *   - a tile of more than 64 rows: into the stage's FP8 block (below), from there on the FP8
- *     path (its MMAs, its promotion by a_scale * w_scale, w_scale = 2^(R - 127) of the block's
- *     reference exponent R);
- *   - a tile of at most 64 rows (decode): straight into wgmma's A registers, the tile's rows as
- *     the MMA's N (the swapped form, further down).
- * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles; both ways by the tile's
- * rows) and by fused.cu's two FP4 forms (one each).
+ *   - into the stage's FP8 block (below), from there on the FP8 path (its MMAs, its promotion by
+ *     a_scale * w_scale, w_scale = 2^(R - 127) of the block's reference exponent R);
+ *   - straight into wgmma's A registers, the tile's rows as the MMA's N = 8-128 (the swapped
+ *     form, further down).
+ * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles, every tile swapped) and
+ * by fused.cu's two FP4 forms: the swapped one (calls of <= 38 rows an expert, passes of <= 64
+ * rows) and the FP4 form of the FP8 items (the FP8 block: its dual items read a tile's gathered
+ * rows once for gate and up, which the swapped form's one-pass items read twice).
  *
  * Per weight block (128 rows x 128 of K) a stage receives 8 KB of codes and 512 B of exponents
  * (against 16 KB of FP8 and a scale), both in the block's 16 KB B area, at its end:
@@ -135,14 +136,14 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
                               MM_BAR_CONSUMER, MM_CONSUMER_THREADS);
 }
 
-/* ---- the swapped form: a decode tile's rows as wgmma's N, the weights as A from registers ----
+/* ---- the swapped form: a tile's rows as wgmma's N, the weights as A from registers ----
  *
- * A tile of <= 64 rows (decode) is bound by the weight stream, and the expansion above puts a
- * chain into every block (codes to registers, a barrier, FP8 rows to shared
- * memory, a proxy fence and a second barrier, then the MMAs), one block at a time. Here the math
- * threads expand straight into wgmma's A registers and the tile's rows are B (m64nNk32, N = 8,
- * 16, 32 or 64 by the rows): no FP8 block in shared memory, no barrier, no fence. Each math
- * warpgroup g takes the block's weight rows 64 g .. 64 g + 63; thread (warp w, lane l) expands
+ * The expansion above puts a chain into every block (codes to registers, a barrier, FP8 rows to
+ * shared memory, a proxy fence and a second barrier, then the MMAs), one block at a time. Here
+ * the math threads expand straight into wgmma's A registers and the tile's rows are B
+ * (m64nNk32, N = 8, 16, 32, 64 or 128 by the rows): no FP8 block in shared memory, no barrier, no
+ * fence. Each math warpgroup g takes the block's weight rows 64 g .. 64 g + 63; thread (warp w,
+ * lane l) expands
  * rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4) .. + 3 of every
  * k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
  * while block kb's MMAs run (two A fragments), then kb is promoted and its stage freed (its rows
@@ -156,7 +157,7 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
  * the same bits as mm_tile_consume's. The accumulators come out transposed: d[i] is weight row
  * c (+ 8 where bit 1 of i is set) of token row 8 (i / 4) + 2 (l % 4) + (i & 1). */
 
-#define MM_FP4_SWAP_ROWS 64 /* rows a swapped pass takes (wgmma N <= 64): a larger tile runs in halves */
+#define MM_FP4_SWAP_ROWS 64 /* rows a pass of fused's swapped form takes (N <= 64): a larger tile runs in halves */
 
 /* This math thread's first weight row in the swapped form, c = 64 g + 16 w + lane / 4, from the
  * hardware's thread index at each use (a value the compiler would keep live from the item loop's
@@ -227,11 +228,12 @@ __device__ __forceinline__ void mm_fp4_swap_expand(const uint8_t *blk, int c, in
 template <int N, bool ACC>
 __device__ __forceinline__ void mm_wgmma_rs(float d[N / 2], const uint32_t a[4], uint64_t b)
 {
-    static_assert(N == 8 || N == 16 || N == 32 || N == 64, "the swapped form's widths");
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128, "the swapped form's widths");
     if constexpr (N == 8) mm_wgmma_64x8x32_rs<ACC>(d, a, b);
     else if constexpr (N == 16) mm_wgmma_64x16x32_rs<ACC>(d, a, b);
     else if constexpr (N == 32) mm_wgmma_64x32x32_rs<ACC>(d, a, b);
-    else mm_wgmma_64x64x32_rs<ACC>(d, a, b);
+    else if constexpr (N == 64) mm_wgmma_64x64x32_rs<ACC>(d, a, b);
+    else mm_wgmma_64x128x32_rs<ACC>(d, a, b);
 }
 
 /* One swapped block: the stage's rows (B, from db0: stage 0's A area) times a's weights into a
@@ -265,37 +267,52 @@ __device__ __forceinline__ int mm_fp4_swap_take(uint8_t *stages, mm_tile_pipe *p
 }
 
 /* A block's promotion factors for this thread's token rows 8 m + 2 (lane % 4) + {0, 1}: the
- * rows' activation scales (the stage's, read before it is freed) times the block's weight scale,
- * 0 past `rows`, as mm_tile_wait_full computes them. */
+ * rows' activation scales (the stage's, read before it is freed) times the block's weight scale.
+ * Rows past the tile's take whatever the stage holds there: their sums are never stored (every
+ * epilogue of the swapped form stores or parks rows < rows only, and no reduction crosses rows),
+ * and the selects that zeroed them were ~60 of a math warp's ~380 instructions a block at N = 128
+ * (Nsight Compute). */
 template <int N>
-__device__ __forceinline__ void mm_fp4_swap_scales(const uint8_t *stages, int stage, float sw, int rows, int lane,
-                                                   float s[N / 4])
+__device__ __forceinline__ void mm_fp4_swap_scales(const uint8_t *stages, int stage, float sw, int lane, float s[N / 4])
 {
     const float *sc = mm_tile_stage_scales(stages, stage);
 #pragma unroll
     for (int m = 0; m < N / 8; m++) {
-        const int r = 8 * m + 2 * (lane % 4);
-        const float2 sa = *(const float2 *)(sc + r);
-        s[2 * m] = r < rows ? sa.x * sw : 0.0f;
-        s[2 * m + 1] = r + 1 < rows ? sa.y * sw : 0.0f;
+        const float2 sa = *(const float2 *)(sc + 8 * m + 2 * (lane % 4));
+        s[2 * m] = sa.x * sw;
+        s[2 * m + 1] = sa.y * sw;
     }
 }
 
 /* Block sum into acc once its MMAs are done: free its stage, promote (the FP8 path's fmaf by
- * a_scale * w_scale, in K order). The factors are read before the wait (the stage is held). */
+ * a_scale * w_scale, in K order). */
 template <int N>
-__device__ __forceinline__ void mm_fp4_swap_retire(uint8_t *stages, mm_tile_pipe *p, int stage, float sw, int rows,
-                                                   int lane, const float blk[N / 2], float acc[N / 2])
+__device__ __forceinline__ void mm_fp4_swap_retire(uint8_t *stages, mm_tile_pipe *p, int stage, float sw, int lane,
+                                                   const float blk[N / 2], float acc[N / 2])
 {
-    float s[N / 4];
-    mm_fp4_swap_scales<N>(stages, stage, sw, rows, lane, s);
-    MM_WGMMA_WAIT(0, 1);
-    mm_tile_release(p, stage, false);
+    if constexpr (N == 128) { /* the factors' 32 registers do not fit beside two 64-register sums
+                               * and two A fragments: read after the wait, the stage freed after */
+        MM_WGMMA_WAIT(0, 1);
+        const float *sc = mm_tile_stage_scales(stages, stage);
 #pragma unroll
-    for (int i = 0; i < N / 2; i++) acc[i] = fmaf(s[2 * (i / 4) + (i & 1)], blk[i], acc[i]);
+        for (int m = 0; m < N / 8; m++) {
+            const float2 sa = *(const float2 *)(sc + 8 * m + 2 * (lane % 4));
+            const float s0 = sa.x * sw, s1 = sa.y * sw;
+#pragma unroll
+            for (int i = 4 * m; i < 4 * m + 4; i++) acc[i] = fmaf(i & 1 ? s1 : s0, blk[i], acc[i]);
+        }
+        mm_tile_release(p, stage, false);
+    } else { /* the factors read before the wait (the stage is held) */
+        float s[N / 4];
+        mm_fp4_swap_scales<N>(stages, stage, sw, lane, s);
+        MM_WGMMA_WAIT(0, 1);
+        mm_tile_release(p, stage, false);
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) acc[i] = fmaf(s[2 * (i / 4) + (i & 1)], blk[i], acc[i]);
+    }
 }
 
-/* Producer of a swapped pass over `rows` (<= 64) rows: mm_tile_produce with only the gather's
+/* Producer of a swapped pass over `rows` (<= 128) rows: mm_tile_produce with only the gather's
  * passes of 16 rows those rows need, so a decode tile of <= 16 rows issues one pass a block, not
  * eight of which seven load nothing (~40 of a producer warp's ~110 instructions a block, beside
  * math warps whose issue slots bound the form). The other arguments as mm_tile_produce's. */
@@ -310,16 +327,19 @@ __device__ __forceinline__ void mm_fp4_produce_swapped(uint8_t *stages, mm_tile_
     else if (rows <= 32)
         mm_tile_produce<true, 2>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
                                  row_off);
-    else
+    else if (rows <= 64)
         mm_tile_produce<true, 4>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
                                  row_off);
+    else
+        mm_tile_produce<true>(stages, p, ring, a, rows, am, b, kb_begin, kb_end, 0, 0, false, 0, tight, false, give_up,
+                              row_off);
 }
 
 /* Math (both warpgroups, single CTAs): acc = this thread's part of the tile's rows (<= N) x the
- * weight block rows' K, transposed as above, from the blocks the producer put in the ring. */
+ * weight block rows' K, transposed as above, from the blocks the producer put in the ring (rows
+ * past the tile's hold garbage: mm_fp4_swap_scales). */
 template <int N>
-__device__ __forceinline__ void mm_fp4_swap_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int rows, int k,
-                                                    float acc[N / 2])
+__device__ __forceinline__ void mm_fp4_swap_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int k, float acc[N / 2])
 {
     const int lane = mm_tid() % 32, kblocks = k / MM_GEMM_BK, c = mm_fp4_swap_row();
     const uint64_t db0 = mm_wgmma_desc(stages);
@@ -334,18 +354,18 @@ __device__ __forceinline__ void mm_fp4_swap_consume(uint8_t *stages, mm_tile_pip
 #pragma unroll 1
     for (int kb = 1;; kb += 2) {
         if (kb >= kblocks) {
-            mm_fp4_swap_retire<N>(stages, p, st0, sw0, rows, lane, blk, acc);
+            mm_fp4_swap_retire<N>(stages, p, st0, sw0, lane, blk, acc);
             return;
         }
         st1 = mm_fp4_swap_take(stages, p, ring, c, lane, a1, &sw1);
-        mm_fp4_swap_retire<N>(stages, p, st0, sw0, rows, lane, blk, acc);
+        mm_fp4_swap_retire<N>(stages, p, st0, sw0, lane, blk, acc);
         mm_fp4_swap_issue<N>(db0, st1, a1, blk);
         if (kb + 1 >= kblocks) {
-            mm_fp4_swap_retire<N>(stages, p, st1, sw1, rows, lane, blk, acc);
+            mm_fp4_swap_retire<N>(stages, p, st1, sw1, lane, blk, acc);
             return;
         }
         st0 = mm_fp4_swap_take(stages, p, ring, c, lane, a0, &sw0);
-        mm_fp4_swap_retire<N>(stages, p, st1, sw1, rows, lane, blk, acc);
+        mm_fp4_swap_retire<N>(stages, p, st1, sw1, lane, blk, acc);
         mm_fp4_swap_issue<N>(db0, st0, a0, blk);
     }
 }

@@ -1,7 +1,7 @@
 /* PTX wrappers the kernels share: thread and cluster ids, cp.async, bulk copies into shared
  * memory, mbarriers (init, arrive, arrive armed for a copy's bytes, the peer's arrive across a
  * 2-CTA cluster), wgmma descriptors and the wgmma instructions of the
- * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, and m64n{8,16,32,64}k32 with A
+ * tile shapes the GEMM core issues (m64n128k32, m64n64k32, m64n8k32, and m64n{8,16,32,64,128}k32 with A
  * from registers; all FP8 e4m3 into FP32).
  * One instruction each, no policy: what a stage, a ring or a tile does with them lives in
  * gemm_tile.cuh. */
@@ -203,6 +203,27 @@ __device__ __forceinline__ void mm_wgmma_64x64x32_rs(float d[32], const uint32_t
     asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 1, 1;"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
+}
+
+/* m64n128k32 with A from registers: the swapped form's 65-128-row tiles (64 accumulators). d is
+ * read and written in both forms (scale-d 0 only ignores it), so a block sum keeps its registers:
+ * as a fresh output ptxas gave the next block's sum other registers to promote the previous one
+ * under its MMAs, two 64-value sums beside the accumulators, and spilled. */
+#define MM_WGMMA_64x128x32_RS(scale_d) \
+    "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+    "{%64, %65, %66, %67}, %68, " scale_d ", 1, 1;\n"
+
+template <bool ACC>
+__device__ __forceinline__ void mm_wgmma_64x128x32_rs(float d[64], const uint32_t a[4], uint64_t b)
+{
+    if constexpr (ACC)
+        asm volatile(MM_WGMMA_64x128x32_RS("1") : MM_WGMMA_D64("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    else
+        asm volatile(MM_WGMMA_64x128x32_RS("0") : MM_WGMMA_D64("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 #endif

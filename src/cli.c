@@ -81,7 +81,7 @@ static const struct {
     {"ranks", 1, OPT_RANKS, P, "N", "EP size to plan for (default: MPI world size, else 1)"},
     {"weights", 1, OPT_WEIGHTS, B | C | P | M, "fp8|fp4",
      "the experts' weight format: FP8 with 128 x 128 block scales, or MXFP4 (docs/recipe.md; the GEMM core "
-     "expands it to FP8: into registers for tiles of <= 64 rows, else into shared memory); check --weights fp4 "
+     "expands it to FP8: into wgmma's registers, and fused's larger tiles into shared memory); check --weights fp4 "
      "runs every scenario with FP4 experts (default: the config's quantization_config.quant_method, else fp8)"},
     {"ep-slice", 1, OPT_EP_SLICE, B | P, "N",
      "emulate one rank of EP N on this one GPU: it holds E / N experts and runs the rows rank 0 of EP N "
