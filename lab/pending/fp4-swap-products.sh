@@ -5,8 +5,9 @@
 # run: `bash lab/pending/fp4-swap-products.sh`. On the machine: the patched tree against main (the
 # FP4 core and fused's narrow swapped form, alternated twice), check --weights fp4 of the patched
 # tree, fp4_tall_probe, and fused's narrow swapped limit at 30-64 rows an expert
-# (lab/ablations/fp4-swap-rows.txt). Once measured, the patch lands or is dropped, and this pair
-# of files goes.
+# (lab/ablations/fp4-swap-rows.txt); on an H200 also where main stands on issue 53 (the Flash EP8
+# slice and the core on its rows). Once measured, the patch lands or is dropped, and this pair of
+# files goes.
 set -u
 cd "$(dirname "$0")/../.."
 source lab/lab.sh
@@ -41,6 +42,13 @@ echo "at $((SECONDS - t0)) s"
 LAB_TIMEOUT=300 lab_run 0 swap-limit lab/ablate.sh --rounds 2 lab/ablations/fp4-swap-rows.txt "$L/ablate" \
     --config configs/deepseek-v4-flash.json --modes fused --iters 20 --ep-slice 8 --weights fp4 --batches 160,208,256,296,341
 tail -40 "$L/swap-limit.log"
+if grep -q H200 "$L/gpu.txt"; then # issue 53's H200 baseline: main on the Flash EP8 slice, the core on its rows
+    lab_run 0 h200-slice-main $M build/ab-old/build/megamoe bench --config configs/deepseek-v4-flash.json --modes fused \
+        --batches 64,512,4096,8192 --iters 20 --breakdown --ep-slice 8 --json "$L/h200-slice-main.json"
+    lab_run 0 h200-core-main $M build/ab-old/build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 \
+        --spread routing --rows 24576,49152 --iters 10 --json "$L/h200-core-main.json"
+    grep -hE "^ +[0-9]+ +OK|^gemm[12] |^fused " "$L"/h200-*.log
+fi
 lab_ok_rows
 lab_pack "$OUT"
 echo "all done at $((SECONDS - t0)) s"
