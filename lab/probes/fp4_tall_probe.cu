@@ -36,12 +36,17 @@
 
 #define TALL_ROWS 256
 #define TALL_COLS 64
-#define TALL_A (TALL_ROWS * 128)       /* 32 KB of token rows a K block */
-#define TALL_B8 (TALL_COLS * 128)      /* 8 KB: the FP8 weight block */
-#define TALL_B4 (TALL_COLS * 64)       /* 4 KB: its FP4 codes */
-#define TALL_EXPS (TALL_COLS * 4)      /* its group exponents, a word a row */
-#define TALL_SCALES 1280               /* 256 row scales, then the block's scale */
-#define TALL_STAGE (TALL_A + TALL_B8 + TALL_EXPS + TALL_SCALES) /* 42496: room for either form */
+#define TALL_A (TALL_ROWS * 128)       /* 32 KB of token rows a K block, at 0 */
+#define TALL_B8 (TALL_COLS * 128)      /* 8 KB: the FP8 weight block, after the rows */
+#define TALL_B4 (TALL_COLS * 64)       /* 4 KB: its FP4 codes, after the FP8 area */
+#define TALL_EXPS (TALL_COLS * 4)      /* its group exponents, a word a row, after the codes */
+#define TALL_SCALES 1280               /* 256 row scales, then the block's scale, after those */
+#define TALL_CODES_AT (TALL_A + TALL_B8)
+#define TALL_EXPS_AT (TALL_CODES_AT + TALL_B4)
+#define TALL_SCALES_AT (TALL_EXPS_AT + TALL_EXPS)
+/* room for either form, a multiple of 1024: the 128-byte swizzle's period, which the weight
+ * block's descriptor and the rows' ldmatrix addresses assume */
+#define TALL_STAGE ((TALL_SCALES_AT + TALL_SCALES + 1023) / 1024 * 1024)
 #define TALL_STAGES 4
 #define TALL_BUFS 3                    /* tall4's expanded blocks */
 #define SRC_BYTES (24u << 20)
@@ -65,9 +70,9 @@ __device__ void fill_stages(uint8_t *stages)
 {
     for (int i = threadIdx.x; i < TALL_STAGES * TALL_STAGE; i += blockDim.x) {
         const int at = i % TALL_STAGE;
-        if (at >= TALL_A + TALL_B8 + TALL_EXPS) {
-            if (at % 4 == 0) *(float *)(stages + i) = at == TALL_A + TALL_B8 + TALL_EXPS + 4 * TALL_ROWS ? 1.0f : 1.0f / 64.0f;
-        } else if (at >= TALL_A + TALL_B8) {
+        if (at >= TALL_SCALES_AT) {
+            if (at % 4 == 0) *(float *)(stages + i) = at == TALL_SCALES_AT + 4 * TALL_ROWS ? 1.0f : 1.0f / 64.0f;
+        } else if (at >= TALL_EXPS_AT) {
             stages[i] = (uint8_t)(127 + (i % 5));
         } else {
             stages[i] = random_byte((uint32_t)(blockIdx.x * 977 + i));
@@ -76,9 +81,12 @@ __device__ void fill_stages(uint8_t *stages)
 }
 
 /* the producer's thread 0: each stage once it is free, only signalled or filled by bulk copies
- * of its operand bytes (rows, then the weight block: FP8 or codes) */
-__device__ void produce(mm_tile_pipe *p, uint8_t *stages, int op_bytes, int kblocks, const uint8_t *src)
+ * of its operand bytes: the rows, then the weight block where the math reads it (FP8 right after
+ * the rows, codes after the FP8 area) */
+template <bool FP4>
+__device__ void produce(mm_tile_pipe *p, uint8_t *stages, int kblocks, const uint8_t *src)
 {
+    constexpr int w_bytes = FP4 ? TALL_B4 : TALL_B8, w_at = FP4 ? TALL_CODES_AT : TALL_A, op_bytes = TALL_A + w_bytes;
     int stage = 0;
     uint32_t phase = 0;
     const unsigned slots = SRC_BYTES / (unsigned)op_bytes;
@@ -91,8 +99,9 @@ __device__ void produce(mm_tile_pipe *p, uint8_t *stages, int op_bytes, int kblo
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(op_bytes) : "memory");
             const uint8_t *from = src + (size_t)((blockIdx.x * 131u + (unsigned)kb) % slots) * op_bytes;
             const unsigned to = (unsigned)__cvta_generic_to_shared(stages + stage * TALL_STAGE);
-            for (int off = 0; off < op_bytes; off += 4096)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to + off),
+            for (int off = 0; off < op_bytes; off += 4096) /* 4 KB copies: the rows, then the weights */
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                                 to + (off < TALL_A ? off : w_at + off - TALL_A)),
                              "l"(from + off), "r"(4096), "r"(full)
                              : "memory");
         }
@@ -141,8 +150,8 @@ __device__ __forceinline__ void load_slab(unsigned stage_at, int row, int half, 
 __device__ __forceinline__ void expand_group(const uint8_t *stage, uint8_t *out, int t)
 {
     const int row = t / 4, g = t % 4;
-    const uint4 c = *(const uint4 *)(stage + TALL_A + TALL_B8 + row * 64 + g * 16);
-    const uint32_t ex = *(const uint32_t *)(stage + TALL_A + TALL_B8 + TALL_B4 + 4 * row);
+    const uint4 c = *(const uint4 *)(stage + TALL_CODES_AT + row * 64 + g * 16);
+    const uint32_t ex = *(const uint32_t *)(stage + TALL_EXPS_AT + 4 * row);
     uint32_t t0, t1, w[8];
     mm_fp4_table((int)((ex >> (8 * g)) & 255u) - 131, &t0, &t1);
     mm_fp4_expand_word(c.x, t0, t1, &w[0], &w[4]);
@@ -204,7 +213,7 @@ __device__ void tall_consume(uint8_t *stages, uint8_t *bufs, mm_tile_pipe *p, in
             expand_group(stages + next * TALL_STAGE, bufs + ((kb + 1) % TALL_BUFS) * TALL_B8, t);
             mm_named_barrier(1, 256);
         }
-        const float *sc = (const float *)(stage_p + TALL_A + TALL_B8 + TALL_EXPS);
+        const float *sc = (const float *)(stage_p + TALL_SCALES_AT);
         const float sw = sc[TALL_ROWS];
         const float s00 = sc[r0] * sw, s01 = sc[r1] * sw, s10 = sc[r0 + 64] * sw, s11 = sc[r1 + 64] * sw;
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -253,7 +262,7 @@ __global__ void __launch_bounds__(384, 1) tall_probe_kernel(int kblocks, const u
     if (threadIdx.x == 0) clock_mark(clk, 0);
     if (mm_warpgroup() == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-        if (threadIdx.x == 0) produce(&pipe, stages, TALL_A + (FP4 ? TALL_B4 : TALL_B8), kblocks, src);
+        if (threadIdx.x == 0) produce<FP4>(&pipe, stages, kblocks, src);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
