@@ -4,8 +4,8 @@
 # branch `git apply lab/pending/fp4-swap-products.patch`, and carry .deps and build/ab-old; the
 # run: `bash lab/pending/fp4-swap-products.sh`. On the machine: the patched tree against main (the
 # FP4 core and fused's narrow swapped form, alternated twice), check --weights fp4 of the patched
-# tree, fp4_tall_probe, and fused's narrow swapped limit at 30-64 rows an expert
-# (lab/ablations/fp4-swap-rows.txt); on an H200 also where main stands on issue 53 (the Flash EP8
+# tree, memcheck of the core's swapped tiles, fp4_tall_probe, and fused's narrow swapped limit
+# at 30-64 rows an expert (lab/ablations/fp4-swap-rows.txt); on an H200 also where main stands on issue 53 (the Flash EP8
 # slice and the core on its rows). Once measured, the patch lands or is dropped, and this pair of
 # files goes.
 set -u
@@ -36,6 +36,12 @@ done
 echo "at $((SECONDS - t0)) s"
 LAB_TIMEOUT=200 lab_run 0 check-fp4 $M build/megamoe check --weights fp4; grep -h "^check:" "$L/check-fp4.log" | tail -1
 lab_pack "$OUT"
+# memcheck of the core's swapped tiles (N = 8-128) and of ll and normal on FP4's large tiles
+LAB_TIMEOUT=120 lab_run 0 memcheck-gemm-fp4 $M compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
+    build/megamoe gemm --config configs/tiny.json --weights fp4 --ep 2 --rows 1,37,300 --spread skewed --iters 1 --warmup 0
+LAB_TIMEOUT=200 lab_run 0 memcheck-fp4tiles $M compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
+    build/megamoe check --filter fp4-large-tiles --modes normal,ll --timeout-ms 60000
+grep -h "ERROR SUMMARY" "$L"/memcheck-*.log
 [ -x build/fp4_tall_probe ] && LAB_TIMEOUT=120 lab_run 0 tall-probe build/fp4_tall_probe 20000 && cat "$L/tall-probe.log"
 lab_pack "$OUT"
 echo "at $((SECONDS - t0)) s"
