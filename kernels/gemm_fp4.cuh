@@ -143,9 +143,8 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
  * the math threads expand straight into wgmma's A registers and the tile's rows are B
  * (m64nNk32, N = 8, 16, 32, 64 or 128 by the rows): no FP8 block in shared memory, no barrier, no
  * fence. Each math warpgroup g takes the block's weight rows 64 g .. 64 g + 63; thread (warp w,
- * lane l) expands
- * rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4) .. + 3 of every
- * k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
+ * lane l) expands rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4)
+ * .. + 3 of every k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
  * while block kb's MMAs run (two A fragments), then kb is promoted and its stage freed (its rows
  * are the MMAs' B). The block's reference exponent, and whether every group of it takes the
  * arithmetic table, come with the block as its word (fp4.h mm_fp4_block_word, made with the
@@ -267,44 +266,42 @@ __device__ __forceinline__ int mm_fp4_swap_take(uint8_t *stages, mm_tile_pipe *p
 }
 
 /* A block's promotion factors for this thread's token rows 8 m + 2 (lane % 4) + {0, 1}: the
- * rows' activation scales (the stage's, read before it is freed) times the block's weight scale.
+ * rows' activation scales (the stage's, read while it is held) times the block's weight scale.
  * Rows past the tile's take whatever the stage holds there: their sums are never stored (every
  * epilogue of the swapped form stores or parks rows < rows only, and no reduction crosses rows),
  * and the selects that zeroed them were ~60 of a math warp's ~380 instructions a block at N = 128
  * (Nsight Compute). */
-template <int N>
-__device__ __forceinline__ void mm_fp4_swap_scales(const uint8_t *stages, int stage, float sw, int lane, float s[N / 4])
+__device__ __forceinline__ float2 mm_fp4_swap_factors(const float *sc, float sw, int lane, int m)
 {
-    const float *sc = mm_tile_stage_scales(stages, stage);
-#pragma unroll
-    for (int m = 0; m < N / 8; m++) {
-        const float2 sa = *(const float2 *)(sc + 8 * m + 2 * (lane % 4));
-        s[2 * m] = sa.x * sw;
-        s[2 * m + 1] = sa.y * sw;
-    }
+    const float2 sa = *(const float2 *)(sc + 8 * m + 2 * (lane % 4));
+    return make_float2(sa.x * sw, sa.y * sw);
 }
 
 /* Block sum into acc once its MMAs are done: free its stage, promote (the FP8 path's fmaf by
- * a_scale * w_scale, in K order). */
+ * a_scale * w_scale, in K order); accumulator i takes factor m = i / 4, row + (i & 1). */
 template <int N>
 __device__ __forceinline__ void mm_fp4_swap_retire(uint8_t *stages, mm_tile_pipe *p, int stage, float sw, int lane,
                                                    const float blk[N / 2], float acc[N / 2])
 {
+    const float *sc = mm_tile_stage_scales(stages, stage);
     if constexpr (N == 128) { /* the factors' 32 registers do not fit beside two 64-register sums
                                * and two A fragments: read after the wait, the stage freed after */
         MM_WGMMA_WAIT(0, 1);
-        const float *sc = mm_tile_stage_scales(stages, stage);
 #pragma unroll
         for (int m = 0; m < N / 8; m++) {
-            const float2 sa = *(const float2 *)(sc + 8 * m + 2 * (lane % 4));
-            const float s0 = sa.x * sw, s1 = sa.y * sw;
+            const float2 s = mm_fp4_swap_factors(sc, sw, lane, m);
 #pragma unroll
-            for (int i = 4 * m; i < 4 * m + 4; i++) acc[i] = fmaf(i & 1 ? s1 : s0, blk[i], acc[i]);
+            for (int i = 4 * m; i < 4 * m + 4; i++) acc[i] = fmaf(i & 1 ? s.y : s.x, blk[i], acc[i]);
         }
         mm_tile_release(p, stage, false);
     } else { /* the factors read before the wait (the stage is held) */
         float s[N / 4];
-        mm_fp4_swap_scales<N>(stages, stage, sw, lane, s);
+#pragma unroll
+        for (int m = 0; m < N / 8; m++) {
+            const float2 f = mm_fp4_swap_factors(sc, sw, lane, m);
+            s[2 * m] = f.x;
+            s[2 * m + 1] = f.y;
+        }
         MM_WGMMA_WAIT(0, 1);
         mm_tile_release(p, stage, false);
 #pragma unroll
@@ -337,7 +334,7 @@ __device__ __forceinline__ void mm_fp4_produce_swapped(uint8_t *stages, mm_tile_
 
 /* Math (both warpgroups, single CTAs): acc = this thread's part of the tile's rows (<= N) x the
  * weight block rows' K, transposed as above, from the blocks the producer put in the ring (rows
- * past the tile's hold garbage: mm_fp4_swap_scales). */
+ * past the tile's hold garbage: mm_fp4_swap_factors). */
 template <int N>
 __device__ __forceinline__ void mm_fp4_swap_consume(uint8_t *stages, mm_tile_pipe *p, mm_ring &ring, int k, float acc[N / 2])
 {

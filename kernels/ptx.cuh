@@ -206,24 +206,21 @@ __device__ __forceinline__ void mm_wgmma_64x64x32_rs(float d[32], const uint32_t
 }
 
 /* m64n128k32 with A from registers: the swapped form's 65-128-row tiles (64 accumulators). d is
- * read and written in both forms (scale-d 0 only ignores it), so a block sum keeps its registers:
- * as a fresh output ptxas gave the next block's sum other registers to promote the previous one
- * under its MMAs, two 64-value sums beside the accumulators, and spilled. */
-#define MM_WGMMA_64x128x32_RS(scale_d) \
-    "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "{%64, %65, %66, %67}, %68, " scale_d ", 1, 1;\n"
-
+ * read and written with either ACC (scale-d 0 only ignores it), as in the forms above, so a block
+ * sum keeps its registers: as a fresh output ptxas gave the next block's sum other registers to
+ * promote the previous one under its MMAs, two 64-value sums beside the accumulators, and
+ * spilled. */
 template <bool ACC>
 __device__ __forceinline__ void mm_wgmma_64x128x32_rs(float d[64], const uint32_t a[4], uint64_t b)
 {
-    if constexpr (ACC)
-        asm volatile(MM_WGMMA_64x128x32_RS("1") : MM_WGMMA_D64("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    else
-        asm volatile(MM_WGMMA_64x128x32_RS("0") : MM_WGMMA_D64("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "{%64, %65, %66, %67}, %68, %69, 1, 1;"
+                 : MM_WGMMA_D64("+f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACC ? 1 : 0));
 }
 
 #endif
