@@ -51,17 +51,9 @@
 #define TALL_BUFS 3                    /* tall4's expanded blocks */
 #define SRC_BYTES (24u << 20)
 
-__device__ __forceinline__ uint8_t random_byte(uint32_t i)
-{
-    i ^= i >> 16;
-    i *= 0x7feb352du;
-    i ^= i >> 15;
-    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3)); /* as e4m3: finite, modest */
-}
-
 __global__ void fill_source(uint8_t *src, unsigned n)
 {
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) src[i] = random_byte(i * 2654435761u);
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) src[i] = probe_random_e4m3(i * 2654435761u);
 }
 
 /* the stages' bytes once: random operands, row scales 1/64, the block scale 1, exponents that
@@ -75,7 +67,7 @@ __device__ void fill_stages(uint8_t *stages)
         } else if (at >= TALL_EXPS_AT) {
             stages[i] = (uint8_t)(127 + (i % 5));
         } else {
-            stages[i] = random_byte((uint32_t)(blockIdx.x * 977 + i));
+            stages[i] = probe_random_e4m3((uint32_t)(blockIdx.x * 977 + i));
         }
     }
 }
@@ -226,21 +218,6 @@ __device__ void tall_consume(uint8_t *stages, uint8_t *bufs, mm_tile_pipe *p, in
     }
 }
 
-/* one thread a CTA: its SM cycles and nanoseconds from start to end, summed over the CTAs */
-__device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
-{
-    unsigned long long ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    const unsigned long long cy = clock64();
-    if (end) {
-        atomicAdd(&clk[0], cy - clk[2 + 2 * blockIdx.x]);
-        atomicAdd(&clk[1], ns - clk[3 + 2 * blockIdx.x]);
-    } else {
-        clk[2 + 2 * blockIdx.x] = cy;
-        clk[3 + 2 * blockIdx.x] = ns;
-    }
-}
-
 #define TALL_SMEM (TALL_STAGES * TALL_STAGE + TALL_BUFS * TALL_B8 + 1024)
 
 template <bool FP4>
@@ -259,7 +236,7 @@ __global__ void __launch_bounds__(384, 1) tall_probe_kernel(int kblocks, const u
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    if (threadIdx.x == 0) clock_mark(clk, 0);
+    if (threadIdx.x == 0) probe_clock_mark(clk, 0);
     if (mm_warpgroup() == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (threadIdx.x == 0) produce<FP4>(&pipe, stages, kblocks, src);
@@ -271,7 +248,7 @@ __global__ void __launch_bounds__(384, 1) tall_probe_kernel(int kblocks, const u
     float s = 0.0f;
     for (int i = 0; i < 64; i++) s += acc[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-    if (threadIdx.x == 128) clock_mark(clk, 1);
+    if (threadIdx.x == 128) probe_clock_mark(clk, 1);
 }
 
 template <bool FP4>

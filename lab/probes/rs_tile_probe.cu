@@ -52,12 +52,10 @@ static int launch_clusters = 0; /* host: launch as 2-CTA clusters (argv[5]) */
 
 __device__ __forceinline__ uint8_t random_e4m3(uint32_t i)
 {
-    i ^= i >> 16;
-    i *= 0x7feb352du;
-    i ^= i >> 15;
     if (fill_mode == 2) return 0;
-    if (fill_mode == 1) return (i & 0x7fu) == 0x7fu ? (uint8_t)(i & 0xfeu) : (uint8_t)i;
-    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3));
+    if (fill_mode != 1) return probe_random_e4m3(i);
+    const uint32_t h = probe_hash(i);
+    return (h & 0x7fu) == 0x7fu ? (uint8_t)(h & 0xfeu) : (uint8_t)h;
 }
 
 __global__ void fill_source(uint8_t *src, unsigned n)
@@ -358,21 +356,6 @@ __device__ void store_sum(float *out, const float *acc, int n)
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
-/* one thread a CTA: its SM cycles and nanoseconds from start to end, summed over the CTAs */
-__device__ __forceinline__ void clock_mark(unsigned long long *clk, int end)
-{
-    unsigned long long ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    const unsigned long long cy = clock64();
-    if (end) {
-        atomicAdd(&clk[0], cy - clk[2 + 2 * blockIdx.x]);
-        atomicAdd(&clk[1], ns - clk[3 + 2 * blockIdx.x]);
-    } else {
-        clk[2 + 2 * blockIdx.x] = cy;
-        clk[3 + 2 * blockIdx.x] = ns;
-    }
-}
-
 /* MODE 0: wide (512 threads), 1: rs256, 2: ss256, 3: rspipe (384), 4: quad (640). Until out held 640
  * floats a CTA, quad's sums ran past its end, most likely into the clock counters allocated after
  * it: quad clock readings taken without it were garbage (their times were not) */
@@ -397,7 +380,7 @@ __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the random bytes before wgmma reads them */
     __syncthreads();
-    if (threadIdx.x == 0) clock_mark(clk, 0);
+    if (threadIdx.x == 0) probe_clock_mark(clk, 0);
     if (MODE == 4) {
         if (threadIdx.x >= 512) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
@@ -408,7 +391,7 @@ __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
             quad_consume<STAGES>(stages, &pipe, kblocks, acc);
             store_sum(out, acc, MM_TILE_ACC);
         }
-        if (threadIdx.x == 0) clock_mark(clk, 1);
+        if (threadIdx.x == 0) probe_clock_mark(clk, 1);
         return;
     }
     if (mm_warpgroup() == 0) {
@@ -429,7 +412,7 @@ __global__ void __launch_bounds__(PROBE_THREADS(MODE), 1)
         else rspipe_consume<STAGES>(stages, &pipe, kblocks, acc);
         store_sum(out, acc, 128);
     }
-    if (threadIdx.x == 128) clock_mark(clk, 1);
+    if (threadIdx.x == 128) probe_clock_mark(clk, 1);
 }
 
 template <int MODE, int STAGES>

@@ -24,15 +24,6 @@
 #define WIDE_STAGE_BYTES 41984 /* 192 x 128 A + 128 x 128 B + 1 KB of scales, a multiple of 1 KB */
 #define WIDE_STAGES 4
 
-/* every byte a finite e4m3 value of modest size (exponent field 5..9: no NaN, no overflow in a sum) */
-__device__ __forceinline__ uint8_t random_e4m3(uint32_t i)
-{
-    i ^= i >> 16;
-    i *= 0x7feb352du;
-    i ^= i >> 15;
-    return (uint8_t)((i & 0x87u) | ((5u + (i >> 8) % 5u) << 3));
-}
-
 __device__ void fill_stages(uint8_t *stages, int bytes, int stage_bytes, int scale_at)
 {
     for (int i = threadIdx.x; i < bytes; i += blockDim.x) {
@@ -40,7 +31,7 @@ __device__ void fill_stages(uint8_t *stages, int bytes, int stage_bytes, int sca
         if (in_stage >= scale_at && in_stage < scale_at + 1024) {
             if ((in_stage - scale_at) % 4 == 0) *(float *)(stages + i) = 1.0f / 64.0f;
         } else {
-            stages[i] = random_e4m3((uint32_t)(blockIdx.x * 977 + i));
+            stages[i] = probe_random_e4m3((uint32_t)(blockIdx.x * 977 + i));
         }
     }
 }
