@@ -73,12 +73,15 @@ MM_HD int mm_fused_fold_kernel(long long tokens, int topk, int ranks, int expert
  * tile in passes of <= 64 rows with the weights expanded into wgmma's registers) rather than the
  * FP4 form of the FP8 items (each weight block expanded into the stage): when a local expert
  * expects at most MM_FUSED_FP4_SWAP_ROWS rows (tokens x topk x ranks / experts). Measured on one
- * H100, Flash EP8 slice, the two forms side by side in one run (us, swapped against FP8-block):
- * 30 rows an expert (160 tokens a rank) 351 / 380, 33 rows (176) 369 / 387, 39 rows (208) 395 /
- * 394, 45 rows (240) 416 / 404, 48 rows (256) 417 / 406; 1.4-1.5x slower where tiles hold 96-128
- * rows (512-4096 tokens). They cross at ~39 rows. A call whose experts get more rows than
- * expected still runs correctly (a tile of more rows in passes of up to 64). */
-#define MM_FUSED_FP4_SWAP_ROWS 38
+ * H100 with the swapped form's promotion as it is now (the limit at 64 against 38, alternated in
+ * one run, us): Flash EP8 slice 39 rows an expert (208 tokens a rank) 348.7 -> 289.3, 48 rows
+ * (256) 361.9 -> 304.7, 55.5 rows (296) 368.7 -> 315.2, 64 rows (341) 393.1 -> 381.0; Pro EP8
+ * slice 40 rows (320) 1133.2 -> 873.1, 50 rows (400) 1184.9 -> 966.6, but 64 rows (512) 1268.2
+ * -> 1321.9. So the limit sits below 64, past the largest row count measured faster on both
+ * models; at 96-128 rows (512-4096 tokens on the Flash slice) the swapped form is 1.4-1.5x
+ * slower. A call whose experts get more rows than expected still runs correctly (a tile of more
+ * rows in passes of up to 64). */
+#define MM_FUSED_FP4_SWAP_ROWS 56
 MM_HD int mm_fused_fp4_swapped(long long tokens, int topk, int ranks, int experts)
 {
     if (tokens < 1 || topk < 1 || ranks < 1 || experts < 1) return 0;

@@ -6,7 +6,7 @@
  *   - straight into wgmma's A registers, the tile's rows as the MMA's N = 8-128 (the swapped
  *     form, further down).
  * Used by gemm.cu's grouped_gemm_fp4_kernel (single CTAs, 128-row tiles, every tile swapped) and
- * by fused.cu's two FP4 forms: the swapped one (calls of <= 38 rows an expert, passes of <= 64
+ * by fused.cu's two FP4 forms: the swapped one (calls of <= 56 rows an expert, passes of <= 64
  * rows) and the FP4 form of the FP8 items (the FP8 block: its dual items read a tile's gathered
  * rows once for gate and up, which the swapped form's one-pass items read twice).
  *

@@ -127,10 +127,10 @@ static const mm_scenario scenarios[] = {
      * ragged rows of an EP8 slice at the Flash shape (an EP8 rank's form there: the swapped one) */
     {"fp4-large-tiles", 256, 256, 0, 2, 2, 10.0, 1, 300, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},
     {"fp4-slice8-flash-t160", FLASH, 160, TOKENS_SAME, "deepseek", X_NORMAL, NULL, 8, 1 + MM_FP4_REAL},
-    /* the swapped form near its limit (~37 rows an expert, ragged: passes of 8-32 and of 33-64
-     * rows, ~880 tokens in the slice, under ll's cap) */
+    /* the swapped form at ~37 rows an expert (ragged: passes of 8-32 and of 33-64 rows, ~880
+     * tokens in the slice, under ll's cap) */
     {"fp4-slice8-flash-t200", FLASH, 200, TOKENS_SAME, "uniform", X_NORMAL, NULL, 8, 1 + MM_FP4_REAL},
-    /* fused's swapped FP4 form (a call whose experts expect <= 38 rows: fused_schedule.h
+    /* fused's swapped FP4 form (a call whose experts expect <= 56 rows: fused_schedule.h
      * mm_fused_fp4_swapped) on two hot experts of 200 rows each: full tiles in two 64-row passes,
      * a partial tile in passes of 64 and 8 rows */
     {"fp4-swapped-hot", 256, 256, 0, 16, 2, 10.0, 0, 200, TOKENS_SAME, "hot", X_NORMAL, NULL, 0, 1 + MM_FP4_REAL},

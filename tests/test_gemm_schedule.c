@@ -619,12 +619,12 @@ static void fused_extra_rows(void **state)
     assert_false(mm_fused_handoff_kernel(8192, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(0, 6, 2, 256, 2048, 132));
     assert_false(mm_fused_handoff_kernel(1, 6, 2, 256, 2048, 64));
-    /* the FP4 swapped form: a local expert expects <= 38 rows. Flash (256 experts, top-6) at EP8
-     * up to 202 tokens a rank (8 x 202 x 6 = 9696 <= 38 x 256), not 203; at EP1 up to 1621 */
+    /* the FP4 swapped form: a local expert expects <= 56 rows. Flash (256 experts, top-6) at EP8
+     * up to 298 tokens a rank (8 x 298 x 6 = 14304 <= 56 x 256), not 299; at EP1 up to 2389 */
     assert_true(mm_fused_fp4_swapped(1, 6, 8, 256));
-    assert_true(mm_fused_fp4_swapped(202, 6, 8, 256));
-    assert_false(mm_fused_fp4_swapped(203, 6, 8, 256));
-    assert_true(mm_fused_fp4_swapped(1621, 6, 1, 256) && !mm_fused_fp4_swapped(1622, 6, 1, 256));
+    assert_true(mm_fused_fp4_swapped(298, 6, 8, 256));
+    assert_false(mm_fused_fp4_swapped(299, 6, 8, 256));
+    assert_true(mm_fused_fp4_swapped(2389, 6, 1, 256) && !mm_fused_fp4_swapped(2390, 6, 1, 256));
     assert_false(mm_fused_fp4_swapped(0, 6, 8, 256));
     assert_false(mm_fused_fp4_swapped(1, 6, 8, 0));
     assert_false(mm_fused_fp4_swapped(1, 0, 8, 256));
