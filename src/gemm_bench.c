@@ -593,8 +593,9 @@ mm_status gemm_main(const mm_options *o, const mm_config *cfg, int argc, char **
     }
     if (b.fp4)
         printf("# weights: FP4 (MXFP4: E2M1 codes, a UE8M0 exponent per 32 along K; %s), expanded to FP8 "
-               "in shared memory by the producer (docs/recipe.md); one CTA per 128 x 128 tile, tiles claimed from a "
-               "counter; wGB/s counts the FP4 bytes streamed\n",
+               "by the math warps straight into wgmma's registers, the tile's rows as N (docs/recipe.md); one CTA per "
+               "tile of up to 128 rows x 128 columns, tiles claimed from a counter; wGB/s counts the FP4 bytes "
+               "streamed\n",
                cfg->fp4_pattern == MM_FP4_REAL ? "drawn as checkpoints look" : "a check pattern");
     for (int gi = 1; gi <= 2 && !b.fp4; gi++) {
         int n = gi == 1 ? 2 * cfg->inter : cfg->hidden, pairs = mm_grouped_gemm_pairs(n, prop.multiProcessorCount, 0);
