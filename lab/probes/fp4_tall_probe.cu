@@ -22,6 +22,8 @@
  * L2-resident buffer). Timing only: the fragments' and codes' orders are the ones the real forms
  * read, the values are random, nothing is checked. Figures: TFLOP/s and the SM clock the CTAs
  * ran at; compare with rs_tile_probe's (the 128 x 128 and wide forms) and `gemm --weights fp4`.
+ * Measured on an H100 (results/h100-ep1/fp4-swap56-ade394a): tall8 0.586 TFLOP/s a MHz with no
+ * loads, tall4 0.44-0.45, so the form was not built (docs/performance.md, dropped ideas).
  *
  * Build and run on a GPU machine:
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/fp4_tall_probe lab/probes/fp4_tall_probe.cu
