@@ -11,7 +11,7 @@
 #      audit build over every scenario and the GEMM core, and its own test
 #   4. gemm (the GEMM core alone: tiny skewed and by routing in both tile forms, FP4 experts (tiny,
 #      small-h640, prefix-2048, Flash; memcheck, racecheck reported), FP4 against FP8 in bench on
-#      the Flash EP8 slice, small-k512 (both
+#      the Flash EP8 slice (FP8 with its stages, and the core on the slice's rows), small-k512 (both
 #      scale kernels) and small-h640 on the wide form (narrow2 items), small-n2048 and Flash skewed
 #      (the banded item order), Flash and Pro EP8 vs cuBLASLt, Flash's joules a call by NVML) on 1 GPU; bench (deepseek-v4-flash) on 1 GPU and on all GPUs, deepseek-v4-pro on all GPUs, and 3 sweeps of 100
 #      graph replays per row (outputs must stay bit-identical); JSON kept in the log folder, and
@@ -279,11 +279,15 @@ nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,cloc
     --format=csv -lms 200 >"$logs/gpu-clocks.csv" 2>&1 &
 clocks_pid=$!
 expect_rc 0 bench-np1-flash $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --json "$logs/bench-ep1-flash.json"
-# FP4 experts against FP8 ones on the EP8 slice (issue 54's decode and large-batch ratios)
+# FP4 experts against FP8 ones on the EP8 slice (issue 54's decode and large-batch ratios); the FP8
+# run's stages and the GEMM core alone on the same routing's rows (issue 53: fused against the
+# core at 4096 and 8192 tokens a rank, one run)
 for w in fp4 fp8; do
     expect_rc 0 bench-slice8-flash-$w $mpi -np 1 build/megamoe bench --config configs/deepseek-v4-flash.json --ep-slice 8 \
-        --weights $w --batches 1,8,64,512,4096,8192 --json "$logs/bench-slice8-flash-$w.json"
+        --weights $w --batches 1,8,64,512,4096,8192 $([ $w = fp8 ] && echo --breakdown) --json "$logs/bench-slice8-flash-$w.json"
 done
+expect_rc 0 gemm-slice8-flash-routing $mpi -np 1 build/megamoe gemm --config configs/deepseek-v4-flash.json --ep 8 --spread routing \
+    --rows 24576,49152 --iters 10 --json "$logs/gemm-slice8-flash-routing.json"
 expect_rc 0 bench-np$ngpu-flash $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-flash.json --breakdown --json "$logs/bench-ep$ngpu-flash.json"
 expect_rc 0 bench-np$ngpu-pro $mpi -np "$ngpu" build/megamoe bench --config configs/deepseek-v4-pro.json --batches 1,8,64,512,4096,8192 --breakdown --json "$logs/bench-ep$ngpu-pro.json"
 # decode sizes as serving engines run them: CUDA-graph replays for the modes that allow it
