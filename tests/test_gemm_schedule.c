@@ -643,13 +643,13 @@ static void fused_call_forms(void **state)
     (void)state;
     enum { H = 2048, CTAS = 132 };
     /* Flash EP8, a real rank: hand-off at 1 token, folding near 128 rows an expert (597-768
-     * tokens), the swapped FP4 form up to 202 tokens, the base form at 4096 */
+     * tokens), the swapped FP4 form up to 298 tokens, the base form at 4096 */
     assert_int_equal(mm_fused_call_form(1, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_HANDOFF);
     assert_int_equal(mm_fused_call_form(680, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_FOLD);
     assert_int_equal(mm_fused_call_form(160, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
     assert_int_equal(mm_fused_call_form(4096, 0, 0, 6, 8, 256, H, CTAS, 0), MM_FUSED_FORM_BASE);
-    assert_int_equal(mm_fused_call_form(202, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
-    assert_int_equal(mm_fused_call_form(203, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4);
+    assert_int_equal(mm_fused_call_form(298, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4_SWAPPED);
+    assert_int_equal(mm_fused_call_form(299, 0, 0, 6, 8, 256, H, CTAS, 1), MM_FUSED_FORM_FP4);
     /* its EP8 slice on one GPU (32 experts, the ~55% of 8 x batch tokens that reach them) takes
      * the same forms; counted by its own tokens it took the base form at 1 token (~5 tokens x 6
      * picks over 32 experts: 19 experts x 16 items, past a wave), folding at 160 (700 x 6 / 32 =

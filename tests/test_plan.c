@@ -143,12 +143,12 @@ static void flash_ep2(void **state)
     assert_string_equal(label, "dual+fold");
     plan_fused_label(&fl4, 8, 4096, &items, label, sizeof label);
     assert_string_equal(label, "dual");
-    fl4.weights = MM_WEIGHTS_FP4; /* the swapped form up to 202 tokens a rank, not at 203 or 0 */
+    fl4.weights = MM_WEIGHTS_FP4; /* the swapped form up to 298 tokens a rank, not at 299 or 0 */
     plan_fused_label(&fl4, 8, 160, &items, label, sizeof label);
     assert_string_equal(label, "swap");
-    plan_fused_label(&fl4, 8, 202, &items, label, sizeof label);
+    plan_fused_label(&fl4, 8, 298, &items, label, sizeof label);
     assert_string_equal(label, "swap");
-    plan_fused_label(&fl4, 8, 203, &items, label, sizeof label);
+    plan_fused_label(&fl4, 8, 299, &items, label, sizeof label);
     assert_string_not_equal(label, "swap");
     plan_fused_label(&fl4, 8, 0, &items, label, sizeof label);
     assert_string_not_equal(label, "swap");
