@@ -74,36 +74,14 @@ __device__ void fill_stages(uint8_t *stages)
     }
 }
 
-/* the producer's thread 0: each stage once it is free, only signalled or filled by bulk copies
- * of its operand bytes: the rows, then the weight block where the math reads it (FP8 right after
- * the rows, codes after the FP8 area) */
+/* the producer's thread 0: the rows, then the weight block where the math reads it (FP8 right
+ * after the rows, codes after the FP8 area), by 4 KB copies */
 template <bool FP4>
 __device__ void produce(mm_tile_pipe *p, uint8_t *stages, int kblocks, const uint8_t *src)
 {
-    constexpr int w_bytes = FP4 ? TALL_B4 : TALL_B8, w_at = FP4 ? TALL_CODES_AT : TALL_A, op_bytes = TALL_A + w_bytes;
-    int stage = 0;
-    uint32_t phase = 0;
-    const unsigned slots = SRC_BYTES / (unsigned)op_bytes;
-    for (int kb = 0; kb < kblocks; kb++) {
-        bar_wait((unsigned)__cvta_generic_to_shared(&p->empty[stage]), phase ^ 1u);
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[stage]);
-        if (!src) {
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
-        } else {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(op_bytes) : "memory");
-            const uint8_t *from = src + (size_t)((blockIdx.x * 131u + (unsigned)kb) % slots) * op_bytes;
-            const unsigned to = (unsigned)__cvta_generic_to_shared(stages + stage * TALL_STAGE);
-            for (int off = 0; off < op_bytes; off += 4096) /* 4 KB copies: the rows, then the weights */
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                                 to + (off < TALL_A ? off : w_at + off - TALL_A)),
-                             "l"(from + off), "r"(4096), "r"(full)
-                             : "memory");
-        }
-        if (++stage == TALL_STAGES) {
-            stage = 0;
-            phase ^= 1u;
-        }
-    }
+    constexpr int w_bytes = FP4 ? TALL_B4 : TALL_B8, w_at = FP4 ? TALL_CODES_AT : TALL_A;
+    probe_produce(p->full, p->empty, stages, TALL_STAGES, TALL_STAGE, TALL_A + w_bytes, TALL_A, w_at, 4096, kblocks, src,
+                  SRC_BYTES);
 }
 
 #define TALL_WGMMA(scale_d)                                                                          \

@@ -75,33 +75,12 @@ __device__ void fill_stages(uint8_t *stages, int stages_n, int stage_bytes, int 
     }
 }
 
-/* the producer's thread 0: each stage once it is free, either only signalled or filled with its
- * operand bytes by 8 KB bulk copies (`full` counts one arrival, and the bytes when loading) */
+/* the producer's thread 0: the operand bytes in one piece, by 8 KB copies */
 __device__ void produce(mm_tile_pipe *p, uint8_t *stages, int stages_n, int stage_bytes, int op_bytes, int kblocks,
                         const uint8_t *src)
 {
-    int stage = 0;
-    uint32_t phase = 0;
-    const unsigned slots = SRC_BYTES / (unsigned)op_bytes;
-    for (int kb = 0; kb < kblocks; kb++) {
-        bar_wait((unsigned)__cvta_generic_to_shared(&p->empty[stage]), phase ^ 1u);
-        const unsigned full = (unsigned)__cvta_generic_to_shared(&p->full[stage]);
-        if (!src) {
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
-        } else {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(op_bytes) : "memory");
-            const uint8_t *from = src + (size_t)((blockIdx.x * 131u + (unsigned)kb) % slots) * op_bytes;
-            const unsigned to = (unsigned)__cvta_generic_to_shared(stages + stage * stage_bytes);
-            for (int off = 0; off < op_bytes; off += 8192)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to + off),
-                             "l"(from + off), "r"(8192), "r"(full)
-                             : "memory");
-        }
-        if (++stage == stages_n) {
-            stage = 0;
-            phase ^= 1u;
-        }
-    }
+    probe_produce(p->full, p->empty, stages, stages_n, stage_bytes, op_bytes, op_bytes, op_bytes, 8192, kblocks, src,
+                  SRC_BYTES);
 }
 
 /* ---- wide: 192 x 128, three warpgroups, SS, each block retired before the next ---- */
