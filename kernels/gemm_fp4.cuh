@@ -144,9 +144,9 @@ __device__ __forceinline__ void mm_fp4_expand_compact(uint8_t *stages, int s, in
  * (m64nNk32, N = 8, 16, 32, 64 or 128 by the rows): no FP8 block in shared memory, no barrier, no
  * fence. Each math warpgroup g takes the block's weight rows 64 g .. 64 g + 63; thread (warp w,
  * lane l) expands rows c = 64 g + 16 w + l / 4 and c + 8, K 4 (l % 4) .. + 3 and 16 + 4 (l % 4)
- * .. + 3 of every k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block kb + 1 is expanded
- * while block kb's MMAs run (two A fragments), then kb is promoted and its stage freed (its rows
- * are the MMAs' B). The block's reference exponent, and whether every group of it takes the
+ * .. + 3 of every k32 step (the 8-bit A register layout, ptx.cuh), 64 weights a block. Block
+ * kb + 1 is expanded while block kb's MMAs run (two A fragments), then kb is promoted and its
+ * stage freed (its rows are the MMAs' B). The block's reference exponent, and whether every group of it takes the
  * arithmetic table, come with the block as its word (fp4.h mm_fp4_block_word, made with the
  * experts; the producer puts it in the weight scale's place): no warp reduces the block's 512
  * exponents nor checks its rows' range (together ~70 of a math warp's ~265 instructions a block,
