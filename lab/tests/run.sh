@@ -21,5 +21,15 @@ for probe in lab/probes/*_probe.cu; do
     out=$("$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -c "$probe" -o /dev/null 2>&1) ||
         { echo "FAIL: $probe does not compile"; echo "$out" | tail -5; fail=1; }
 done
-[ $fail -eq 0 ] && echo "lab tests: ab.sh, side.sh, lab.sh, ablate.sh, ncu-stalls.py and the probes as documented"
+# each experiment waiting in lab/pending still applies to the tree it will be measured against,
+# and its call script parses
+for patch in lab/pending/*.patch; do
+    [ -e "$patch" ] || continue
+    git apply --check "$patch" 2>/dev/null || { echo "FAIL: $patch no longer applies"; fail=1; }
+done
+for script in lab/pending/*.sh; do
+    [ -e "$script" ] || continue
+    bash -n "$script" || { echo "FAIL: $script does not parse"; fail=1; }
+done
+[ $fail -eq 0 ] && echo "lab tests: ab.sh, side.sh, lab.sh, ablate.sh, ncu-stalls.py, the probes and lab/pending as documented"
 exit $fail
