@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The three patches waiting here in one call on one GPU (device time is scarce; their effects
+# show in different places, so one A/B tells them apart): quant-chains (the dispatch stage),
+# combine-wide (the combine stage at large calls), fp4-decode-two (`gemm --weights fp4` at decode;
+# it changes no FP8 path). Here, before the call:
+#   lab/ab.sh prepare HEAD && for p in lab/pending/*.patch; do git apply "$p"; done
+# then from the repository root with .deps and build/ab-old carried, $OUT set by the runner and
+# GIT_REV=<HEAD>+pending in the environment. Steps (CALL_S, default 560 s, bounds the whole):
+#   1. lab/ab.sh on the Flash and Pro EP8 slices, fused, with the stages, 2 rounds alternated
+#   2. lab/ab.sh on `gemm --weights fp4` at 1-32 rows an expert (the builds of step 1 reused)
+#   3. check of the new build (84 scenarios, every mode: fused equals ll bit for bit), then
+#      check --weights fp4, then fp4_warps_probe, as time allows
+# Each patch's own script says what it predicts; a patch whose stage does not gain is dropped.
+set -u
+T0=$SECONDS
+: "${OUT:?set OUT to the output folder}"
+export GIT_REV=${GIT_REV:-unknown}
+for f in mm_div_fp8_max:kernels/recipe.h mm_combine_chunk_call:kernels/fused_schedule.h \
+         grouped_gemm_fp4_decode_kernel:kernels/gemm.cu; do
+    grep -q "${f%%:*}" "${f#*:}" || { echo "apply every lab/pending/*.patch first (${f%%:*} missing)"; exit 2; }
+done
+[ -f build/ab-old/Makefile ] || { echo "run lab/ab.sh prepare HEAD and carry build/ab-old"; exit 2; }
+export LAB_LOGS=/tmp/all-call-$$
+mkdir -p "$LAB_LOGS"
+source lab/lab.sh
+left() { echo $((${CALL_S:-560} - (SECONDS - T0))); }
+limit() { local l; l=$(($(left) - 10)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv | tee "$LAB_LOGS/gpu.txt"
+nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels -o build/fp4_warps_probe \
+    lab/probes/fp4_warps_probe.cu >"$LAB_LOGS/probe-build.log" 2>&1 &
+timeout "$(limit 380)" lab/ab.sh run "$LAB_LOGS/slices" --bench-extra "--ep-slice 8" --modes fused \
+    --batches 1,512,4096,8192 --rounds 2 --iters 20 --no-check
+cat "$LAB_LOGS/slices/summary.txt"
+rm -f "$LAB_LOGS/slices/ab.tgz"
+lab_pack "$OUT"
+[ "$(left)" -gt 90 ] && timeout "$(limit 120)" lab/ab.sh run "$LAB_LOGS/fp4" --gemm 32,256,512,1024 \
+    --gemm-extra "--weights fp4" --rounds 2 --iters 15 --no-check && cat "$LAB_LOGS/fp4/summary.txt"
+rm -f "$LAB_LOGS/fp4/ab.tgz"
+wait
+lab_pack "$OUT"
+for w in fp8 fp4; do
+    [ "$(left)" -gt 100 ] || { echo "check --weights $w: skipped, $(left) s left"; continue; }
+    LAB_TIMEOUT=$(limit 120) lab_run 0 check-$w mpirun --bind-to none -np 1 build/megamoe check --weights $w
+    grep "^check:" "$LAB_LOGS/check-$w.log"
+    lab_pack "$OUT"
+done
+[ "$(left)" -gt 70 ] && [ -x build/fp4_warps_probe ] && LAB_TIMEOUT=$(limit 90) lab_run 0 probe build/fp4_warps_probe &&
+    cat "$LAB_LOGS/probe.log"
+lab_pack "$OUT"
+echo "done at $((SECONDS - T0)) s"
