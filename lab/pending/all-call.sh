@@ -9,7 +9,8 @@
 #   1. lab/ab.sh on the Flash and Pro EP8 slices, fused, with the stages, 2 rounds alternated
 #   2. lab/ab.sh on `gemm --weights fp4` at 1-32 rows an expert (the builds of step 1 reused)
 #   3. check of the new build (84 scenarios, every mode: fused equals ll bit for bit), then
-#      check --weights fp4, then fp4_warps_probe, as time allows
+#      check --weights fp4, then fp4_warps_probe, then the core on the Flash slice's rows (issue
+#      53's ratio against step 1's old side), as time allows
 # Each patch's own script says what it predicts; a patch whose stage does not gain is dropped.
 set -u
 T0=$SECONDS
@@ -46,5 +47,11 @@ for w in fp8 fp4; do
 done
 [ "$(left)" -gt 70 ] && [ -x build/fp4_warps_probe ] && LAB_TIMEOUT=$(limit 90) lab_run 0 probe build/fp4_warps_probe &&
     cat "$LAB_LOGS/probe.log"
+lab_pack "$OUT"
+# issue 53's ratio on this GPU: the core alone on the Flash slice's rows (the old side of step 1
+# is main's fused with its stages on the same GPU)
+[ "$(left)" -gt 50 ] && LAB_TIMEOUT=$(limit 40) lab_run 0 gemm-flash-routing mpirun --bind-to none -np 1 build/ab-old/build/megamoe \
+    gemm --config configs/deepseek-v4-flash.json --ep 8 --spread routing --rows 24576,49152 --iters 10 \
+    --json "$LAB_LOGS/gemm-flash-routing.json" && grep -E "^gemm[12] " "$LAB_LOGS/gemm-flash-routing.log"
 lab_pack "$OUT"
 echo "done at $((SECONDS - T0)) s"
