@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# The three patches waiting here in one call on one GPU (device time is scarce; their effects
-# show in different places, so one A/B tells them apart): quant-chains (the dispatch stage),
-# combine-wide (the combine stage at large calls), fp4-decode-two (`gemm --weights fp4` at decode;
-# it changes no FP8 path). Here, before the call:
+# The patches waiting here in one call on one GPU (device time is scarce; their effects show in
+# different places, so one A/B tells them apart): quant-chains (the dispatch stage, recipe step 2
+# everywhere), fp4-decode-two (`gemm --weights fp4` at decode; it changes no FP8 path). Here, before the call:
 #   lab/ab.sh prepare HEAD && for p in lab/pending/*.patch; do git apply "$p"; done
 # then from the repository root with .deps and build/ab-old carried, $OUT set by the runner and
 # GIT_REV=<HEAD>+pending in the environment. Steps (CALL_S, default 560 s, bounds the whole):
 #   1. lab/ab.sh on the Flash and Pro EP8 slices, fused, with the stages, 2 rounds alternated
 #   2. lab/ab.sh on `gemm --weights fp4` at 1-32 rows an expert (the builds of step 1 reused)
-#   3. check of the new build (84 scenarios, every mode: fused equals ll bit for bit), then
+#   3. check of the new build (every scenario and mode: fused equals ll bit for bit), then
 #      check --weights fp4, then fp4_warps_probe, then the core on the Flash slice's rows (issue
 #      53's ratio against step 1's old side), as time allows
 # Each patch's own script says what it predicts; a patch whose stage does not gain is dropped.
@@ -16,8 +15,7 @@ set -u
 T0=$SECONDS
 : "${OUT:?set OUT to the output folder}"
 export GIT_REV=${GIT_REV:-unknown}
-for f in mm_div_fp8_max:kernels/recipe.h mm_combine_chunk_call:kernels/fused_schedule.h \
-         grouped_gemm_fp4_decode_kernel:kernels/gemm.cu; do
+for f in mm_div_fp8_max:kernels/recipe.h grouped_gemm_fp4_decode_kernel:kernels/gemm.cu; do
     grep -q "${f%%:*}" "${f#*:}" || { echo "apply every lab/pending/*.patch first (${f%%:*} missing)"; exit 2; }
 done
 [ -f build/ab-old/Makefile ] || { echo "run lab/ab.sh prepare HEAD and carry build/ab-old"; exit 2; }
