@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# The patches waiting here in one call on one GPU (device time is scarce; their effects show in
-# different places, so one A/B tells them apart): quant-chains (the dispatch stage, recipe step 2
-# everywhere), fp4-decode-two (`gemm --weights fp4` at decode; it changes no FP8 path). Here, before the call:
+# The patches waiting in lab/pending measured in one call on one GPU (H200 preferred; device time
+# is scarce, and their effects show in different places, so one A/B tells them apart; what each
+# predicts is in docs/performance.md, Next):
+#   quant-chains.patch    the quantizer's block tails interleaved: the dispatch stage
+#   fp4-decode-two.patch  the FP4 core's decode form, two CTAs an SM: `gemm --weights fp4` at
+#                         1-32 rows an expert (no FP8 path changes)
+# Here, before the call:
 #   lab/ab.sh prepare HEAD && for p in lab/pending/*.patch; do git apply "$p"; done
 # then from the repository root with .deps and build/ab-old carried, $OUT set by the runner and
 # GIT_REV=<HEAD>+pending in the environment. Steps (CALL_S, default 560 s, bounds the whole):
 #   1. lab/ab.sh on the Flash and Pro EP8 slices, fused, with the stages, 2 rounds alternated
+#      (the old side is main's fused with its stages on this GPU: issue 53's baseline)
 #   2. lab/ab.sh on `gemm --weights fp4` at 1-32 rows an expert (the builds of step 1 reused)
 #   3. check of the new build (every scenario and mode: fused equals ll bit for bit), then
 #      check --weights fp4, then fp4_warps_probe, then the core on the Flash slice's rows (issue
 #      53's ratio against step 1's old side), as time allows
-# Each patch's own script says what it predicts; a patch whose stage does not gain is dropped.
+# Each patch lands with its docs/performance.md row where its stage gains and nothing loses, else
+# it is dropped with its row; a measured patch leaves the folder either way.
 set -u
 T0=$SECONDS
 : "${OUT:?set OUT to the output folder}"
 export GIT_REV=${GIT_REV:-unknown}
-for f in mm_div_fp8_max:kernels/recipe.h grouped_gemm_fp4_decode_kernel:kernels/gemm.cu; do
-    grep -q "${f%%:*}" "${f#*:}" || { echo "apply every lab/pending/*.patch first (${f%%:*} missing)"; exit 2; }
+for p in lab/pending/*.patch; do # applied: it reverses cleanly
+    git apply -R --check "$p" 2>/dev/null || { echo "apply $p first"; exit 2; }
 done
 [ -f build/ab-old/Makefile ] || { echo "run lab/ab.sh prepare HEAD and carry build/ab-old"; exit 2; }
 export LAB_LOGS=/tmp/all-call-$$
