@@ -5,6 +5,8 @@
 #   quant-chains.patch    the quantizer's block tails interleaved: the dispatch stage
 #   fp4-decode-two.patch  the FP4 core's decode form, two CTAs an SM: `gemm --weights fp4` at
 #                         1-32 rows an expert (no FP8 path changes)
+#   combine-batches.patch the staged combine's units in batches, one barrier a region: the
+#                         combine stage
 # Here, before the call:
 #   lab/ab.sh prepare HEAD && for p in lab/pending/*.patch; do git apply "$p"; done
 # then from the repository root with .deps and build/ab-old carried, $OUT set by the runner and
