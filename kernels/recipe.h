@@ -26,10 +26,12 @@
 #define MM_ADD(a, b) __fadd_rn((a), (b))
 #define MM_MUL(a, b) __fmul_rn((a), (b))
 #define MM_DIV(a, b) __fdiv_rn((a), (b))
+#define MM_FMA(a, b, c) __fmaf_rn((a), (b), (c))
 #else
 #define MM_ADD(a, b) ((float)(a) + (float)(b))
 #define MM_MUL(a, b) ((float)(a) * (float)(b))
 #define MM_DIV(a, b) ((float)(a) / (float)(b))
+#define MM_FMA(a, b, c) fmaf((a), (b), (c))
 #endif
 
 #define MM_FP8_MAX 448.0f
@@ -134,11 +136,24 @@ MM_HD float mm_ue8m0_round_up(float s)
     return mm_bits_f32(b);
 }
 
+/* x / 448 rounded to nearest, for x >= MM_SCALE_FLOOR (infinity included), without a division:
+ * the product by fl(1/448) and one FMA correction. The same float as MM_DIV(x, 448) for every
+ * such x (all 1,185,827,049 finite ones compared on the host, and test_recipe.c samples them);
+ * on the GPU a division is a call behind a range check (FCHK), a branch, and a warp quantizing
+ * several blocks (mm_quantize_held128) then ran each block's scale one after another. */
+MM_HD float mm_div_fp8_max(float x)
+{
+    const float r = 1.0f / MM_FP8_MAX; /* fl(1/448), folded by the compiler */
+    const float q = MM_MUL(x, r);
+    const float q1 = MM_FMA(MM_FMA(-q, MM_FP8_MAX, x), r, q);
+    return x <= 3.40282347e38f ? q1 : x; /* inf / 448 = inf (the correction would make NaN) */
+}
+
 /* Scale of a 128-wide (or 128x128) block from its amax: max(amax, 1e-4) / 448, optionally
  * rounded up to a power of two. */
 MM_HD float mm_block_scale(float amax, int ue8m0)
 {
-    float s = MM_DIV(amax > MM_SCALE_FLOOR ? amax : MM_SCALE_FLOOR, MM_FP8_MAX);
+    float s = mm_div_fp8_max(amax > MM_SCALE_FLOOR ? amax : MM_SCALE_FLOOR);
     return ue8m0 ? mm_ue8m0_round_up(s) : s;
 }
 
@@ -171,14 +186,20 @@ MM_HD uint32_t mm_amax_key(float abs_value)
 /* Four values of one block in FP8, value i in byte i: mm_quantize of each, its multiply-or-divide
  * decided once for the four (they share the block's scale), so a GPU warp takes one branch per
  * block instead of one per value (UE8M0 scales always multiply). */
+/* The four by a scale's exact inverse (mm_scale_inverse, nonzero): mm_quantize's multiply. */
+MM_HD uint32_t mm_quantize4_by(const float v[4], float inv)
+{
+    uint32_t q = 0;
+    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_MUL(v[i], inv)) << (8 * i);
+    return q;
+}
+
 MM_HD uint32_t mm_quantize4(const float v[4], float scale)
 {
     const float inv = mm_scale_inverse(scale);
+    if (inv != 0.0f) return mm_quantize4_by(v, inv);
     uint32_t q = 0;
-    if (inv != 0.0f)
-        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_MUL(v[i], inv)) << (8 * i);
-    else
-        for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_DIV(v[i], scale)) << (8 * i);
+    for (int i = 0; i < 4; i++) q |= (uint32_t)mm_fp8_encode(MM_DIV(v[i], scale)) << (8 * i);
     return q;
 }
 

@@ -60,10 +60,23 @@ __device__ __forceinline__ void mm_quantize_held128(const uint2 raw[U], int ue8m
     }
 #pragma unroll
     for (int u = 0; u < U; u++) amax[u] = mm_warp_amax(amax[u]);
+    /* the blocks' scales and inverses, then one test for all U (the scales are the warp's, so the
+     * branch is uniform): per block, mm_quantize4's test kept each block's tail (scale, inverse,
+     * multiplies, conversions) in a branch region of its own, one after another */
+    float inv[U];
+    bool multiply = true;
 #pragma unroll
     for (int u = 0; u < U; u++) {
         scale[u] = mm_block_scale(amax[u], ue8m0);
-        q[u] = mm_quantize4(v[u], scale[u]);
+        inv[u] = mm_scale_inverse(scale[u]);
+        multiply = multiply && inv[u] != 0.0f;
+    }
+    if (multiply) {
+#pragma unroll
+        for (int u = 0; u < U; u++) q[u] = mm_quantize4_by(v[u], inv[u]);
+    } else {
+#pragma unroll
+        for (int u = 0; u < U; u++) q[u] = mm_quantize4(v[u], scale[u]);
     }
 }
 
