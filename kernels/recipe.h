@@ -183,10 +183,8 @@ MM_HD uint32_t mm_amax_key(float abs_value)
     return b > 0x7f800000u ? 0u : b;
 }
 
-/* Four values of one block in FP8, value i in byte i: mm_quantize of each, its multiply-or-divide
- * decided once for the four (they share the block's scale), so a GPU warp takes one branch per
- * block instead of one per value (UE8M0 scales always multiply). */
-/* The four by a scale's exact inverse (mm_scale_inverse, nonzero): mm_quantize's multiply. */
+/* Four values of one block in FP8, value i in byte i, by the block scale's exact inverse
+ * (mm_scale_inverse, nonzero): mm_quantize's multiply. */
 MM_HD uint32_t mm_quantize4_by(const float v[4], float inv)
 {
     uint32_t q = 0;
@@ -194,6 +192,9 @@ MM_HD uint32_t mm_quantize4_by(const float v[4], float inv)
     return q;
 }
 
+/* Four values of one block in FP8, value i in byte i: mm_quantize of each, its multiply-or-divide
+ * decided once for the four (they share the block's scale), so a GPU warp takes one branch per
+ * block instead of one per value (UE8M0 scales always multiply). */
 MM_HD uint32_t mm_quantize4(const float v[4], float scale)
 {
     const float inv = mm_scale_inverse(scale);
