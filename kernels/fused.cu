@@ -1224,26 +1224,32 @@ __device__ bool consume_items(const mm_fused_args &a, const fused_schedule &sc, 
 
 /* Phase 5 through shared memory (mm_combine_staged_call says when): CTA `cta` takes units cta,
  * cta + ctas, ... of the flat space unit = token * parts + part (a part: `chunk` columns,
- * mm_combine_chunk), and its warpgroup g every groups-th of those. Per warpgroup a byte ring in
- * the span (the stage ring's and staging area's bytes, free after phase 3): its thread 0 places
- * each unit's valid rows (k order, packed: a unit of the EP8 slice takes ~1.4 rows of 6) at the
- * ring's head and issues one bulk copy per row on the unit's `full` barrier, up to
- * MM_COMBINE_INFLIGHT units ahead and as far as the ring's free bytes allow; every thread of the
- * warpgroup then sums its 16-byte column of the unit's rows in k order (mm_add_bf16x8, the
- * flat combine's arithmetic, so the bits are the same) and stores y. The units' valid-k masks are
- * read MM_COMBINE_AHEAD at a time, a batch ahead, one unit a thread. The warpgroup's barrier
- * after each unit frees its bytes and barrier for thread 0's next copies (after a proxy fence:
- * the reads were generic, the copies are the async proxy's): the bytes in use run from the
- * oldest unit not yet summed to the head, and a unit never wraps around the ring's end. Returns
- * false when a copy never landed (its bounded wait expired; the warpgroup agreed). */
+ * mm_combine_chunk), and its warpgroup g every groups-th of those. Per warpgroup a ring in the
+ * span (the stage ring's and staging area's bytes, free after phase 3) cut into regions of a
+ * full unit's bytes or more, a barrier each (mm_combine_regions). The units go in batches
+ * (mm_combine_batch_end: the consecutive units whose valid rows fit a region). Warp 0 issues a
+ * batch, a lane a unit: the unit's valid rows (k order, packed; a warp scan places them) by one
+ * bulk copy each into the batch's region, on the region's barrier, which lane 0 arms with the
+ * batch's bytes; regions - 1 batches are in flight while one is summed. Every thread sums its
+ * 16-byte column of each unit's rows in k order (mm_add_bf16x8, the flat combine's arithmetic,
+ * so the bits are the same) and stores y. After each batch a proxy fence (the reads were generic,
+ * the next copies into the region are the async proxy's) and the warpgroup's barrier free its
+ * region. Masks: MM_COMBINE_AHEAD units at a time into two buffers, a unit a thread; buffer c & 1
+ * takes batch c at the top of a round once the units before batch c - 1 are summed (the barrier
+ * that ended the last round makes it visible before the issue reaches it: fused_schedule.h).
+ * Returns false when a copy never landed (its bounded wait expired; the warpgroup agreed). */
 __device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int tokens, int topk, int hidden,
                                __nv_bfloat16 *y, uint8_t *span, unsigned span_bytes)
 {
     const int chunk = mm_combine_chunk(hidden), parts = hidden / chunk;
     const int groups = (int)blockDim.x / MM_COMBINE_GROUP_THREADS, g = (int)threadIdx.x / MM_COMBINE_GROUP_THREADS;
     const int lane = (int)threadIdx.x % MM_COMBINE_GROUP_THREADS, bar_id = MM_BAR_COMBINE + g;
+    const bool issuer = lane < 32; /* warp 0 of the warpgroup */
     const unsigned ring_bytes = mm_combine_ring_bytes(span_bytes, groups), row_bytes = (unsigned)chunk * 2u;
+    const int regions = mm_combine_regions(ring_bytes, (unsigned)topk * row_bytes);
+    const unsigned region_bytes = mm_combine_region_bytes(ring_bytes, regions);
     mm_combine_head *head = (mm_combine_head *)span + g;
+    const uint8_t *masks = &head->mask[0][0];
     uint8_t *ring = span + mm_combine_heads_bytes(groups) + (size_t)g * ring_bytes;
     const long long units = (long long)tokens * parts, stride = (long long)gridDim.x * groups;
     const long long first = (long long)blockIdx.x + (long long)gridDim.x * g;
@@ -1257,69 +1263,93 @@ __device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int 
         }
         return m;
     };
-    if (lane == 0) {
-        /* the rows were written by generic stores (GEMM2's epilogues, any rank) and published by
-         * the combine flags this CTA acquired; the copies read them through the async proxy */
+    if (issuer) /* the rows were written by generic stores (GEMM2's epilogues, any rank) and
+                 * published by the combine flags this CTA acquired; the copies read them through
+                 * the async proxy */
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        for (int i = 0; i < MM_COMBINE_INFLIGHT; i++) mm_mbar_init(&head->full[i], 1);
+    if (lane == 0) {
+        for (int r = 0; r < regions; r++) mm_mbar_init(&head->full[r], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     head->mask[0][lane] = (uint8_t)unit_mask(lane);
     head->mask[1][lane] = (uint8_t)unit_mask(MM_COMBINE_AHEAD + lane);
     mm_named_barrier(bar_id, MM_COMBINE_GROUP_THREADS);
-    long long issued = 0;            /* thread 0: units whose copies are out (units j.. are in the ring) */
-    unsigned long long ring_head = 0; /* thread 0: where the next unit goes, in linear bytes */
-    /* a unit's token and part, stepped by `stride` units (no 64-bit division a unit): the next
-     * unit to issue (thread 0) and the unit being summed */
+    /* a unit's token and part, stepped by `stride` units (no 64-bit division a unit) */
     const long long step_t = stride / parts;
     const int step_c = (int)(stride % parts);
-    long long issue_t = first / parts, sum_t = issue_t;
-    int issue_c = (int)(first % parts), sum_c = issue_c;
-    bool ok = true;
-    for (long long j = 0; j < n && ok; j++) {
+    /* warp 0: the next batch to issue, its first unit and that unit's token and part */
+    long long issue_j = 0, issue_b = 0, issue_t = first / parts;
+    int issue_c = (int)(first % parts);
+    auto issue_batch = [&]() {
+        if (issue_j >= n) return;
+        /* the batch's cut (mm_combine_in_batch) and each unit's place in the region: lane i takes
+         * unit issue_j + i, its rows' bytes summed over the lanes before it */
+        const unsigned m = lane < MM_COMBINE_BATCH_MOST && issue_j + lane < n ? mm_combine_mask_at(masks, issue_j + lane) : 0u;
+        const unsigned bytes = (unsigned)__popc(m) * row_bytes;
+        unsigned upto = bytes;
+        for (int d = 1; d < MM_COMBINE_BATCH_MOST; d <<= 1) {
+            const unsigned v = __shfl_up_sync(0xffffffffu, upto, d);
+            if (lane >= d) upto += v;
+        }
+        const bool mine = mm_combine_in_batch(lane, upto, n - issue_j, region_bytes);
+        const int count = __popc(__ballot_sync(0xffffffffu, mine));
+        const unsigned total = __shfl_sync(0xffffffffu, upto, count - 1);
+        const int r = (int)(issue_b % regions);
+        const unsigned bar = (unsigned)__cvta_generic_to_shared(&head->full[r]);
         if (lane == 0) {
-            for (; issued < n && issued - j < MM_COMBINE_INFLIGHT; issued++) {
-                const unsigned m = head->mask[(issued / MM_COMBINE_AHEAD) & 1][issued % MM_COMBINE_AHEAD];
-                const unsigned bytes = (unsigned)__popc(m) * row_bytes;
-                const unsigned long long at = mm_combine_place(
-                    ring_head, issued > j ? head->start[j % MM_COMBINE_INFLIGHT] : ring_head, bytes, ring_bytes);
-                if (at == ~0ull) break; /* not free yet: after this unit */
-                ring_head = at + bytes;
-                const int slot = (int)(issued % MM_COMBINE_INFLIGHT);
-                head->start[slot] = at;
-                head->offset[slot] = (uint32_t)(at % ring_bytes);
-                const unsigned bar = (unsigned)__cvta_generic_to_shared(&head->full[slot]);
-                mm_mbar_expect_tx(bar, bytes);
-                const __nv_bfloat16 *src = in + ((size_t)issue_t * topk) * hidden + (size_t)issue_c * chunk;
-                issue_t += step_t;
-                if ((issue_c += step_c) >= parts) {
-                    issue_c -= parts;
-                    issue_t++;
-                }
-                uint8_t *dst = ring + head->offset[slot];
-                for (unsigned mm = m; mm; mm &= mm - 1, dst += row_bytes)
-                    mm_bulk_load((unsigned)__cvta_generic_to_shared(dst), src + (size_t)(__ffs(mm) - 1) * hidden, row_bytes, bar);
+            head->count[r] = (uint32_t)count; /* read by the sum after the barrier's wait */
+            mm_mbar_expect_tx(bar, total);
+        }
+        __syncwarp();
+        if (mine && m) {
+            const int c = issue_c + lane * step_c;
+            const long long t = issue_t + (long long)lane * step_t + c / parts;
+            const __nv_bfloat16 *src = in + ((size_t)t * topk) * hidden + (size_t)(c % parts) * chunk;
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(ring + (size_t)r * region_bytes + (upto - bytes));
+            unsigned k_off = 0;
+            for (unsigned mm = m; mm; mm &= mm - 1, k_off += row_bytes)
+                mm_bulk_load(dst + k_off, src + (size_t)(__ffs(mm) - 1) * hidden, row_bytes, bar);
+        }
+        issue_c += count * step_c;
+        issue_t += (long long)count * step_t + issue_c / parts;
+        issue_c %= parts;
+        issue_j += count;
+        issue_b++;
+    };
+    if (issuer)
+        for (int q = 0; q < regions - 1; q++) issue_batch();
+    long long sum_j = 0, sum_b = 0, sum_t = first / parts;
+    int sum_c = (int)(first % parts);
+    long long next_masks = 2; /* the next batch of masks to read */
+    bool ok = true;
+    while (sum_j < n && ok) {
+        if ((next_masks - 1) * MM_COMBINE_AHEAD <= sum_j) { /* batch next_masks - 2 is summed */
+            head->mask[next_masks & 1][lane] = (uint8_t)unit_mask(next_masks * MM_COMBINE_AHEAD + lane);
+            next_masks++;
+        }
+        if (issuer) issue_batch(); /* into the region the last round freed */
+        const int r = (int)(sum_b % regions);
+        const bool landed = mm_mbar_wait(&head->full[r], (uint32_t)(sum_b / regions) & 1u, MM_STAGE_WAIT_NS,
+                                         MM_PIPE_WAIT_COMBINE_ROWS);
+        /* the batch's units (lane 0 of warp 0 wrote the count before arming the barrier); an
+         * expired wait still steps over a batch of one, and the warpgroup then stops */
+        const long long end = sum_j + (landed ? (long long)head->count[r] : 1);
+        const uint8_t *rows = ring + (size_t)r * region_bytes + (size_t)lane * 16;
+        for (long long j = sum_j; j < end; j++) {
+            const unsigned m = mm_combine_mask_at(masks, j);
+            if (landed && lane * 8 < chunk) {
+                float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                for (unsigned mm = m; mm; mm &= mm - 1, rows += row_bytes) mm_add_bf16x8(acc, *(const uint4 *)rows);
+                *(uint4 *)(y + (size_t)sum_t * hidden + (size_t)sum_c * chunk + (size_t)lane * 8) = mm_round_bf16x8(acc);
+            }
+            sum_t += step_t;
+            if ((sum_c += step_c) >= parts) {
+                sum_c -= parts;
+                sum_t++;
             }
         }
-        const int slot = (int)(j % MM_COMBINE_INFLIGHT);
-        const bool landed = mm_mbar_wait(&head->full[slot], (uint32_t)(j / MM_COMBINE_INFLIGHT) & 1u, MM_STAGE_WAIT_NS,
-                                         MM_PIPE_WAIT_COMBINE_ROWS);
-        const unsigned m = head->mask[(j / MM_COMBINE_AHEAD) & 1][j % MM_COMBINE_AHEAD];
-        if (landed && lane * 8 < chunk) {
-            const uint8_t *rows = ring + head->offset[slot] + (size_t)lane * 16;
-            float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-            for (unsigned mm = m; mm; mm &= mm - 1, rows += row_bytes) mm_add_bf16x8(acc, *(const uint4 *)rows);
-            *(uint4 *)(y + (size_t)sum_t * hidden + (size_t)sum_c * chunk + (size_t)lane * 8) = mm_round_bf16x8(acc);
-        }
-        sum_t += step_t;
-        if ((sum_c += step_c) >= parts) {
-            sum_c -= parts;
-            sum_t++;
-        }
-        /* the masks a batch ahead: this batch's first unit, the next batch's into the buffer
-         * the batch before this one used (all of its units are summed) */
-        if (j % MM_COMBINE_AHEAD == 0 && j > 0)
-            head->mask[(j / MM_COMBINE_AHEAD + 1) & 1][lane] = (uint8_t)unit_mask(j + MM_COMBINE_AHEAD + lane);
+        sum_j = end;
+        sum_b++;
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the reads before the next copies */
         ok = mm_named_barrier_and(bar_id, MM_COMBINE_GROUP_THREADS, landed);
     }

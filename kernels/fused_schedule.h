@@ -310,9 +310,21 @@ MM_HD int mm_fused_gemm2_block(int g, int h_items, int h_width)
  * hidden is not a multiple of 128 (the flat combine then). */
 #define MM_COMBINE_CHUNK_MOST 1024
 #define MM_COMBINE_GROUP_THREADS 128
-/* units in flight a warpgroup (its barriers), and units whose valid-k masks it reads ahead */
-#define MM_COMBINE_INFLIGHT 16
+/* A warpgroup's ring is cut into `regions` equal regions (mm_combine_regions), each as large as a
+ * unit with every k valid; units go in batches, a batch the consecutive units that fit one
+ * region (mm_combine_batch_end), at most MM_COMBINE_BATCH_MOST of them (one issuing lane each). A
+ * batch costs one barrier wait, one proxy fence and one warpgroup barrier whatever its units: the
+ * EP8 slice's units hold ~1.4 valid rows of 6, and per unit those fixed costs outweighed the rows.
+ * regions - 1 batches are in flight while one is summed. Masks (a byte per unit: bit k, k valid)
+ * are read MM_COMBINE_AHEAD units at a time into two buffers. */
+#define MM_COMBINE_REGIONS_MOST 8
+#define MM_COMBINE_BATCH_MOST 8
 #define MM_COMBINE_AHEAD 128
+/* a batch of masks is rewritten once the units before the previous batch are summed; the issue
+ * runs at most regions batches (plus one probe) ahead of that: combine_staged relies on it */
+#if (MM_COMBINE_REGIONS_MOST + 1) * MM_COMBINE_BATCH_MOST >= MM_COMBINE_AHEAD
+#error "the staged combine's issue would read masks not yet written"
+#endif
 
 MM_HD int mm_combine_chunk(int hidden)
 {
@@ -321,12 +333,11 @@ MM_HD int mm_combine_chunk(int hidden)
         if (hidden / 128 % parts == 0) return hidden / parts;
 }
 
-/* A warpgroup's part of the staged combine's shared memory: the head (barriers, each in-flight
- * unit's ring position, two batches of masks) of every group first, then one ring each. */
+/* A warpgroup's part of the staged combine's shared memory: the head (a barrier and a batch's
+ * unit count a region, two batches of masks) of every group first, then one ring each. */
 typedef struct {
-    uint64_t full[MM_COMBINE_INFLIGHT];
-    unsigned long long start[MM_COMBINE_INFLIGHT]; /* the unit's place in the ring's linear bytes */
-    uint32_t offset[MM_COMBINE_INFLIGHT];          /* and in the ring: start % ring bytes */
+    uint64_t full[MM_COMBINE_REGIONS_MOST];
+    uint32_t count[MM_COMBINE_REGIONS_MOST]; /* the units of the batch in each region */
     uint8_t mask[2][MM_COMBINE_AHEAD];
 } mm_combine_head;
 
@@ -342,17 +353,63 @@ MM_HD unsigned mm_combine_ring_bytes(unsigned span, int groups)
     return span > heads ? (span - heads) / (unsigned)groups & ~127u : 0u;
 }
 
-/* Where in a warpgroup's ring (linear bytes: the place modulo ring_bytes) the next unit of `bytes`
- * goes, given the ring's head and the start of its oldest unit still in use (oldest == head when
- * none is): at the head, or at the ring's start when it would wrap around the end; ~0ull when the
- * bytes from the oldest unit to its end would exceed the ring (not free yet). */
-MM_HD unsigned long long mm_combine_place(unsigned long long head, unsigned long long oldest, unsigned bytes,
-                                          unsigned ring_bytes)
+/* How many regions a ring of `ring` bytes holds for units of at most `unit_most` bytes (top-k
+ * rows of a chunk): as many as fit, at most MM_COMBINE_REGIONS_MOST; 0 when not one does. */
+MM_HD int mm_combine_regions(unsigned ring, unsigned unit_most)
 {
-    unsigned long long at = head;
-    if (at % ring_bytes + bytes > ring_bytes) at += ring_bytes - at % ring_bytes;
-    if (oldest == head) oldest = at; /* an empty ring: the skipped end is free too */
-    return at + bytes - oldest <= ring_bytes ? at : ~0ull;
+    if (!unit_most) return 0;
+    const unsigned r = ring / unit_most;
+    return r < MM_COMBINE_REGIONS_MOST ? (int)r : MM_COMBINE_REGIONS_MOST;
+}
+
+/* A region's bytes (a multiple of 128, at least unit_most when regions > 0). */
+MM_HD unsigned mm_combine_region_bytes(unsigned ring, int regions)
+{
+    return regions > 0 ? ring / (unsigned)regions & ~127u : 0u;
+}
+
+/* Bits set in m (the valid rows of a unit's mask). */
+MM_HD int mm_combine_rows(unsigned m)
+{
+#ifdef __CUDA_ARCH__
+    return __popc(m);
+#else
+    int c = 0;
+    for (; m; m &= m - 1) c++;
+    return c;
+#endif
+}
+
+/* The mask of unit j in the two mask buffers (mask2: [2][MM_COMBINE_AHEAD]). */
+MM_HD unsigned mm_combine_mask_at(const uint8_t *mask2, long long j)
+{
+    return mask2[((j / MM_COMBINE_AHEAD) & 1) * MM_COMBINE_AHEAD + j % MM_COMBINE_AHEAD];
+}
+
+/* The batch starting at unit j of n: the end of the longest run of at most MM_COMBINE_BATCH_MOST
+ * units from j whose valid rows (row bytes each) fit `region` bytes; j + 1 at least (a unit with
+ * every k valid fits a region). */
+MM_HD long long mm_combine_batch_end(const uint8_t *mask2, long long j, long long n, unsigned region,
+                                     unsigned row_bytes)
+{
+    long long end = j;
+    unsigned bytes = 0;
+    while (end < n && end - j < MM_COMBINE_BATCH_MOST) {
+        const unsigned m = mm_combine_mask_at(mask2, end), b = (unsigned)mm_combine_rows(m) * row_bytes;
+        if (end > j && bytes + b > region) break;
+        bytes += b;
+        end++;
+    }
+    return end;
+}
+
+/* The same cut as combine_staged's warp 0 makes it, a lane a unit: unit j + i is in the batch when
+ * i is under MM_COMBINE_BATCH_MOST and the units left, and the rows of units j..j + i (`upto`
+ * bytes, a prefix sum over the lanes) fit the region or i is 0. The lanes that are form a prefix
+ * (upto grows with i), and their count is mm_combine_batch_end(...) - j (test_gemm_schedule.c). */
+MM_HD bool mm_combine_in_batch(int i, unsigned upto, long long left, unsigned region)
+{
+    return i < MM_COMBINE_BATCH_MOST && i < left && (i == 0 || upto <= region);
 }
 
 /* Whether a call combines through shared memory: a chunk exists, top-k is at most 8 (a unit's
@@ -365,7 +422,7 @@ MM_HD int mm_combine_staged_call(long long tokens, int hidden, int topk, int cta
 {
     const int chunk = mm_combine_chunk(hidden);
     if (!chunk || topk < 1 || topk > 8 || ctas < 1 || groups < 1) return 0;
-    if ((unsigned long long)topk * (unsigned)chunk * 2u > mm_combine_ring_bytes(span, groups)) return 0;
+    if (mm_combine_regions(mm_combine_ring_bytes(span, groups), (unsigned)topk * (unsigned)chunk * 2u) < 1) return 0;
     return tokens * (hidden / chunk) >= (long long)ctas * groups * MM_COMBINE_STAGED_MIN_UNITS;
 }
 

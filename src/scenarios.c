@@ -84,7 +84,7 @@ static const mm_scenario scenarios[] = {
     {"small-tiles-176", 256, 256, 4, 0, 2, 10.0, 0, 352, TOKENS_SAME, "balanced", X_NORMAL, NULL, 0, 0},
     /* fused's staged combine (fused_schedule.h mm_combine_staged_call: >= 4 units a warpgroup):
      * parts of 768 columns (96 of a warpgroup's 128 threads sum), top-8 rows of 1.5 KB a part with
-     * 30% of the picks masked, so units of 0-8 rows pack the rings unevenly and wrap them often */
+     * 30% of the picks masked, so units of 0-8 rows make batches of uneven length and bytes */
     {"combine-staged", 1536, 256, 0, 16, 8, 10.0, 0, 1024, TOKENS_SAME, "masked:0.3", X_NORMAL, NULL, 0, 0},
     /* numerics */
     {"limit-1", 256, 128, 0, 4, 2, 1.0, 0, 64, TOKENS_SAME, "uniform", X_NORMAL, NULL, 0, 0},

@@ -779,46 +779,100 @@ static void combine_chunks(void **state)
     assert_false(mm_combine_staged_call(8192, 4096, 8, 132, 3, 40000)); /* a full unit would not fit */
 }
 
-/* The staged combine's ring, run as the kernel runs it (issue up to MM_COMBINE_INFLIGHT units
- * ahead while mm_combine_place finds room, sum the oldest, repeat): every unit lies inside the
- * ring without wrapping, no two units with rows in the ring at once overlap, and the oldest unit is always
- * issued by the time it is summed (no stall), over random valid-row counts. */
-static void combine_ring(void **state)
+/* The staged combine's batches, run as combine_staged runs them over random masks (runs of empty
+ * units, full units and mixed ones): the regions hold a full unit each and fit the ring; every
+ * batch is 1..MM_COMBINE_BATCH_MOST consecutive units whose rows fit a region, as many as fit;
+ * warp 0's cut a lane a unit (mm_combine_in_batch) is that batch; every batch is issued before
+ * it is summed and every unit is summed once; and every mask either side reads is in the
+ * buffer that holds its batch, never in the one rewritten that round (its new masks are visible
+ * only after the round's barrier). */
+static void combine_batches(void **state)
 {
     (void)state;
-    const unsigned rings[] = {68736, 12288, 16384, 20000 & ~127u};
+    const unsigned rings[] = {68736, 12288, 16384, 20000 & ~127u, 200000 & ~127u};
     const unsigned row = 2048;
     unsigned seed = 12345;
-    for (size_t r = 0; r < sizeof rings / sizeof rings[0]; r++) {
-        const unsigned ring = rings[r];
-        const int topk = (int)(ring / row) < 8 ? (int)(ring / row) : 8;
-        enum { N = 4000 };
-        static unsigned bytes[N];
-        static unsigned long long start[N];
-        for (int i = 0; i < N; i++) {
-            seed = seed * 1103515245u + 12345u;
-            bytes[i] = (seed >> 16) % (unsigned)(topk + 1) * row;
-        }
-        long long issued = 0;
-        unsigned long long head = 0;
-        for (long long j = 0; j < N; j++) {
-            for (; issued < N && issued - j < MM_COMBINE_INFLIGHT; issued++) {
-                const unsigned long long at =
-                    mm_combine_place(head, issued > j ? start[j] : head, bytes[issued], ring);
-                if (at == ~0ull) break;
-                assert_true(at >= head);
-                assert_true(at % ring + bytes[issued] <= ring); /* no wrap inside a unit */
-                start[issued] = at;
-                head = at + bytes[issued];
+    enum { N = 5000 };
+    static uint8_t mask_of[N + 4 * MM_COMBINE_AHEAD];
+    static long long batch_start[N + 1], batch_stop[N + 1];
+    for (size_t ri = 0; ri < sizeof rings / sizeof rings[0]; ri++)
+        for (int topk = 1; topk <= 8; topk++) {
+            const unsigned ring = rings[ri];
+            const int regions = mm_combine_regions(ring, (unsigned)topk * row);
+            if (regions < 1) {
+                assert_true(ring < (unsigned)topk * row);
+                continue;
             }
-            assert_true(issued > j); /* the unit summed next is in the ring */
-            /* the units in the ring with bytes lie in linear order within one ring's length from
-             * the first of them, so they are disjoint modulo it (a unit without rows holds none) */
-            long long k = j;
-            while (k < issued && !bytes[k]) k++;
-            if (k < issued) assert_true(head - start[k] <= ring);
+            const unsigned region = mm_combine_region_bytes(ring, regions);
+            assert_true(regions <= MM_COMBINE_REGIONS_MOST && region % 128 == 0);
+            assert_true(region >= (unsigned)topk * row && (unsigned)regions * region <= ring);
+            const long long n = 1 + (seed % N);
+            for (long long j = 0; j < N + 4 * MM_COMBINE_AHEAD; j++) {
+                seed = seed * 1103515245u + 12345u;
+                const unsigned kind = (unsigned)(j / 97 + ri) % 3, r = seed >> 16;
+                const unsigned m = kind == 0 ? 0u : kind == 1 ? (1u << topk) - 1u : r & ((1u << topk) - 1u);
+                mask_of[j] = (uint8_t)(j < n ? m : 0u);
+            }
+            uint8_t mask2[2 * MM_COMBINE_AHEAD];
+            long long held[2] = {0, 1}; /* which batch of masks each buffer holds */
+            memcpy(mask2, mask_of, sizeof mask2);
+            long long rewriting = -1; /* the buffer rewritten this round */
+            /* every read of unit j's mask (and the batch's probe one past its end) */
+            #define READS_OK(from, to)                                                                  \
+                for (long long q = (from); q <= (to) && q < n; q++) {                                \
+                    assert_int_equal(held[(q / MM_COMBINE_AHEAD) & 1], q / MM_COMBINE_AHEAD);          \
+                    assert_true((q / MM_COMBINE_AHEAD & 1) != rewriting);                            \
+                }
+            /* warp 0's cut: a lane a unit, the prefix of lanes mm_combine_in_batch keeps */
+            #define ISSUE()                                                                            \
+                do {                                                                                 \
+                    const long long end = mm_combine_batch_end(mask2, issue_j, n, region, row);      \
+                    READS_OK(issue_j, issue_j + MM_COMBINE_BATCH_MOST - 1);                          \
+                    unsigned upto = 0;                                                               \
+                    int count = 0, last_in = 1;                                                      \
+                    for (int i = 0; i < 32; i++) {                                                   \
+                        const long long u = issue_j + i;                                             \
+                        upto += i < MM_COMBINE_BATCH_MOST && u < n ? (unsigned)mm_combine_rows(mask_of[u]) * row : 0u; \
+                        const bool in = mm_combine_in_batch(i, upto, n - issue_j, region);           \
+                        assert_true(!in || last_in); /* a prefix */                                  \
+                        last_in = in;                                                                \
+                        count += in;                                                                 \
+                    }                                                                                \
+                    assert_int_equal(count, end - issue_j);                                          \
+                    batch_start[issue_b] = issue_j;                                                  \
+                    batch_stop[issue_b++] = end;                                                     \
+                    issue_j = end;                                                                   \
+                } while (0)
+            long long issue_j = 0, issue_b = 0, sum_j = 0, sum_b = 0, next_masks = 2;
+            for (int q = 0; q < regions - 1 && issue_j < n; q++) ISSUE();
+            while (sum_j < n) {
+                rewriting = -1;
+                if ((next_masks - 1) * MM_COMBINE_AHEAD <= sum_j) {
+                    rewriting = next_masks & 1;
+                    next_masks++;
+                }
+                if (issue_j < n) ISSUE();
+                assert_true(issue_b > sum_b && batch_start[sum_b] == sum_j); /* issued, in order */
+                const long long end = batch_stop[sum_b]; /* the count warp 0 published */
+                READS_OK(sum_j, end - 1);                /* the masks of its units */
+                assert_true(end > sum_j && end - sum_j <= MM_COMBINE_BATCH_MOST);
+                unsigned bytes = 0;
+                for (long long u = sum_j; u < end; u++) bytes += (unsigned)mm_combine_rows(mask_of[u]) * row;
+                assert_true(bytes <= region);
+                if (end < n && end - sum_j < MM_COMBINE_BATCH_MOST) /* no longer batch fits */
+                    assert_true(bytes + (unsigned)mm_combine_rows(mask_of[end]) * row > region);
+                sum_j = end;
+                sum_b++;
+                if (rewriting >= 0) { /* visible after the round's barrier */
+                    const long long c = next_masks - 1;
+                    memcpy(mask2 + rewriting * MM_COMBINE_AHEAD, mask_of + c * MM_COMBINE_AHEAD, MM_COMBINE_AHEAD);
+                    held[rewriting] = c;
+                }
+            }
+            #undef READS_OK
+            #undef ISSUE
+            assert_int_equal(sum_j, n);
         }
-    }
 }
 
 /* The tensor-copy epilogue's box layout: the per-thread base plus per-pair step the kernel adds
@@ -963,7 +1017,7 @@ int run_gemm_schedule_tests(void)
         cmocka_unit_test(fused_dispatch_group),
         cmocka_unit_test(fused_dispatch_rounds),
         cmocka_unit_test(combine_chunks),
-        cmocka_unit_test(combine_ring),
+        cmocka_unit_test(combine_batches),
         cmocka_unit_test(out_box_layout),
         cmocka_unit_test(out_tile_swizzle),
     };
