@@ -1285,7 +1285,7 @@ __device__ bool combine_staged(const __nv_bfloat16 *in, const int32_t *ids, int 
         /* the batch's cut (mm_combine_in_batch) and each unit's place in the region: lane i takes
          * unit issue_j + i, its rows' bytes summed over the lanes before it */
         const unsigned m = lane < MM_COMBINE_BATCH_MOST && issue_j + lane < n ? mm_combine_mask_at(masks, issue_j + lane) : 0u;
-        const unsigned bytes = (unsigned)__popc(m) * row_bytes;
+        const unsigned bytes = (unsigned)mm_combine_rows(m) * row_bytes;
         unsigned upto = bytes;
         for (int d = 1; d < MM_COMBINE_BATCH_MOST; d <<= 1) {
             const unsigned v = __shfl_up_sync(0xffffffffu, upto, d);
